@@ -1,0 +1,47 @@
+# gcompose: `make demo` runs the main job, `make test` passes the tests.
+GO        ?= go
+BIN       := bin
+# Every binary under cmd/ except the CLI becomes an image gcompose/<name>:dev.
+IMAGES    := $(filter-out gcompose,$(notdir $(wildcard cmd/*)))
+GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
+
+.PHONY: all build binaries images test test-short bench lint fmt vet demo clean
+
+all: build
+
+build: $(BIN)/gcompose
+
+$(BIN)/gcompose: FORCE
+	$(GOFLAGS_STATIC) $(GO) build -trimpath -ldflags "-s -w -X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -o $@ ./cmd/gcompose
+
+binaries: build
+	@for b in $(IMAGES); do echo "go build $$b"; $(GOFLAGS_STATIC) $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/$$b ./cmd/$$b || exit 1; done
+
+# Images are built by the Docker Engine from images/<name>.Dockerfile with bin/ as context.
+images: binaries
+	@for b in $(IMAGES); do if [ -f images/$$b.Dockerfile ]; then echo "image gcompose/$$b:dev"; docker build -q -f images/$$b.Dockerfile -t gcompose/$$b:dev $(BIN) >/dev/null || exit 1; fi; done
+
+lint: fmt vet
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+test: lint images
+	$(GO) test -race -count=1 -timeout 40m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+bench: images
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m ./...
+
+demo: images
+	@echo "make demo: the Golem devnet demo is coming (issue 4); meanwhile see examples/files/"
+
+clean:
+	rm -rf $(BIN)
+
+FORCE:

@@ -1,0 +1,130 @@
+// Package descriptor loads application descriptors (GAP-16, dapp-runner and
+// Deployster-style generic resources), merges and validates them, and
+// normalizes them into one model: App. Everything after loading (references,
+// the graph, planning) reads App and nothing else.
+package descriptor
+
+import (
+	"strings"
+
+	"github.com/gcompose/gcompose/core/source"
+)
+
+// App is the normalized application: one canonical form whichever dialect,
+// shorthand or set of files it was written in. dapp-runner `nodes` are
+// Services here; init shorthands are Commands.
+type App struct {
+	// Name identifies the application in state, labels and locks. It comes
+	// from meta.name (sanitized to a DNS label) or, failing that, the first
+	// descriptor file's base name.
+	Name      string
+	Meta      map[string]any
+	Payloads  map[string]*Payload
+	Networks  map[string]*Network
+	Services  map[string]*Service
+	Plugs     map[string]*Plug
+	Resources map[string]*Resource
+
+	// Files are the descriptor files merged, in merge order.
+	Files []string
+	// Positions maps a JSON pointer into Tree() (e.g.
+	// "/services/web/init/0/run/args/2") to where that value was written; for
+	// merged values, the file that set it last.
+	Positions map[string]source.Pos
+	// Warnings found while loading (unknown keys under --ignore-unknown,
+	// ignored package sub-folders, ...).
+	Warnings source.Diagnostics
+}
+
+// Payload is what a service runs (GAP-16 payloads).
+type Payload struct {
+	Name         string
+	Runtime      string
+	Constraints  []string
+	Capabilities []string
+	Params       map[string]any
+	Pos          source.Pos
+}
+
+// Network is a VPN the services join.
+type Network struct {
+	Name string
+	// IP is the network in CIDR form as written by the user (host/prefix is
+	// kept: "192.168.0.1/24" names the same network as "192.168.0.0/24").
+	IP      string
+	OwnerIP string
+	Mask    string
+	Gateway string
+	Pos     source.Pos
+}
+
+// Service is one GAP-16 service or dapp-runner node.
+type Service struct {
+	Name      string
+	Payload   string
+	Network   string
+	IP        []string
+	DependsOn []string
+	Init      []Command
+	Instances int // always >= 1 after normalization
+	HTTPProxy *Proxy
+	TCPProxy  *Proxy
+	Pos       source.Pos
+}
+
+// Command is one init step. Every shorthand (a bare argv list, run: [...],
+// run: {args: [...]}) normalizes to Run.Args.
+type Command struct {
+	Run *RunCommand
+}
+
+type RunCommand struct {
+	EntryPoint string
+	Args       []string
+}
+
+// Proxy exposes service ports on the requestor's machine.
+type Proxy struct {
+	Ports []PortMapping
+}
+
+// PortMapping is "80" (Local 0: picked at runtime) or "8080:80".
+type PortMapping struct {
+	Local  int
+	Remote int
+}
+
+// Plug is a host path offered to adapter containers (Deployster plugs).
+type Plug struct {
+	Name          string
+	Path          string
+	ReadOnly      bool
+	ResourceNames []string // regular expressions
+	ResourceTypes []string // regular expressions
+	Pos           source.Pos
+}
+
+// Resource is a generic, Deployster-style resource driven by a third-party
+// adapter image.
+type Resource struct {
+	Name         string
+	Type         string            // adapter image reference
+	Dependencies map[string]string // alias -> resource name
+	Config       map[string]any
+	Pos          source.Pos
+}
+
+// Pos returns where the value at the JSON pointer was written, or the position
+// of its nearest ancestor that has one.
+func (a *App) Pos(pointer string) source.Pos {
+	for {
+		if p, ok := a.Positions[pointer]; ok {
+			return p
+		}
+		i := strings.LastIndexByte(pointer, '/')
+		if i < 0 {
+			return source.Pos{}
+		}
+		pointer = pointer[:i]
+	}
+}
