@@ -1,0 +1,210 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+)
+
+// Store keeps application state documents. Implementations: FileStore,
+// MemoryStore; etcd later (issue 6). All methods are safe for concurrent use.
+//
+// Reads need no lock. Every write takes the *Lock returned by Lock and is
+// refused with ErrLockNotHeld once that lock is no longer held (released,
+// force-unlocked, or on etcd, its lease expired): a process that lost its
+// lock can never overwrite a newer state.
+type Store interface {
+	// Lock takes the application's lock once, without waiting. When someone
+	// holds it, the error is a *LockedError (errors.Is ErrLocked) saying
+	// who, for what and since when. info.ID is assigned when empty. Use
+	// Acquire to wait. Taking the lock also prepares the backend for
+	// writes (the file backend replays the journal and trims a torn tail).
+	Lock(ctx context.Context, app string, info LockInfo) (*Lock, error)
+	// Unlock releases a lock taken by Lock. Releasing a lock that is no
+	// longer held returns ErrLockNotHeld.
+	Unlock(ctx context.Context, lock *Lock) error
+	// ForceUnlock removes the application's lock if its ID is lockID,
+	// whoever holds it (gcompose unlock). The old holder's later writes are
+	// refused.
+	ForceUnlock(ctx context.Context, app, lockID string) error
+	// LockInfo returns who holds the application's lock, or nil when nobody
+	// does.
+	LockInfo(ctx context.Context, app string) (*LockInfo, error)
+
+	// Load returns the current document: the last compacted document plus
+	// every journaled change. An application with no state yields an empty
+	// document (Serial 0, no lineage). The result is the caller's to modify.
+	Load(ctx context.Context, app string) (*Document, error)
+	// Apply makes changes durable, as one unit, before it returns, and
+	// increments the serial by one. Its cost is proportional to the size of
+	// the changes, not of the document.
+	Apply(ctx context.Context, lock *Lock, changes ...Change) error
+	// Compact folds the changes applied so far into the document (at the
+	// end of a run). The content and serial do not change.
+	Compact(ctx context.Context, lock *Lock) error
+	// Replace overwrites the whole document (state push, state mv). It is
+	// refused when doc has another lineage or a lower serial than the
+	// stored state, unless force. The stored serial becomes
+	// max(doc.Serial, current+1); the lineage becomes doc's (or a new one).
+	Replace(ctx context.Context, lock *Lock, doc *Document, force bool) error
+	// Apps lists the applications that have state, sorted.
+	Apps(ctx context.Context) ([]string, error)
+	// Close releases the store's resources (not the locks it holds).
+	Close() error
+}
+
+// LockInfo says who holds a lock, for what, since when.
+type LockInfo struct {
+	// ID identifies this holding of the lock (gcompose unlock ID).
+	ID string `json:"id"`
+	// Holder is "user@host pid N".
+	Holder string `json:"holder"`
+	User   string `json:"user,omitempty"`
+	Host   string `json:"host,omitempty"`
+	PID    int    `json:"pid,omitempty"`
+	// Operation is what the holder does: "deploy", "destroy", "state push".
+	Operation string    `json:"operation"`
+	Created   time.Time `json:"created"`
+	// Version is the holder's gcompose version.
+	Version string `json:"version,omitempty"`
+}
+
+// NewLockInfo describes this process holding a lock for operation.
+func NewLockInfo(operation, version string) LockInfo {
+	u := "unknown"
+	if cu, err := user.Current(); err == nil && cu.Username != "" {
+		u = cu.Username
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "localhost"
+	}
+	pid := os.Getpid()
+	return LockInfo{
+		Holder:    fmt.Sprintf("%s@%s pid %d", u, h, pid),
+		User:      u,
+		Host:      h,
+		PID:       pid,
+		Operation: operation,
+		Created:   time.Now().UTC(),
+		Version:   version,
+	}
+}
+
+// who is the holder as shown in messages: "root@host (pid 123)".
+func (i LockInfo) who() string {
+	if i.User != "" && i.Host != "" && i.PID != 0 {
+		return fmt.Sprintf("%s@%s (pid %d)", i.User, i.Host, i.PID)
+	}
+	if i.Holder != "" {
+		return i.Holder
+	}
+	return "an unknown holder"
+}
+
+// Lock is a held application lock; pass it to every write.
+type Lock struct {
+	App  string
+	Info LockInfo
+}
+
+// ErrLocked matches (errors.Is) a *LockedError.
+var ErrLocked = errors.New("state is locked")
+
+// ErrLockNotHeld is returned by a write whose lock is no longer held.
+var ErrLockNotHeld = errors.New("state lock is no longer held")
+
+// LockedError is returned when someone else holds an application's lock.
+type LockedError struct {
+	App  string
+	Info LockInfo
+	// Stale is set when the holder is a process on this host that no longer
+	// exists: the lock is left over from a crash. It is still refused;
+	// gcompose unlock ID removes it.
+	Stale bool
+}
+
+func (e *LockedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "state for app %q is locked by %s", e.App, e.Info.who())
+	if e.Info.Operation != "" {
+		fmt.Fprintf(&b, " for %s", e.Info.Operation)
+	}
+	if !e.Info.Created.IsZero() {
+		fmt.Fprintf(&b, " since %s", e.Info.Created.UTC().Format(time.RFC3339))
+	}
+	if e.Stale {
+		fmt.Fprintf(&b, "; that process no longer exists, the lock is stale: if no gcompose runs for this app, remove it with gcompose unlock %s", e.Info.ID)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "; lock ID %s (gcompose unlock %s)", e.Info.ID, e.Info.ID)
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrLocked) true.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// Acquire takes app's lock, retrying while it is held by someone else until
+// timeout has passed (--lock-timeout; 0 means try once). The error after
+// the timeout is the last *LockedError, saying how long it waited.
+func Acquire(ctx context.Context, s Store, app string, info LockInfo, timeout time.Duration) (*Lock, error) {
+	deadline := time.Now().Add(timeout)
+	delay := 50 * time.Millisecond
+	for {
+		l, err := s.Lock(ctx, app, info)
+		if err == nil || !errors.Is(err, ErrLocked) {
+			return l, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if timeout > 0 {
+				return nil, fmt.Errorf("waited %s for the lock: %w", timeout, err)
+			}
+			return nil, err
+		}
+		wait := min(delay, left)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("waiting for the lock: %w (%w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+// DefaultDir is the file backend's default state directory, relative to
+// the working directory.
+const DefaultDir = ".gcompose/state"
+
+// Open returns the store a --state URL names:
+//
+//	""                 the file backend in DefaultDir
+//	file://PATH, PATH  the file backend in directory PATH
+//	mem://             a new, empty in-memory store (tests)
+//	etcd://...         not supported yet (issue 6)
+func Open(url string, opts FileOptions) (Store, error) {
+	switch {
+	case url == "":
+		return NewFileStore(DefaultDir, opts)
+	case strings.HasPrefix(url, "file://"):
+		p := strings.TrimPrefix(url, "file://")
+		if p == "" {
+			return nil, fmt.Errorf("state URL %q: empty path", url)
+		}
+		return NewFileStore(p, opts)
+	case url == "mem://" || url == "memory://":
+		return NewMemoryStore(), nil
+	case strings.HasPrefix(url, "etcd://"):
+		return nil, fmt.Errorf("state URL %q: the etcd backend is not supported yet (use a directory or file://PATH)", url)
+	case strings.Contains(url, "://"):
+		return nil, fmt.Errorf("state URL %q: unknown scheme (supported: file://PATH or a directory path)", url)
+	default:
+		return NewFileStore(url, opts)
+	}
+}
