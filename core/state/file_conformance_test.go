@@ -1,0 +1,22 @@
+package state_test
+
+import (
+	"testing"
+
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/state/statetest"
+)
+
+func TestFileStore(t *testing.T) {
+	statetest.Run(t, func(t *testing.T) (state.Store, func(*testing.T) state.Store) {
+		dir := t.TempDir()
+		open := func(t *testing.T) state.Store {
+			s, err := state.NewFileStore(dir, state.FileOptions{Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		return open(t), open
+	})
+}
