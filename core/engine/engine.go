@@ -1,0 +1,137 @@
+// Package engine ties the steps of a run together, as Docker Compose's
+// convergence does: observe (lock, load state, ask adapters), plan, and
+// execute, then compact the state and release the lock.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gcompose/gcompose/core/apply"
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+)
+
+// Engine runs plans against one state store with one set of adapters.
+type Engine struct {
+	Adapters    plan.Adapters
+	Store       state.Store
+	Parallelism int
+	Observer    apply.Observer
+	// LockTimeout is how long to wait for a lock someone else holds.
+	LockTimeout time.Duration
+	// Version is recorded in locks.
+	Version string
+	// OutputTimeout bounds waiting for a dependency output (see apply).
+	OutputTimeout time.Duration
+}
+
+// Request is one run.
+type Request struct {
+	App     string
+	Mode    plan.Mode
+	Desired map[string]*plan.Resource
+	// Confirm is shown the plan before anything changes; returning false
+	// stops the run with ErrDeclined. Nil applies without asking.
+	Confirm func(*plan.Plan) (bool, error)
+	// PlanOnly stops after planning (gcompose plan, refresh).
+	PlanOnly bool
+}
+
+// Outcome of a run.
+type Outcome struct {
+	Plan   *plan.Plan
+	Result *apply.Result
+	// Pending lists resources that had an interrupted operation when the run
+	// started (a previous run was killed); the plan resolved them.
+	Pending []*state.Resource
+}
+
+// ErrDeclined is returned when Confirm said no.
+var ErrDeclined = errors.New("apply declined: nothing was changed")
+
+func (e *Engine) walk() plan.Walk {
+	p := e.Parallelism
+	if p <= 0 {
+		p = 10
+	}
+	return GraphWalk(p)
+}
+
+// Run locks the application's state, plans, and unless PlanOnly, applies.
+func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error) {
+	op := string(req.Mode)
+	if req.PlanOnly {
+		op = "plan"
+	}
+	lock, err := state.Acquire(ctx, e.Store, req.App, state.NewLockInfo(op, e.Version), e.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		// Unlock with a fresh context: a cancelled run must still release.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if uerr := e.Store.Unlock(uctx, lock); uerr != nil && err == nil {
+			err = fmt.Errorf("releasing the state lock: %w", uerr)
+		}
+	}()
+	doc, err := e.Store.Load(ctx, req.App)
+	if err != nil {
+		return nil, fmt.Errorf("loading state of %s: %w", req.App, err)
+	}
+	out = &Outcome{Pending: doc.PendingResources()}
+	in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc}
+	planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
+	pl, obs, err := planner.Plan(ctx, in)
+	out.Plan = pl
+	if err != nil {
+		return out, fmt.Errorf("planning: %w", err)
+	}
+	if req.PlanOnly || req.Mode == plan.Refresh {
+		return out, nil
+	}
+	if req.Confirm != nil {
+		ok, err := req.Confirm(pl)
+		if err != nil {
+			return out, err
+		}
+		if !ok {
+			return out, ErrDeclined
+		}
+	}
+	ex := &apply.Executor{
+		Adapters:      e.Adapters,
+		Store:         &persister{store: e.Store, lock: lock},
+		Walk:          e.walk(),
+		Observer:      e.Observer,
+		Holder:        lock.Info.Holder,
+		OutputTimeout: e.OutputTimeout,
+	}
+	res, applyErr := ex.Apply(ctx, pl, in, obs)
+	out.Result = res
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if cerr := e.Store.Compact(cctx, lock); cerr != nil && applyErr == nil {
+		applyErr = fmt.Errorf("compacting state: %w", cerr)
+	}
+	return out, applyErr
+}
+
+// persister writes each change through the held lock.
+type persister struct {
+	store state.Store
+	lock  *state.Lock
+}
+
+// Writes ignore cancellation: what an action did must be recorded even when
+// the user interrupts the run right after it.
+func (p *persister) Put(ctx context.Context, r *state.Resource) error {
+	return p.store.Apply(context.WithoutCancel(ctx), p.lock, state.Put(r))
+}
+
+func (p *persister) Remove(ctx context.Context, name string) error {
+	return p.store.Apply(context.WithoutCancel(ctx), p.lock, state.Delete(name))
+}

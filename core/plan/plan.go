@@ -1,0 +1,158 @@
+// Package plan computes what a deployment must change: desired resources
+// (from the descriptor), persisted resources (from the state store) and actual
+// resources (each adapter's state call) become a Plan, which is plain data:
+// printed for people, serialized for machines, executed by package apply.
+package plan
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/protocol"
+)
+
+// Op is what a step does to one resource.
+type Op string
+
+const (
+	NoOp    Op = "noop"    // already converged
+	Create  Op = "create"  // +
+	Update  Op = "update"  // ~ in place
+	Rebuild Op = "rebuild" // -/+
+	Delete  Op = "delete"  // -
+	// Forget drops a resource from state whose adapter reports it already gone,
+	// or whose adapter cannot destroy (plain Deployster adapters).
+	Forget Op = "forget"
+)
+
+// Symbol is how plan output marks an op, Terraform-style.
+func (o Op) Symbol() string {
+	switch o {
+	case Create:
+		return "+"
+	case Update:
+		return "~"
+	case Rebuild:
+		return "-/+"
+	case Delete:
+		return "-"
+	case Forget:
+		return "x"
+	default:
+		return " "
+	}
+}
+
+// Changes reports whether the op changes anything outside the state store.
+func (o Op) Changes() bool { return o != NoOp && o != Forget }
+
+// Resource is one desired resource, ready for planning: an adapter image and a
+// config that may still hold ${...} references to other resources' outputs.
+type Resource struct {
+	Name      string         `json:"name"`
+	Type      string         `json:"type"`
+	Config    map[string]any `json:"config,omitempty"`
+	DependsOn []string       `json:"depends_on,omitempty"`
+	Pos       source.Pos     `json:"pos,omitempty"`
+}
+
+// Step is the plan for one resource.
+type Step struct {
+	Resource string `json:"resource"`
+	Type     string `json:"type"`
+	Op       Op     `json:"op"`
+	// Reason explains the op in one line ("config /content changed",
+	// "knock-on: services.db is rebuilt", "gone from the descriptor").
+	Reason string   `json:"reason,omitempty"`
+	Forces []string `json:"forces,omitempty"`
+	// Actions the adapter announced; empty when the config is only known
+	// after apply.
+	Actions []protocol.ActionSpec `json:"actions,omitempty"`
+	// KnownAfterApply is set when the resource's inputs depend on outputs
+	// that other steps will produce, so the adapter could not be asked yet.
+	KnownAfterApply bool `json:"known_after_apply,omitempty"`
+	// Unknown lists output fields (JSON pointers) known only after apply.
+	Unknown   []string       `json:"unknown,omitempty"`
+	Before    map[string]any `json:"before,omitempty"`
+	After     map[string]any `json:"after,omitempty"`
+	DependsOn []string       `json:"depends_on,omitempty"`
+	// Drift describes how the actual resource differs from what the state
+	// recorded (refresh), e.g. "gone" or "terminated".
+	Drift string `json:"drift,omitempty"`
+}
+
+// Mode says what a plan is for.
+type Mode string
+
+const (
+	Deploy  Mode = "deploy"
+	Destroy Mode = "destroy"
+	Refresh Mode = "refresh"
+)
+
+// Plan is the outcome of planning: data only.
+type Plan struct {
+	FormatVersion int    `json:"format_version"`
+	App           string `json:"app"`
+	Mode          Mode   `json:"mode"`
+	// Lineage and Serial of the state the plan was made against; apply refuses
+	// a plan made against another state.
+	Lineage string  `json:"lineage,omitempty"`
+	Serial  uint64  `json:"serial"`
+	Steps   []*Step `json:"steps"`
+	Summary Summary `json:"summary"`
+}
+
+// Summary counts steps by op.
+type Summary struct {
+	Create    int `json:"create"`
+	Update    int `json:"update"`
+	Rebuild   int `json:"rebuild"`
+	Delete    int `json:"delete"`
+	Forget    int `json:"forget"`
+	Unchanged int `json:"unchanged"`
+}
+
+// HasChanges reports whether applying the plan would do anything.
+func (p *Plan) HasChanges() bool {
+	s := p.Summary
+	return s.Create+s.Update+s.Rebuild+s.Delete+s.Forget > 0
+}
+
+// Step returns the step for a resource, or nil.
+func (p *Plan) Step(name string) *Step {
+	i := sort.Search(len(p.Steps), func(i int) bool { return p.Steps[i].Resource >= name })
+	if i < len(p.Steps) && p.Steps[i].Resource == name {
+		return p.Steps[i]
+	}
+	return nil
+}
+
+func (p *Plan) finish() {
+	sort.Slice(p.Steps, func(i, j int) bool { return p.Steps[i].Resource < p.Steps[j].Resource })
+	var s Summary
+	for _, st := range p.Steps {
+		switch st.Op {
+		case Create:
+			s.Create++
+		case Update:
+			s.Update++
+		case Rebuild:
+			s.Rebuild++
+		case Delete:
+			s.Delete++
+		case Forget:
+			s.Forget++
+		default:
+			s.Unchanged++
+		}
+	}
+	p.Summary = s
+}
+
+// MarshalIndent is the machine form of a plan (`plan --json`, `plan -out`).
+func (p *Plan) MarshalIndent() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+
+// FormatVersion of the serialized plan.
+const FormatVersion = 1

@@ -1,0 +1,96 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/gcompose/gcompose/core/expr"
+)
+
+// OutputRef splits a runtime reference into the resource whose outputs it
+// reads and the path inside those outputs (the adapter's VALID state):
+//
+//	services.db.network_node.ip    -> services.db,    network_node.ip
+//	nodes.db.network_node.ip       -> services.db,    network_node.ip
+//	services.web[1].agreement.id   -> services.web[1], agreement.id
+//	networks.default.network_id    -> networks.default, network_id
+//	resources.files.state.sha256   -> resources.files, sha256
+func OutputRef(r expr.Ref) (resource string, field []expr.Step, err error) {
+	p := r.Path
+	if len(p) < 3 || p[0].IsIndex || p[1].IsIndex {
+		return "", nil, fmt.Errorf("%s does not name a resource output", r.Text())
+	}
+	root := p[0].Name
+	if root == "nodes" {
+		root = "services"
+	}
+	resource = root + "." + p[1].Name
+	rest := p[2:]
+	if rest[0].IsIndex {
+		resource += "[" + strconv.Itoa(rest[0].Index) + "]"
+		rest = rest[1:]
+	}
+	switch root {
+	case "services", "networks":
+	case "resources":
+		if len(rest) == 0 || rest[0].IsIndex || rest[0].Name != "state" {
+			return "", nil, fmt.Errorf("%s: only resources.<name>.state.* is known at apply time", r.Text())
+		}
+		rest = rest[1:]
+	default:
+		return "", nil, fmt.Errorf("%s does not name a resource output", r.Text())
+	}
+	if len(rest) == 0 {
+		return "", nil, fmt.Errorf("%s names a whole resource, not one of its outputs", r.Text())
+	}
+	return resource, rest, nil
+}
+
+// lookupField finds a field path in an output tree.
+func lookupField(v any, path []expr.Step) (any, bool) {
+	for _, s := range path {
+		if s.IsIndex {
+			l, ok := v.([]any)
+			if !ok || s.Index < 0 || s.Index >= len(l) {
+				return nil, false
+			}
+			v = l[s.Index]
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[s.Name]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// Outputs gives a resource's current outputs; ok is false while the resource
+// has none that can be trusted (it is about to be created or rebuilt).
+type Outputs func(resource string) (state map[string]any, ok bool)
+
+// ResolveConfig substitutes every runtime reference in cfg whose value is
+// known. It returns the new config and the references still unknown.
+func ResolveConfig(cfg map[string]any, outs Outputs) (map[string]any, []expr.Unknown, error) {
+	lookup := func(r expr.Ref) (any, bool, error) {
+		res, field, err := OutputRef(r)
+		if err != nil {
+			return nil, false, err
+		}
+		st, ok := outs(res)
+		if !ok {
+			return nil, false, nil
+		}
+		v, ok := lookupField(map[string]any(st), field)
+		return v, ok, nil
+	}
+	out, unknown, err := expr.EvalTree(map[string]any(cfg), lookup)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, _ := out.(map[string]any)
+	return m, unknown, nil
+}
