@@ -1,0 +1,519 @@
+// Package runner runs one adapter container to completion through the Docker
+// Engine API (never the docker CLI): create, attach, start, write stdin, close
+// it, demultiplex stdout and stderr, wait, remove. Containers are locked down
+// (no new privileges, no capabilities, read-only root filesystem, no network
+// unless asked, only the given mounts, memory/CPU/PID limits) and labelled so
+// that leftovers of a crash can be found and removed.
+//
+// One call costs one Engine round trip per step and no polling: the end of
+// the attach stream tells that the container exited, the wait that follows
+// only fetches the exit code.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// Labels every gcompose container carries.
+const (
+	LabelManaged  = "gcompose.managed"
+	LabelApp      = "gcompose.app"
+	LabelResource = "gcompose.resource"
+	LabelCall     = "gcompose.call"
+)
+
+// Defaults applied when a Spec or Options leaves a field zero.
+const (
+	DefaultTimeout     = 5 * time.Minute
+	DefaultStdoutLimit = 4 << 20   // bytes
+	DefaultMemory      = 256 << 20 // bytes
+	DefaultCPUs        = 1.0
+	DefaultPids        = 256
+	DefaultTmpfsSize   = "16m"
+	StderrTailSize     = 4 << 10 // bytes kept for error messages
+	cleanupTimeout     = 30 * time.Second
+)
+
+// Mount is a host path bind-mounted into the container.
+type Mount struct {
+	HostPath      string
+	ContainerPath string
+	ReadOnly      bool
+}
+
+// Spec is one container run.
+type Spec struct {
+	// Image is an image reference or ID; it must exist locally.
+	Image string
+	// Entrypoint overrides the image's entrypoint when non-empty.
+	Entrypoint []string
+	// Args is the container's command (the entrypoint's arguments).
+	Args []string
+	// Stdin is written to the container, then stdin is closed.
+	Stdin []byte
+	// Mounts are the only host paths the container sees.
+	Mounts []Mount
+	// Network is the Docker network mode; "" means "none".
+	Network string
+
+	// App, Resource and Call label the container (gcompose.app,
+	// gcompose.resource, gcompose.call) and name it in errors and in the
+	// prefix of forwarded stderr lines ("[services.db] ...").
+	App      string
+	Resource string
+	Call     string
+	// Labels are extra labels (the Runner's own extra labels are added too).
+	Labels map[string]string
+
+	// Timeout bounds the whole call (0: the Runner's default). A call past
+	// it is killed and removed.
+	Timeout time.Duration
+	// StdoutLimit caps stdout in bytes (0: the Runner's default); an adapter
+	// writing more is killed and the call refused.
+	StdoutLimit int64
+	// Stderr receives the adapter's stderr live, one Write per line, each
+	// line prefixed with "[<Resource>] ". nil: stderr is only kept as a tail.
+	// If shared between concurrent calls it must be safe for concurrent use.
+	Stderr io.Writer
+
+	// Memory in bytes and CPUs (fractions allowed); 0: the Runner's defaults.
+	Memory int64
+	CPUs   float64
+}
+
+// Result is what a finished container produced.
+type Result struct {
+	ContainerID string
+	Stdout      []byte
+	// StderrTail is the last ~4 KiB of stderr.
+	StderrTail string
+	ExitCode   int
+	Duration   time.Duration
+}
+
+// Kind classifies a CallError.
+type Kind int
+
+const (
+	// KindEngine: the Docker Engine refused or failed a step.
+	KindEngine Kind = iota
+	// KindTimeout: the call ran past its timeout and was killed.
+	KindTimeout
+	// KindCanceled: the caller canceled the call; the container was killed.
+	KindCanceled
+	// KindStdoutLimit: the adapter wrote more than the stdout cap.
+	KindStdoutLimit
+	// KindExit: the adapter exited with a non-zero code.
+	KindExit
+)
+
+// CallError is every error Run returns. Its message names the image, the
+// call and the resource, and carries the adapter's stderr tail.
+type CallError struct {
+	Image    string
+	Call     string
+	Resource string
+	Kind     Kind
+	// Step is the Engine step that failed (KindEngine only).
+	Step       string
+	Timeout    time.Duration
+	ExitCode   int
+	Limit      int64
+	StderrTail string
+	Err        error
+}
+
+func (e *CallError) Error() string {
+	what := fmt.Sprintf("adapter %s call %s for %s", e.Image, e.Call, e.Resource)
+	switch e.Kind {
+	case KindTimeout:
+		return fmt.Sprintf("%s timed out after %s; %s", what, e.Timeout, FormatTail(e.StderrTail))
+	case KindCanceled:
+		return fmt.Sprintf("%s canceled: %v; %s", what, e.Err, FormatTail(e.StderrTail))
+	case KindStdoutLimit:
+		return fmt.Sprintf("%s refused: it wrote more than %d bytes to stdout (the limit); %s", what, e.Limit, FormatTail(e.StderrTail))
+	case KindExit:
+		return fmt.Sprintf("%s failed: exit code %d; %s", what, e.ExitCode, FormatTail(e.StderrTail))
+	default:
+		if e.StderrTail != "" {
+			return fmt.Sprintf("%s: %s: %v; %s", what, e.Step, e.Err, FormatTail(e.StderrTail))
+		}
+		return fmt.Sprintf("%s: %s: %v", what, e.Step, e.Err)
+	}
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
+
+// Options configure a Runner.
+type Options struct {
+	// Labels are added to every container (tests add gcompose.test=<name>).
+	Labels map[string]string
+	// Timeout, StdoutLimit, Memory and CPUs are defaults for Specs that
+	// leave them zero.
+	Timeout     time.Duration
+	StdoutLimit int64
+	Memory      int64
+	CPUs        float64
+	// Pull lets ImageID pull an image that is missing locally. gcompose
+	// never pulls by default: adapter images are built or loaded locally.
+	Pull bool
+	// Logger receives debug logs of each step; nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Runner runs adapter containers. It is safe for concurrent use.
+type Runner struct {
+	cli  *client.Client
+	own  bool
+	opts Options
+	log  *slog.Logger
+}
+
+// New connects to the Docker Engine from the environment (DOCKER_HOST, ...),
+// pings it and negotiates the API version once (so that concurrent calls
+// never race on a lazy negotiation). An unreachable Engine is an error.
+func New(ctx context.Context, opts Options) (*Runner, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker engine client: %w", err)
+	}
+	ping, err := cli.Ping(ctx)
+	if err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker engine at %s unreachable: %w", cli.DaemonHost(), err)
+	}
+	cli.NegotiateAPIVersionPing(ping)
+	r := NewWithClient(cli, opts)
+	r.own = true
+	return r, nil
+}
+
+// NewWithClient uses an existing Engine client; Close leaves it open. A client
+// created with API version negotiation must have negotiated already
+// (NegotiateAPIVersion) before it is shared by concurrent calls.
+func NewWithClient(cli *client.Client, opts Options) *Runner {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.StdoutLimit <= 0 {
+		opts.StdoutLimit = DefaultStdoutLimit
+	}
+	if opts.Memory <= 0 {
+		opts.Memory = DefaultMemory
+	}
+	if opts.CPUs <= 0 {
+		opts.CPUs = DefaultCPUs
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Runner{cli: cli, opts: opts, log: log}
+}
+
+// Close releases the Engine client if the Runner created it.
+func (r *Runner) Close() error {
+	if r.own {
+		return r.cli.Close()
+	}
+	return nil
+}
+
+// Client is the underlying Engine client.
+func (r *Runner) Client() *client.Client { return r.cli }
+
+// errTimedOut is the cause of a call's context when its own timeout fired.
+var errTimedOut = errors.New("call timed out")
+
+// Run runs one container to completion and always removes it. A non-zero
+// exit returns both the Result (with whatever stdout was written) and a
+// *CallError of KindExit. Every other failure returns a *CallError.
+func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
+	start := time.Now()
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = r.opts.Timeout
+	}
+	limit := s.StdoutLimit
+	if limit <= 0 {
+		limit = r.opts.StdoutLimit
+	}
+	fail := func(kind Kind, step string, err error, tailText string) *CallError {
+		return &CallError{Image: s.Image, Call: s.Call, Resource: s.Resource, Kind: kind, Step: step,
+			Timeout: timeout, Limit: limit, StderrTail: tailText, Err: err}
+	}
+	// ctxErr classifies a failure that happened while ctx was done.
+	ctxErr := func(ctx context.Context, tailText string) *CallError {
+		if errors.Is(context.Cause(ctx), errTimedOut) {
+			return fail(KindTimeout, "", context.DeadlineExceeded, tailText)
+		}
+		return fail(KindCanceled, "", context.Cause(ctx), tailText)
+	}
+
+	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	defer cancel()
+
+	cfg, hc := r.containerConfig(s)
+	created, err := r.cli.ContainerCreate(callCtx, cfg, hc, nil, nil, "")
+	if err != nil {
+		if callCtx.Err() != nil {
+			return nil, ctxErr(callCtx, "")
+		}
+		if client.IsErrNotFound(err) {
+			return nil, fail(KindEngine, "create container", fmt.Errorf("%w (gcompose never pulls; build it (make images) or docker load it)", err), "")
+		}
+		return nil, fail(KindEngine, "create container", err, "")
+	}
+	id := created.ID
+	// Removal runs whatever happened, on a context that outlives the call's.
+	defer func() {
+		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer rmCancel()
+		if err := r.cli.ContainerRemove(rmCtx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) && !cerrdefs.IsConflict(err) {
+			r.log.Warn("remove adapter container", "container", id, "resource", s.Resource, "call", s.Call, "err", err)
+		}
+	}()
+
+	hj, err := r.cli.ContainerAttach(callCtx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		if callCtx.Err() != nil {
+			return nil, ctxErr(callCtx, "")
+		}
+		return nil, fail(KindEngine, "attach container", err, "")
+	}
+	// On timeout or cancel, closing the hijacked connection unblocks the
+	// copy and the stdin writer; the deferred removal kills the container.
+	stopWatch := context.AfterFunc(callCtx, hj.Close)
+	defer stopWatch()
+	defer hj.Close()
+
+	if err := r.cli.ContainerStart(callCtx, id, container.StartOptions{}); err != nil {
+		if callCtx.Err() != nil {
+			return nil, ctxErr(callCtx, "")
+		}
+		return nil, fail(KindEngine, "start container", err, "")
+	}
+
+	stdinDone := make(chan error, 1)
+	go func() {
+		var err error
+		if len(s.Stdin) > 0 {
+			_, err = hj.Conn.Write(s.Stdin)
+		}
+		if cerr := hj.CloseWrite(); err == nil {
+			err = cerr
+		}
+		stdinDone <- err
+	}()
+
+	stdout := &limitedBuffer{limit: limit}
+	tl := &tail{max: StderrTailSize}
+	stderr := &lineWriter{w: s.Stderr, prefix: "[" + s.Resource + "] ", tail: tl}
+	_, copyErr := stdcopy.StdCopy(stdout, stderr, hj.Reader)
+	stderr.flush()
+	hj.Close()
+	stdinErr := <-stdinDone
+
+	switch {
+	case errors.Is(copyErr, errStdoutLimit):
+		return nil, fail(KindStdoutLimit, "", copyErr, tl.String())
+	case callCtx.Err() != nil:
+		return nil, ctxErr(callCtx, tl.String())
+	case copyErr != nil:
+		return nil, fail(KindEngine, "read output", copyErr, tl.String())
+	}
+
+	waitC, errC := r.cli.ContainerWait(callCtx, id, container.WaitConditionNotRunning)
+	var exit int64
+	select {
+	case w := <-waitC:
+		if w.Error != nil && w.Error.Message != "" {
+			return nil, fail(KindEngine, "wait container", errors.New(w.Error.Message), tl.String())
+		}
+		exit = w.StatusCode
+	case err := <-errC:
+		if callCtx.Err() != nil {
+			return nil, ctxErr(callCtx, tl.String())
+		}
+		return nil, fail(KindEngine, "wait container", err, tl.String())
+	}
+	if stdinErr != nil {
+		// An adapter may exit without reading its input; that is its business.
+		r.log.Debug("adapter did not take all of stdin", "resource", s.Resource, "call", s.Call, "err", stdinErr)
+	}
+	res := &Result{ContainerID: id, Stdout: stdout.buf.Bytes(), StderrTail: tl.String(), ExitCode: int(exit), Duration: time.Since(start)}
+	if exit != 0 {
+		e := fail(KindExit, "", nil, res.StderrTail)
+		e.ExitCode = int(exit)
+		return res, e
+	}
+	return res, nil
+}
+
+func (r *Runner) containerConfig(s Spec) (*container.Config, *container.HostConfig) {
+	labels := make(map[string]string, len(r.opts.Labels)+len(s.Labels)+4)
+	for k, v := range r.opts.Labels {
+		labels[k] = v
+	}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	labels[LabelManaged] = "true"
+	labels[LabelApp] = s.App
+	labels[LabelResource] = s.Resource
+	labels[LabelCall] = s.Call
+
+	network := s.Network
+	if network == "" {
+		network = "none"
+	}
+	memory := s.Memory
+	if memory <= 0 {
+		memory = r.opts.Memory
+	}
+	cpus := s.CPUs
+	if cpus <= 0 {
+		cpus = r.opts.CPUs
+	}
+	pids := int64(DefaultPids)
+
+	cfg := &container.Config{
+		Image:           s.Image,
+		Cmd:             s.Args,
+		AttachStdin:     true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		OpenStdin:       true,
+		StdinOnce:       true,
+		Labels:          labels,
+		NetworkDisabled: network == "none",
+	}
+	if len(s.Entrypoint) > 0 {
+		cfg.Entrypoint = s.Entrypoint
+	}
+	if cfg.Cmd == nil {
+		// An empty, non-nil command overrides the image's CMD: "no args".
+		cfg.Cmd = []string{}
+	}
+	mounts := make([]mount.Mount, 0, len(s.Mounts))
+	for _, m := range s.Mounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.HostPath, Target: m.ContainerPath, ReadOnly: m.ReadOnly})
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(network),
+		AutoRemove:     false,
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Tmpfs:          map[string]string{"/tmp": "rw,noexec,nosuid,nodev,size=" + DefaultTmpfsSize},
+		Mounts:         mounts,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Resources: container.Resources{
+			Memory:     memory,
+			MemorySwap: memory,
+			NanoCPUs:   int64(cpus * 1e9),
+			PidsLimit:  &pids,
+		},
+	}
+	return cfg, hc
+}
+
+// ImageID resolves an image reference to its local image ID. A missing image
+// is an error saying how to get it: gcompose never pulls unless the Runner
+// was configured with Pull.
+func (r *Runner) ImageID(ctx context.Context, ref string) (string, error) {
+	ins, err := r.cli.ImageInspect(ctx, ref)
+	if err == nil {
+		return ins.ID, nil
+	}
+	if !client.IsErrNotFound(err) {
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	if !r.opts.Pull {
+		return "", fmt.Errorf("image %s not found locally; build it (make images) or docker load it — gcompose never pulls", ref)
+	}
+	rc, perr := r.cli.ImagePull(ctx, ref, image.PullOptions{})
+	if perr != nil {
+		return "", fmt.Errorf("image %s not found locally and pulling it failed: %w", ref, perr)
+	}
+	_, perr = io.Copy(io.Discard, rc)
+	rc.Close()
+	if perr != nil {
+		return "", fmt.Errorf("pull image %s: %w", ref, perr)
+	}
+	ins, err = r.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("inspect image %s after pulling it: %w", ref, err)
+	}
+	return ins.ID, nil
+}
+
+// Container is a gcompose container found on the Engine.
+type Container struct {
+	ID       string
+	Name     string
+	Image    string
+	App      string
+	Resource string
+	Call     string
+	State    string
+	Created  time.Time
+}
+
+// Leftovers lists the gcompose containers of an application that still
+// exist (a call in flight, or the remains of a crash), oldest first.
+func (r *Runner) Leftovers(ctx context.Context, app string) ([]Container, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelApp+"="+app))
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of app %s: %w", app, err)
+	}
+	out := make([]Container, 0, len(list))
+	for _, c := range list {
+		name := ""
+		if len(c.Names) > 0 {
+			name = c.Names[0]
+		}
+		out = append(out, Container{ID: c.ID, Name: name, Image: c.Image, App: c.Labels[LabelApp],
+			Resource: c.Labels[LabelResource], Call: c.Labels[LabelCall], State: c.State, Created: time.Unix(c.Created, 0)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// Cleanup force-removes every gcompose container of the application and
+// returns how many it removed. Use it after a crash or on destroy, never
+// while another gcompose process works on the same application.
+func (r *Runner) Cleanup(ctx context.Context, app string) (int, error) {
+	list, err := r.Leftovers(ctx, app)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	n := 0
+	for _, c := range list {
+		if err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s (%s %s): %w", c.ID[:12], c.Resource, c.Call, err))
+			continue
+		}
+		n++
+	}
+	if len(errs) > 0 {
+		return n, fmt.Errorf("cleanup of app %s: %w", app, errors.Join(errs...))
+	}
+	return n, nil
+}

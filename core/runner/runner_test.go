@@ -1,0 +1,368 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+const (
+	adapterPkg = "./internal/testimage/testdata/testadapter"
+	adapterTag = "gcompose/testadapter:test"
+)
+
+// syncBuffer is a bytes.Buffer safe for concurrent use, recording each Write.
+type syncBuffer struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	writes []string
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.writes = append(b.writes, string(p))
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// setup builds the test adapter image and returns a runner whose containers
+// carry this test's label; when the test ends it checks none is left.
+func setup(t *testing.T) (context.Context, *runner.Runner, string) {
+	t.Helper()
+	testimage.RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	img := testimage.Build(t, ctx, adapterPkg, adapterTag)
+	labels := testimage.Labels(t)
+	r, err := runner.New(ctx, runner.Options{Labels: labels, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		left := testimage.ContainersLabelled(t, context.Background(), testimage.Label, labels[testimage.Label])
+		if len(left) > 0 {
+			t.Errorf("containers left behind: %v", left)
+		}
+		r.Close()
+	})
+	return ctx, r, img
+}
+
+func spec(img string, args ...string) runner.Spec {
+	return runner.Spec{Image: img, Args: args, App: "runnertest", Resource: "services.db", Call: "state"}
+}
+
+func TestRunRoundTrip(t *testing.T) {
+	ctx, r, img := setup(t)
+	s := spec(img, "echo")
+	s.Stdin = []byte(`{"name":"services.db"}`)
+	res, err := r.Run(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != `{"name":"services.db"}` || res.ExitCode != 0 {
+		t.Fatalf("got stdout %q exit %d", res.Stdout, res.ExitCode)
+	}
+}
+
+func TestRunStdinClosed(t *testing.T) {
+	ctx, r, img := setup(t)
+	for _, size := range []int{0, 1, 3 << 20} {
+		s := spec(img, "stdin-count")
+		s.Stdin = bytes.Repeat([]byte("a"), size)
+		s.Timeout = 30 * time.Second
+		res, err := r.Run(ctx, s)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		// The adapter read to EOF: stdin was closed after the input.
+		if got, want := strings.TrimSpace(string(res.Stdout)), itoa(size)+" <nil>"; got != want {
+			t.Fatalf("size %d: adapter saw %q, want %q", size, got, want)
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestRunStderrStreamedWithPrefix(t *testing.T) {
+	ctx, r, img := setup(t)
+	var out syncBuffer
+	s := spec(img, "stderr", "3")
+	s.Stderr = &out
+	res, err := r.Run(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[services.db] line 0\n[services.db] line 1\n[services.db] line 2\n[services.db] no newline at end\n"
+	if out.String() != want {
+		t.Fatalf("stderr forwarded as %q, want %q", out.String(), want)
+	}
+	if len(out.writes) != 4 {
+		t.Errorf("want one Write per line, got %q", out.writes)
+	}
+	if string(res.Stdout) != "ok\n" {
+		t.Errorf("stdout %q", res.Stdout)
+	}
+	if !strings.HasSuffix(res.StderrTail, "line 2\nno newline at end") {
+		t.Errorf("stderr tail %q", res.StderrTail)
+	}
+}
+
+func TestRunStderrIsLive(t *testing.T) {
+	ctx, r, img := setup(t)
+	// The adapter says "going to sleep" and sleeps: the line must arrive
+	// while it runs, not when it ends.
+	var out syncBuffer
+	s := spec(img, "sleep", "1h")
+	s.Stderr = &out
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := r.Run(ctx, s); done <- err }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "[services.db] going to sleep\n") {
+		if time.Now().After(deadline) {
+			t.Fatal("stderr line not forwarded while the adapter runs")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	err := <-done
+	var ce *runner.CallError
+	if !errors.As(err, &ce) || ce.Kind != runner.KindCanceled {
+		t.Fatalf("want a canceled CallError, got %v", err)
+	}
+}
+
+func TestRunTimeout(t *testing.T) {
+	ctx, r, img := setup(t)
+	s := spec(img, "sleep", "1h")
+	s.Image = adapterTag
+	s.Timeout = 1500 * time.Millisecond
+	start := time.Now()
+	_, err := r.Run(ctx, s)
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("timeout took %s to act", took)
+	}
+	var ce *runner.CallError
+	if !errors.As(err, &ce) || ce.Kind != runner.KindTimeout {
+		t.Fatalf("want a timeout CallError, got %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"adapter " + adapterTag + " call state for services.db timed out after 1.5s", "going to sleep"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q lacks %q", msg, want)
+		}
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("timeout error does not wrap context.DeadlineExceeded")
+	}
+}
+
+func TestRunHugeStdoutRefused(t *testing.T) {
+	ctx, r, img := setup(t)
+	s := spec(img, "huge", itoa(4<<20))
+	s.StdoutLimit = 64 << 10
+	_, err := r.Run(ctx, s)
+	var ce *runner.CallError
+	if !errors.As(err, &ce) || ce.Kind != runner.KindStdoutLimit {
+		t.Fatalf("want a stdout-limit CallError, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "more than 65536 bytes to stdout") {
+		t.Errorf("unclear error: %v", err)
+	}
+}
+
+func TestRunNonZeroExit(t *testing.T) {
+	ctx, r, img := setup(t)
+	res, err := r.Run(ctx, spec(img, "exit", "3"))
+	var ce *runner.CallError
+	if !errors.As(err, &ce) || ce.Kind != runner.KindExit || ce.ExitCode != 3 {
+		t.Fatalf("want an exit CallError with code 3, got %v", err)
+	}
+	if res == nil || res.ExitCode != 3 {
+		t.Fatalf("result %+v", res)
+	}
+	for _, want := range []string{"exit code 3", "something went wrong", "giving up"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestRunLockedDown(t *testing.T) {
+	ctx, r, img := setup(t)
+	rw, ro := t.TempDir(), t.TempDir()
+	s := spec(img, "probe")
+	s.Mounts = []runner.Mount{{HostPath: rw, ContainerPath: "/data"}, {HostPath: ro, ContainerPath: "/ro", ReadOnly: true}}
+	res, err := r.Run(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		RootfsWritable bool            `json:"rootfs_writable"`
+		TmpWritable    bool            `json:"tmp_writable"`
+		Interfaces     []string        `json:"interfaces"`
+		CapEff         string          `json:"CapEff"`
+		NoNewPrivs     string          `json:"NoNewPrivs"`
+		Mounts         map[string]bool `json:"mounts"`
+	}
+	if err := json.Unmarshal(res.Stdout, &p); err != nil {
+		t.Fatalf("probe answer %q: %v", res.Stdout, err)
+	}
+	if p.RootfsWritable {
+		t.Error("root filesystem is writable")
+	}
+	if !p.TmpWritable {
+		t.Error("/tmp is not writable")
+	}
+	if len(p.Interfaces) != 1 || p.Interfaces[0] != "lo" {
+		t.Errorf("network interfaces %v, want only lo", p.Interfaces)
+	}
+	if p.CapEff != "0000000000000000" {
+		t.Errorf("effective capabilities %s, want none", p.CapEff)
+	}
+	if p.NoNewPrivs != "1" {
+		t.Errorf("NoNewPrivs %q", p.NoNewPrivs)
+	}
+	if want := map[string]bool{"/data": true, "/ro": false}; !equalMounts(p.Mounts, want) {
+		t.Errorf("mounts (path: writable) %v, want %v", p.Mounts, want)
+	}
+}
+
+func equalMounts(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRunNetworkWhenAsked(t *testing.T) {
+	ctx, r, img := setup(t)
+	s := spec(img, "probe")
+	s.Network = "bridge"
+	res, err := r.Run(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Stdout), "eth0") {
+		t.Errorf("bridge network asked, probe saw %s", res.Stdout)
+	}
+}
+
+func TestLabelsLeftoversCleanup(t *testing.T) {
+	ctx, r, img := setup(t)
+	app := "runnertest-leftovers"
+	s := spec(img, "sleep", "1h")
+	s.App = app
+	var stderr syncBuffer
+	s.Stderr = &stderr
+	done := make(chan error, 1)
+	go func() { _, err := r.Run(ctx, s); done <- err }()
+
+	var left []runner.Container
+	deadline := time.Now().Add(30 * time.Second)
+	for len(left) == 0 || !strings.Contains(stderr.String(), "going to sleep") {
+		if time.Now().After(deadline) {
+			t.Fatal("the running call is not listed as a leftover")
+		}
+		time.Sleep(20 * time.Millisecond)
+		var err error
+		if left, err = r.Leftovers(ctx, app); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := left[0]; len(left) != 1 || c.App != app || c.Resource != "services.db" || c.Call != "state" {
+		t.Fatalf("leftovers %+v", left)
+	}
+	cli := testimage.Client(t)
+	ins, err := cli.ContainerInspect(ctx, left[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.Config.Labels[runner.LabelManaged] != "true" || ins.Config.Labels[testimage.Label] != t.Name() {
+		t.Errorf("labels %v", ins.Config.Labels)
+	}
+
+	n, err := r.Cleanup(ctx, app)
+	if err != nil || n != 1 {
+		t.Fatalf("cleanup removed %d: %v", n, err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("a call whose container was removed succeeded")
+	}
+	if left, err := r.Leftovers(ctx, app); err != nil || len(left) != 0 {
+		t.Fatalf("after cleanup: %v %v", left, err)
+	}
+}
+
+func TestImageIDMissing(t *testing.T) {
+	ctx, r, img := setup(t)
+	id, err := r.ImageID(ctx, adapterTag)
+	if err != nil || id != img {
+		t.Fatalf("ImageID(%s) = %s, %v; want %s", adapterTag, id, err, img)
+	}
+	_, err = r.ImageID(ctx, "gcompose/does-not-exist:nope")
+	if err == nil || !strings.Contains(err.Error(), "image gcompose/does-not-exist:nope not found locally") || !strings.Contains(err.Error(), "never pulls") {
+		t.Fatalf("missing image error: %v", err)
+	}
+	_, err = r.Run(ctx, spec("gcompose/does-not-exist:nope"))
+	if err == nil || !strings.Contains(err.Error(), "never pulls") {
+		t.Fatalf("run of a missing image: %v", err)
+	}
+}
+
+func TestMountMissingHostPath(t *testing.T) {
+	ctx, r, img := setup(t)
+	s := spec(img, "probe")
+	s.Mounts = []runner.Mount{{HostPath: filepath.Join(t.TempDir(), "nope"), ContainerPath: "/data"}}
+	_, err := r.Run(ctx, s)
+	if err == nil || !strings.Contains(err.Error(), "create container") {
+		t.Fatalf("mount of a missing path: %v", err)
+	}
+}
+
+func TestRunConcurrent(t *testing.T) {
+	ctx, r, img := setup(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := spec(img, "echo")
+			s.Stdin = []byte(itoa(i))
+			res, err := r.Run(ctx, s)
+			if err == nil && string(res.Stdout) != itoa(i) {
+				err = errors.New("got " + string(res.Stdout))
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
