@@ -1,0 +1,257 @@
+package descriptor
+
+import (
+	"net/netip"
+	"regexp"
+	"strconv"
+
+	"github.com/gcompose/gcompose/core/source"
+)
+
+// checkApp runs the checks the schema cannot express, each reported where
+// the offending value is written.
+func checkApp(a *App) source.Diagnostics {
+	var ds source.Diagnostics
+	checkNames(a, &ds)
+	nets := checkNetworks(a, &ds)
+	checkServices(a, nets, &ds)
+	checkPlugs(a, &ds)
+	checkResources(a, &ds)
+	return ds
+}
+
+func checkNames(a *App, ds *source.Diagnostics) {
+	sections := []struct {
+		what, section string
+		names        []string
+	}{
+		{"payload", "payloads", sortedKeys(a.Payloads)},
+		{"network", "networks", sortedKeys(a.Networks)},
+		{"service", "services", sortedKeys(a.Services)},
+		{"resource", "resources", sortedKeys(a.Resources)},
+	}
+	for _, s := range sections {
+		for _, name := range s.names {
+			if why := checkDNSLabel(name); why != "" {
+				ds.Errorf(a.Pos(pointer(s.section, name)), "%s name %q %s; names are DNS labels: lower-case letters, digits and hyphens, at most 63", s.what, name, why)
+			}
+		}
+	}
+}
+
+// netInfo is a checked network: its prefix and the addresses taken in it.
+type netInfo struct {
+	prefix netip.Prefix
+	taken  map[netip.Addr]string // address -> what holds it, for messages
+}
+
+func checkNetworks(a *App, ds *source.Diagnostics) map[string]*netInfo {
+	nets := map[string]*netInfo{}
+	for _, name := range sortedKeys(a.Networks) {
+		n := a.Networks[name]
+		base := pointer("networks", name)
+		prefix, ok := parseNetwork(n, a.Pos(base+"/ip"), a.Pos(base+"/mask"), ds)
+		if !ok {
+			continue
+		}
+		info := &netInfo{prefix: prefix, taken: map[netip.Addr]string{}}
+		nets[name] = info
+		for _, f := range []struct{ key, val string }{{"owner_ip", n.OwnerIP}, {"gateway", n.Gateway}} {
+			if f.val == "" {
+				continue
+			}
+			at := a.Pos(base + "/" + f.key)
+			addr, ok := hostAddr(f.val, prefix, at, f.key, ds)
+			if !ok {
+				continue
+			}
+			if prev, dup := info.taken[addr]; dup {
+				ds.Errorf(at, "%s %s is already used by %s", f.key, addr, prev)
+				continue
+			}
+			info.taken[addr] = "network " + name + " " + f.key
+		}
+	}
+	return nets
+}
+
+// parseNetwork reads a network's ip: CIDR, host/prefix, or an address with mask.
+func parseNetwork(n *Network, ipAt, maskAt source.Pos, ds *source.Diagnostics) (netip.Prefix, bool) {
+	var maskBits = -1
+	if n.Mask != "" {
+		m, err := netip.ParseAddr(n.Mask)
+		bits, ok := maskLen(m)
+		if err != nil || !m.Is4() || !ok {
+			ds.Errorf(maskAt, "mask %q is not an IPv4 network mask (e.g. 255.255.255.0)", n.Mask)
+			return netip.Prefix{}, false
+		}
+		maskBits = bits
+	}
+	p, err := netip.ParsePrefix(n.IP)
+	if err != nil {
+		addr, aerr := netip.ParseAddr(n.IP)
+		if aerr != nil || maskBits < 0 {
+			ds.Errorf(ipAt, "network ip %q is not an IPv4 network: write it as CIDR (192.168.0.0/24), host/prefix (192.168.0.1/24) or an address with mask", n.IP)
+			return netip.Prefix{}, false
+		}
+		p = netip.PrefixFrom(addr, maskBits)
+	} else if maskBits >= 0 && maskBits != p.Bits() {
+		ds.Errorf(maskAt, "mask %s (/%d) disagrees with the prefix of ip %s", n.Mask, maskBits, n.IP)
+		return netip.Prefix{}, false
+	}
+	if !p.Addr().Is4() {
+		ds.Errorf(ipAt, "network ip %q is not IPv4; Golem networks are IPv4", n.IP)
+		return netip.Prefix{}, false
+	}
+	if p.Bits() > 30 {
+		ds.Errorf(ipAt, "network %s is too small: a /%d leaves no room for services (at most /30)", n.IP, p.Bits())
+		return netip.Prefix{}, false
+	}
+	return p.Masked(), true
+}
+
+func maskLen(m netip.Addr) (int, bool) {
+	if !m.Is4() {
+		return 0, false
+	}
+	b := m.As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	bits := 0
+	for v&(1<<31) != 0 {
+		bits++
+		v <<= 1
+	}
+	return bits, v == 0
+}
+
+// hostAddr parses an address that must be a usable host address in prefix.
+func hostAddr(s string, prefix netip.Prefix, at source.Pos, what string, ds *source.Diagnostics) (netip.Addr, bool) {
+	addr, err := netip.ParseAddr(s)
+	if err != nil || !addr.Is4() {
+		ds.Errorf(at, "%s %q is not an IPv4 address", what, s)
+		return netip.Addr{}, false
+	}
+	if !prefix.Contains(addr) {
+		ds.Errorf(at, "%s %s is outside its network %s", what, addr, prefix)
+		return netip.Addr{}, false
+	}
+	if addr == prefix.Addr() {
+		ds.Errorf(at, "%s %s is the network address of %s, not a host address", what, addr, prefix)
+		return netip.Addr{}, false
+	}
+	if addr == broadcast(prefix) {
+		ds.Errorf(at, "%s %s is the broadcast address of %s, not a host address", what, addr, prefix)
+		return netip.Addr{}, false
+	}
+	return addr, true
+}
+
+func broadcast(p netip.Prefix) netip.Addr {
+	b := p.Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	v |= (1 << (32 - p.Bits())) - 1
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+func checkServices(a *App, nets map[string]*netInfo, ds *source.Diagnostics) {
+	localPorts := map[int]string{}
+	for _, name := range sortedKeys(a.Services) {
+		s := a.Services[name]
+		base := pointer("services", name)
+		if _, ok := a.Payloads[s.Payload]; !ok {
+			ds.Errorf(a.Pos(base+"/payload"), "service %s: payload %q is not defined%s", name, s.Payload, suggest(s.Payload, sortedKeys(a.Payloads)))
+		}
+		if s.Network != "" {
+			if _, ok := a.Networks[s.Network]; !ok {
+				ds.Errorf(a.Pos(base+"/network"), "service %s: network %q is not defined%s", name, s.Network, suggest(s.Network, sortedKeys(a.Networks)))
+			}
+		}
+		if s.Instances < 1 {
+			ds.Errorf(a.Pos(base+"/instances"), "service %s: instances must be at least 1, got %d", name, s.Instances)
+		}
+		if len(s.IP) > 0 {
+			checkServiceIPs(a, s, base, nets, ds)
+		}
+		for _, px := range []struct {
+			key string
+			p   *Proxy
+		}{{"http_proxy", s.HTTPProxy}, {"tcp_proxy", s.TCPProxy}} {
+			if px.p == nil {
+				continue
+			}
+			for i, pm := range px.p.Ports {
+				if pm.Local == 0 {
+					continue
+				}
+				at := a.Pos(base + "/" + px.key + "/ports/" + strconv.Itoa(i))
+				if prev, dup := localPorts[pm.Local]; dup {
+					ds.Errorf(at, "local port %d is already used by %s", pm.Local, prev)
+					continue
+				}
+				localPorts[pm.Local] = "service " + name + " (" + a.Pos(base+"/"+px.key+"/ports/"+strconv.Itoa(i)).String() + ")"
+			}
+		}
+	}
+}
+
+func checkServiceIPs(a *App, s *Service, base string, nets map[string]*netInfo, ds *source.Diagnostics) {
+	if s.Network == "" {
+		ds.Errorf(a.Pos(base+"/ip"), "service %s: ip is given but the service joins no network", s.Name)
+		return
+	}
+	if len(s.IP) > s.Instances {
+		ds.Errorf(a.Pos(base+"/ip"), "service %s: %d addresses for %d instance(s); give at most one per instance", s.Name, len(s.IP), s.Instances)
+	}
+	info := nets[s.Network]
+	if info == nil {
+		return // undefined or invalid network, reported already
+	}
+	for i, ip := range s.IP {
+		at := a.Pos(base + "/ip/" + strconv.Itoa(i))
+		addr, ok := hostAddr(ip, info.prefix, at, "ip", ds)
+		if !ok {
+			continue
+		}
+		if prev, dup := info.taken[addr]; dup {
+			ds.Errorf(at, "ip %s is already used in network %s by %s", addr, s.Network, prev)
+			continue
+		}
+		info.taken[addr] = "service " + s.Name + " (" + at.String() + ")"
+	}
+}
+
+func checkPlugs(a *App, ds *source.Diagnostics) {
+	for _, name := range sortedKeys(a.Plugs) {
+		p := a.Plugs[name]
+		base := pointer("plugs", name)
+		if p.Path == "" {
+			ds.Errorf(a.Pos(base+"/path"), "plug %s: path is empty", name)
+		}
+		for key, list := range map[string][]string{"resource_names": p.ResourceNames, "resource_types": p.ResourceTypes} {
+			for i, re := range list {
+				if _, err := regexp.Compile(re); err != nil {
+					ds.Errorf(a.Pos(base+"/"+key+"/"+strconv.Itoa(i)), "plug %s: %s: invalid regular expression: %v", name, key, err)
+				}
+			}
+		}
+	}
+}
+
+func checkResources(a *App, ds *source.Diagnostics) {
+	for _, name := range sortedKeys(a.Resources) {
+		r := a.Resources[name]
+		base := pointer("resources", name)
+		if why := checkImageRef(r.Type); why != "" {
+			ds.Errorf(a.Pos(base+"/type"), "resource %s: type %q is not an image reference: it %s", name, r.Type, why)
+		}
+		for _, alias := range sortedKeys(r.Dependencies) {
+			dep := r.Dependencies[alias]
+			at := a.Pos(base + "/dependencies/" + pointerEscape(alias))
+			if _, ok := a.Resources[dep]; !ok {
+				ds.Errorf(at, "resource %s: dependency %s names resource %q, which is not defined%s", name, alias, dep, suggest(dep, sortedKeys(a.Resources)))
+			} else if dep == name {
+				ds.Errorf(at, "resource %s depends on itself", name)
+			}
+		}
+	}
+}

@@ -1,0 +1,269 @@
+package descriptor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/schemas"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	jskind "github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// SchemaFile is the descriptor schema's name in package schemas.
+const SchemaFile = "gaom.schema.json"
+
+// SchemaURL is the descriptor schema's $id.
+const SchemaURL = "https://gcompose.dev/schemas/gaom.schema.json"
+
+// schemaValidator validates trees against the embedded descriptor schema
+// and turns its errors into diagnostics at the offending keys and values.
+type schemaValidator struct {
+	schema  *jsonschema.Schema
+	doc     any // the schema itself, to list the keys a mapping allows
+	printer *message.Printer
+}
+
+func newSchemaValidator() (*schemaValidator, error) {
+	data, err := schemas.FS.ReadFile(SchemaFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading embedded %s: %w", SchemaFile, err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("parsing embedded %s: %w", SchemaFile, err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(SchemaURL, doc); err != nil {
+		return nil, fmt.Errorf("adding %s: %w", SchemaFile, err)
+	}
+	sch, err := c.Compile(SchemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("compiling %s: %w", SchemaFile, err)
+	}
+	return &schemaValidator{schema: sch, doc: doc, printer: message.NewPrinter(language.English)}, nil
+}
+
+// problem is one schema violation at an instance location.
+type problem struct {
+	loc     []string
+	unknown string   // set for an unknown key
+	known   []string // keys allowed where the unknown one stands
+	msg     string
+}
+
+// check validates tree and reports every violation. With ignoreUnknown,
+// unknown keys become warnings and are removed from the tree.
+func (sv *schemaValidator) check(tree *value, ignoreUnknown bool) source.Diagnostics {
+	var diags source.Diagnostics
+	probs := sv.validate(tree)
+	if ignoreUnknown {
+		var dropped bool
+		for _, p := range probs {
+			if p.unknown == "" {
+				continue
+			}
+			v := tree.lookup(p.loc)
+			parent := tree.lookup(p.loc[:len(p.loc)-1])
+			if v == nil || parent == nil {
+				continue
+			}
+			diags.Warnf(v.keyPos, "ignored unknown key %q%s", p.unknown, suggest(p.unknown, p.known))
+			parent.del(p.unknown)
+			dropped = true
+		}
+		if dropped {
+			probs = sv.validate(tree)
+		}
+	}
+	for _, p := range probs {
+		v := tree.lookup(p.loc)
+		var at source.Pos
+		if v != nil {
+			at = v.at()
+		}
+		if p.unknown != "" {
+			if v != nil {
+				at = v.keyPos
+			}
+			hint := suggest(p.unknown, p.known)
+			if hint == "" && len(p.known) > 0 {
+				hint = "; allowed here: " + strings.Join(p.known, ", ")
+			}
+			diags.Errorf(at, "unknown key %q%s", p.unknown, hint)
+			continue
+		}
+		if what := describeLoc(p.loc); what != "" {
+			diags.Errorf(at, "%s: %s", what, p.msg)
+		} else {
+			diags.Errorf(at, "%s", p.msg)
+		}
+	}
+	return diags
+}
+
+func (sv *schemaValidator) validate(tree *value) []problem {
+	err := sv.schema.Validate(tree.plain())
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []problem{{msg: err.Error()}}
+	}
+	var out []problem
+	sv.collect(ve, &out)
+	sort.SliceStable(out, func(i, j int) bool {
+		return strings.Join(out[i].loc, "/") < strings.Join(out[j].loc, "/")
+	})
+	return out
+}
+
+func (sv *schemaValidator) collect(e *jsonschema.ValidationError, out *[]problem) {
+	if k, ok := e.ErrorKind.(*jskind.AdditionalProperties); ok {
+		known := sv.knownKeys(e.SchemaURL)
+		for _, p := range k.Properties {
+			loc := append(append([]string(nil), e.InstanceLocation...), p)
+			*out = append(*out, problem{loc: loc, unknown: p, known: known})
+		}
+		return
+	}
+	if len(e.Causes) == 0 {
+		*out = append(*out, problem{loc: e.InstanceLocation, msg: sv.message(e.ErrorKind)})
+		return
+	}
+	for _, c := range e.Causes {
+		sv.collect(c, out)
+	}
+}
+
+func (sv *schemaValidator) message(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *jskind.Type:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = jsonTypeName(w)
+		}
+		return fmt.Sprintf("expected %s, got %s", strings.Join(want, " or "), jsonTypeName(k.Got))
+	case *jskind.Required:
+		q := make([]string, len(k.Missing))
+		for i, m := range k.Missing {
+			q[i] = strconv.Quote(m)
+		}
+		if len(q) == 1 {
+			return "missing required key " + q[0]
+		}
+		return "missing required keys " + strings.Join(q, ", ")
+	case *jskind.Minimum:
+		return fmt.Sprintf("must be at least %s, got %s", k.Want.FloatString(0), k.Got.FloatString(0))
+	default:
+		return k.LocalizedString(sv.printer)
+	}
+}
+
+func jsonTypeName(t string) string {
+	switch t {
+	case "object":
+		return "a mapping"
+	case "array":
+		return "a list"
+	case "string":
+		return "a string"
+	case "integer":
+		return "an integer"
+	case "number":
+		return "a number"
+	case "boolean":
+		return "true or false"
+	case "null":
+		return "a value (got nothing)"
+	}
+	return t
+}
+
+// describeLoc names the place a problem is at, e.g. services.web.instances.
+func describeLoc(loc []string) string {
+	return strings.Join(loc, ".")
+}
+
+// knownKeys lists the properties of the schema at schemaURL (the one whose
+// additionalProperties refused a key).
+func (sv *schemaValidator) knownKeys(schemaURL string) []string {
+	_, frag, _ := strings.Cut(schemaURL, "#")
+	frag, err := url.PathUnescape(frag)
+	if err != nil {
+		return nil
+	}
+	node := sv.doc
+	for _, tok := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
+		if tok == "" {
+			continue
+		}
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		m, ok := node.(map[string]any)
+		if !ok {
+			return nil
+		}
+		node = m[tok]
+	}
+	m, ok := node.(map[string]any)
+	if !ok {
+		return nil
+	}
+	props, _ := m["properties"].(map[string]any)
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// suggest returns ` (did you mean "x"?)` for the known key closest to an
+// unknown one, when one is close enough to be a typo.
+func suggest(unknown string, known []string) string {
+	best, bestD := "", -1
+	for _, k := range known {
+		d := editDistance(strings.ToLower(unknown), strings.ToLower(k))
+		if bestD < 0 || d < bestD {
+			best, bestD = k, d
+		}
+	}
+	limit := 2
+	if len(unknown) <= 4 {
+		limit = 1
+	}
+	if bestD < 0 || bestD > limit && !(len(unknown) >= 3 && (strings.HasPrefix(best, unknown) || strings.HasPrefix(unknown, best))) {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
