@@ -23,7 +23,7 @@ func checkApp(a *App) source.Diagnostics {
 func checkNames(a *App, ds *source.Diagnostics) {
 	sections := []struct {
 		what, section string
-		names        []string
+		names         []string
 	}{
 		{"payload", "payloads", sortedKeys(a.Payloads)},
 		{"network", "networks", sortedKeys(a.Networks)},
