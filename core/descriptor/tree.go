@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -143,13 +144,61 @@ func Canonical(app *App) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(app.Tree()); err != nil {
+	if err := enc.Encode(toNode(app.Tree())); err != nil {
 		return nil, fmt.Errorf("printing canonical descriptor of %s: %w", app.Name, err)
 	}
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("printing canonical descriptor of %s: %w", app.Name, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// toNode builds the YAML for a generic tree with sorted keys, quoting strings
+// a YAML 1.1 reader (dapp-runner's PyYAML) would take for numbers, such as
+// port mappings "8080:80".
+func toNode(v any) *yaml.Node {
+	switch v := v.(type) {
+	case map[string]any:
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		for _, k := range sortedKeys(v) {
+			n.Content = append(n.Content, toNode(k), toNode(v[k]))
+		}
+		return n
+	case []any:
+		n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		if len(v) == 0 {
+			n.Style = yaml.FlowStyle
+		}
+		for _, it := range v {
+			n.Content = append(n.Content, toNode(it))
+		}
+		return n
+	case string:
+		n := &yaml.Node{}
+		n.SetString(v)
+		if n.Style == 0 && looksNumeric(v) {
+			n.Style = yaml.DoubleQuotedStyle
+		}
+		return n
+	default:
+		var n yaml.Node
+		if err := n.Encode(v); err != nil {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+		}
+		return &n
+	}
+}
+
+func looksNumeric(s string) bool {
+	if !strings.Contains(s, ":") {
+		return false // plain numbers are quoted by the encoder already
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r == ':' || r == '.' || r == '_' || r == '-' || r == '+') {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -39,7 +39,7 @@ func parseFile(name string, data []byte, lim Limits) (root *value, diags source.
 		if errors.Is(err, io.EOF) {
 			diags.Errorf(filePos, "no YAML document: the file is empty")
 		} else {
-			diags.Errorf(yamlErrorPos(name, err), "invalid YAML: %s", yamlErrorText(err))
+			diags.Errorf(syntaxErrorPos(name, data, err), "invalid YAML: %s", yamlErrorText(err))
 		}
 		return nil, diags
 	}
@@ -88,6 +88,39 @@ func yamlErrorPos(name string, err error) source.Pos {
 	return source.Pos{File: name}
 }
 
+// syntaxErrorPos improves on the line yaml.v3 gives for a syntax error,
+// which is often where the enclosing mapping starts rather than where the
+// problem is: it finds the shortest prefix of the file (in lines) that fails
+// with the same message, by bisection (a few parses, only on error).
+func syntaxErrorPos(name string, data []byte, err error) source.Pos {
+	pos := yamlErrorPos(name, err)
+	want := yamlErrorText(err)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	fails := func(n int) bool {
+		var node yaml.Node
+		e := yaml.Unmarshal(bytes.Join(lines[:n], nil), &node)
+		return e != nil && yamlErrorText(e) == want
+	}
+	lo, hi := max(pos.Line, 1), len(lines)
+	if lo > hi || !fails(hi) {
+		return pos
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	if hi > pos.Line {
+		line := lines[hi-1]
+		col := len(line) - len(bytes.TrimLeft(line, " \t")) + 1
+		return source.Pos{File: name, Line: hi, Col: col}
+	}
+	return pos
+}
+
 // yamlErrorText drops the "yaml: line N: " prefix the position already says.
 func yamlErrorText(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
@@ -103,8 +136,9 @@ func yamlErrorText(err error) string {
 type converter struct {
 	file       string
 	lim        Limits
-	aliasDepth int // > 0 while expanding an alias
-	aliasNodes int // values created by alias expansion
+	aliasDepth int        // > 0 while expanding an alias
+	aliasNodes int        // values created by alias expansion
+	aliasAt    source.Pos // the outermost alias being expanded
 	diags      source.Diagnostics
 }
 
@@ -120,7 +154,7 @@ func (c *converter) convert(n *yaml.Node, depth int) (*value, error) {
 	if c.aliasDepth > 0 {
 		c.aliasNodes++
 		if c.aliasNodes > c.lim.MaxAliasNodes {
-			c.diags.Errorf(c.pos(n), "aliases expand to more than %d values (an alias bomb?)", c.lim.MaxAliasNodes)
+			c.diags.Errorf(c.aliasAt, "aliases expand to more than %d values (an alias bomb?)", c.lim.MaxAliasNodes)
 			return nil, errAbort
 		}
 	}
@@ -140,6 +174,9 @@ func (c *converter) convert(n *yaml.Node, depth int) (*value, error) {
 		if n.Alias == nil {
 			c.diags.Errorf(v.pos, "alias to an unknown anchor")
 			return nil, errAbort
+		}
+		if c.aliasDepth == 0 {
+			c.aliasAt = v.pos
 		}
 		c.aliasDepth++
 		target, err := c.convert(n.Alias, depth+1)
