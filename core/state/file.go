@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,6 +53,10 @@ type session struct {
 	doc       *Document
 	loadErr   error // the state could not be read; only a forced Replace may write
 	closed    bool  // unlocked: the journal is closed
+	written   atomic.Uint64
+
+	syncMu sync.Mutex // taken before mu, never after
+	synced uint64     // journal lines known durable (by written count)
 }
 
 // NewFileStore opens (creating it if needed) the state directory dir.
@@ -273,12 +278,21 @@ func (s *FileStore) Unlock(ctx context.Context, l *Lock) error {
 		s.mu.Lock()
 		delete(s.sessions, l.Info.ID)
 		s.mu.Unlock()
+		sess.syncMu.Lock()
 		sess.mu.Lock()
 		if !sess.closed {
+			// Lines of Apply calls still waiting for their fsync.
+			target := sess.written.Load()
+			if serr := sess.journal.Sync(); serr == nil {
+				sess.synced = target
+			} else if err == nil {
+				err = fmt.Errorf("state journal %s: fsync: %w", sess.journal.Name(), serr)
+			}
 			sess.closed = true
 			sess.journal.Close()
 		}
 		sess.mu.Unlock()
+		sess.syncMu.Unlock()
 	}
 	return err
 }
@@ -495,6 +509,11 @@ func replay(doc *Document, data []byte, torn func(line, bytes int)) (int64, erro
 }
 
 // Apply implements Store: one journal line, appended and fsynced.
+//
+// Concurrent Apply calls of one lock share fsyncs (group commit): each
+// appends its line under the lock, then waits until an fsync that started
+// after its append has finished; one fsync makes every line before it
+// durable.
 func (s *FileStore) Apply(ctx context.Context, l *Lock, changes ...Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -504,12 +523,22 @@ func (s *FileStore) Apply(ctx context.Context, l *Lock, changes ...Change) error
 	if err != nil {
 		return fmt.Errorf("state for app %q: %w", lockApp(l), err)
 	}
-	return s.fenced(l, func(sess *session) error {
-		if sess.loadErr != nil {
-			return fmt.Errorf("state for app %q cannot be written: %w", l.App, sess.loadErr)
+	// Encoded outside the lock: the costly part of a line.
+	encoded, err := json.Marshal(prepared)
+	if err != nil {
+		return fmt.Errorf("state for app %q: encoding change: %w", lockApp(l), err)
+	}
+	var (
+		sess *session
+		seq  uint64
+	)
+	err = s.fenced(l, func(ss *session) error {
+		sess = ss
+		if ss.loadErr != nil {
+			return fmt.Errorf("state for app %q cannot be written: %w", l.App, ss.loadErr)
 		}
-		doc := sess.doc
-		e := journalEntry{Serial: doc.Serial + 1, Lineage: doc.Lineage, LockID: l.Info.ID, Time: now, Changes: prepared}
+		doc := ss.doc
+		e := journalLine{Serial: doc.Serial + 1, Lineage: doc.Lineage, LockID: l.Info.ID, Time: now, Changes: encoded}
 		if e.Lineage == "" {
 			e.Lineage = NewID()
 		}
@@ -518,22 +547,55 @@ func (s *FileStore) Apply(ctx context.Context, l *Lock, changes ...Change) error
 			return fmt.Errorf("state for app %q: encoding change: %w", l.App, err)
 		}
 		line = append(line, '\n')
-		if _, err := sess.journal.Write(line); err != nil {
+		if _, err := ss.journal.Write(line); err != nil {
 			// Cut a partial line so the next append starts clean.
-			_ = sess.journal.Truncate(sess.jlen)
-			return fmt.Errorf("state journal %s: %w", sess.journal.Name(), err)
+			_ = ss.journal.Truncate(ss.jlen)
+			return fmt.Errorf("state journal %s: %w", ss.journal.Name(), err)
 		}
-		if err := sess.journal.Sync(); err != nil {
-			_ = sess.journal.Truncate(sess.jlen)
-			return fmt.Errorf("state journal %s: fsync: %w", sess.journal.Name(), err)
-		}
-		sess.jlen += int64(len(line))
+		ss.jlen += int64(len(line))
 		doc.apply(prepared, now)
 		doc.Serial = e.Serial
 		doc.Lineage = e.Lineage
 		doc.FormatVersion = FormatVersion
+		seq = ss.written.Add(1)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return s.syncJournal(sess, seq)
+}
+
+// syncJournal returns once the journal line numbered seq is durable.
+func (s *FileStore) syncJournal(sess *session, seq uint64) error {
+	sess.syncMu.Lock()
+	defer sess.syncMu.Unlock()
+	if sess.synced >= seq {
+		return nil // an fsync that started after our append covered it
+	}
+	target := sess.written.Load()
+	if err := sess.journal.Sync(); err != nil {
+		err = fmt.Errorf("state journal %s: fsync: %w", sess.journal.Name(), err)
+		// After a failed fsync the file's content is unknown: refuse
+		// further writes of this lock rather than build on it.
+		sess.mu.Lock()
+		if sess.loadErr == nil {
+			sess.loadErr = fmt.Errorf("an earlier write failed (%w); take the lock again", err)
+		}
+		sess.mu.Unlock()
+		return err
+	}
+	sess.synced = target
+	return nil
+}
+
+// journalLine is journalEntry with its changes already encoded.
+type journalLine struct {
+	Serial  uint64          `json:"serial"`
+	Lineage string          `json:"lineage"`
+	LockID  string          `json:"lock_id,omitempty"`
+	Time    time.Time       `json:"time"`
+	Changes json.RawMessage `json:"changes"`
 }
 
 func lockApp(l *Lock) string {
