@@ -1,0 +1,61 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gcompose/gcompose/core/adapter"
+	"github.com/gcompose/gcompose/core/engine"
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/runner"
+)
+
+// newAdapters connects to the Docker Engine and returns the engine's
+// adapters; the descriptor (if any) contributes its plugs.
+func newAdapters(c *cli.Context, app string, p *project) (plan.Adapters, func(), error) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r, err := runner.New(c.Context, runner.Options{Timeout: c.Duration("call-timeout"), Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	cache, err := adapter.DefaultCacheDir()
+	if err != nil {
+		cache = ""
+	}
+	var stderr io.Writer
+	if c.Bool("verbose") {
+		stderr = c.App.ErrWriter
+	}
+	cl, err := adapter.New(adapter.Options{
+		Runner:   r,
+		CacheDir: cache,
+		Version:  version,
+		Verbose:  c.Bool("verbose"),
+		Stderr:   stderr,
+		Timeout:  c.Duration("call-timeout"),
+		Logger:   log,
+	})
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	plugs := map[string]adapter.Plug{}
+	if p != nil {
+		for name, pl := range p.app.Plugs {
+			path := pl.Path
+			if !filepath.IsAbs(path) && len(p.app.Files) > 0 {
+				// Relative plug paths are relative to the first descriptor,
+				// and the Engine needs absolute host paths.
+				path = filepath.Join(filepath.Dir(p.app.Files[0]), path)
+			}
+			if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
+			plugs[name] = adapter.Plug{Path: path, ReadOnly: pl.ReadOnly, ResourceNames: pl.ResourceNames, ResourceTypes: pl.ResourceTypes}
+		}
+	}
+	return &engine.ContainerAdapters{Client: cl, Plugs: plugs}, func() { r.Close() }, nil
+}

@@ -1,0 +1,105 @@
+// Command gcompose deploys multi-service applications from declarative
+// descriptors and keeps them converged. See README.md and docs/.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// commit is set at build time (-ldflags "-X main.commit=...").
+var commit = "unknown"
+
+const version = "0.1.0"
+
+// Exit codes, documented in docs/cli.md.
+const (
+	exitOK      = 0
+	exitError   = 1 // anything failed, or the descriptor is invalid
+	exitChanges = 2 // plan --detailed-exitcode: there are changes
+	exitUsage   = 64
+)
+
+// exitError carries an exit code through urfave/cli.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitCodeError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error { return &exitCodeError{code: code, err: err} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: tests call it directly.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := newApp(stdin, stdout, stderr)
+	err := app.RunContext(ctx, reorderArgs(app, args))
+	if err == nil {
+		return exitOK
+	}
+	var ec *exitCodeError
+	if errors.As(err, &ec) {
+		if ec.err != nil {
+			fmt.Fprintln(stderr, "Error:", ec.err)
+		}
+		return ec.code
+	}
+	fmt.Fprintln(stderr, "Error:", err)
+	return exitError
+}
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:                 "gcompose",
+		Usage:                "deploy multi-service applications from a declarative descriptor and keep them converged",
+		Version:              version + " (commit " + commit + ")",
+		Reader:               stdin,
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: true,
+		HideVersion:          true,
+		ExitErrHandler:       func(*cli.Context, error) {}, // run() reports errors and picks exit codes
+		Commands: []*cli.Command{
+			validateCommand(),
+			configCommand(),
+			graphCommand(),
+			planCommand(),
+			deployCommand(),
+			destroyCommand(),
+			refreshCommand(),
+			stateCommand(),
+			unlockCommand(),
+			versionCommand(),
+		},
+	}
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version and the commit it was built from",
+		Action: func(c *cli.Context) error {
+			fmt.Fprintf(c.App.Writer, "gcompose %s (commit %s)\n", version, commit)
+			return nil
+		},
+	}
+}

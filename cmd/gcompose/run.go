@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gcompose/gcompose/core/apply"
+	"github.com/gcompose/gcompose/core/desired"
+	"github.com/gcompose/gcompose/core/engine"
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+)
+
+func stateFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "state", Value: ".gcompose/state", EnvVars: []string{"GCOMPOSE_STATE"}, Usage: "state backend: a directory, file://DIR"},
+		&cli.DurationFlag{Name: "lock-timeout", Usage: "wait this long for a state lock someone else holds (default: fail at once)"},
+		&cli.StringFlag{Name: "app", Usage: "application name (default: from the descriptor's meta.name)"},
+	}
+}
+
+func engineFlags() []cli.Flag {
+	return append(stateFlags(),
+		&cli.IntFlag{Name: "parallelism", Value: 10, Usage: "resources worked on at once"},
+		&cli.DurationFlag{Name: "call-timeout", Value: 10 * time.Minute, Usage: "kill an adapter call that runs longer"},
+		&cli.DurationFlag{Name: "output-timeout", Value: 2 * time.Minute, Usage: "wait this long for a dependency output that is not reported yet"},
+		&cli.StringFlag{Name: "network-image", Value: desired.DefaultImages().Network, Usage: "adapter image for GAP-16 networks"},
+		&cli.StringFlag{Name: "service-image", Value: desired.DefaultImages().Service, Usage: "adapter image for GAP-16 services"},
+		&cli.BoolFlag{Name: "verbose", Usage: "pass verbose to adapters and show their stderr"},
+	)
+}
+
+func openStore(c *cli.Context) (state.Store, error) {
+	st, err := state.Open(c.String("state"), state.FileOptions{})
+	if err != nil {
+		return nil, withCode(exitError, err)
+	}
+	return st, nil
+}
+
+func planCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "plan",
+		Usage:     "show what deploy would change, resource by resource",
+		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		Flags: append(append(descriptorFlags(), engineFlags()...),
+			&cli.BoolFlag{Name: "detailed-exitcode", Usage: "exit 0 when there is nothing to do, 2 when there are changes, 1 on error"},
+			&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
+			&cli.BoolFlag{Name: "destroy", Usage: "plan a destroy"},
+		),
+		Action: func(c *cli.Context) error {
+			mode := plan.Deploy
+			if c.Bool("destroy") {
+				mode = plan.Destroy
+			}
+			out, err := runEngine(c, mode, true)
+			if err != nil {
+				return err
+			}
+			if c.Bool("detailed-exitcode") && out.Plan.HasChanges() {
+				return withCode(exitChanges, nil)
+			}
+			return nil
+		},
+	}
+}
+
+func deployCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "deploy",
+		Aliases:   []string{"apply", "up"},
+		Usage:     "plan, confirm, and apply: create, update, rebuild and delete resources until they match the descriptor",
+		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		Flags: append(append(descriptorFlags(), engineFlags()...),
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "apply without asking for confirmation"},
+			&cli.BoolFlag{Name: "json", Usage: "print the plan and the outcome as JSON"},
+		),
+		Action: func(c *cli.Context) error {
+			_, err := runEngine(c, plan.Deploy, false)
+			return err
+		},
+	}
+}
+
+func destroyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "destroy",
+		Aliases:   []string{"down"},
+		Usage:     "remove every resource of the application, dependents first",
+		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		Flags: append(append(descriptorFlags(), engineFlags()...),
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy without asking for confirmation"},
+			&cli.BoolFlag{Name: "json", Usage: "print the plan and the outcome as JSON"},
+		),
+		Action: func(c *cli.Context) error {
+			_, err := runEngine(c, plan.Destroy, false)
+			return err
+		},
+	}
+}
+
+func refreshCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "refresh",
+		Usage:     "ask every deployed resource's adapter what really exists and show the drift; changes nothing",
+		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		Flags:     append(append(descriptorFlags(), engineFlags()...), &cli.BoolFlag{Name: "json", Usage: "print the result as JSON"}),
+		Action: func(c *cli.Context) error {
+			_, err := runEngine(c, plan.Refresh, true)
+			return err
+		},
+	}
+}
+
+// appName picks the application: --app, else the descriptor's name.
+func appName(c *cli.Context, needDescriptor bool) (string, *project, error) {
+	if !needDescriptor && c.String("app") != "" && c.NArg() == 0 && len(c.StringSlice("file")) == 0 {
+		return c.String("app"), nil, nil
+	}
+	p, err := loadProject(c)
+	if err != nil {
+		return "", nil, err
+	}
+	name := p.app.Name
+	if c.String("app") != "" {
+		name = c.String("app")
+	}
+	return name, p, nil
+}
+
+func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, error) {
+	name, p, err := appName(c, mode == plan.Deploy)
+	if err != nil {
+		return nil, err
+	}
+	var want map[string]*plan.Resource
+	if mode == plan.Deploy {
+		want, err = desired.Resources(p.resolved, desired.Images{Network: c.String("network-image"), Service: c.String("service-image")})
+		if err != nil {
+			return nil, withCode(exitError, err)
+		}
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	ad, closeAdapters, err := newAdapters(c, name, p)
+	if err != nil {
+		return nil, withCode(exitError, err)
+	}
+	defer closeAdapters()
+
+	jsonOut := c.Bool("json")
+	prog := newProgress(c.App.ErrWriter, jsonOut)
+	e := &engine.Engine{
+		Adapters:      ad,
+		Store:         st,
+		Parallelism:   c.Int("parallelism"),
+		LockTimeout:   c.Duration("lock-timeout"),
+		Version:       version,
+		OutputTimeout: c.Duration("output-timeout"),
+		Observer:      prog.observe,
+	}
+	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly}
+	if !planOnly {
+		req.Confirm = func(pl *plan.Plan) (bool, error) {
+			if !jsonOut {
+				pl.Render(c.App.Writer, false)
+			}
+			if !pl.HasChanges() {
+				return true, nil
+			}
+			if c.Bool("yes") {
+				return true, nil
+			}
+			return confirm(c.App.Reader, c.App.Writer, mode)
+		}
+	}
+	start := time.Now()
+	out, err := e.Run(c.Context, req)
+	if out != nil && len(out.Pending) > 0 && !jsonOut {
+		for _, r := range out.Pending {
+			fmt.Fprintf(c.App.ErrWriter, "note: %s had an interrupted %s (operation %s since %s); resolved through its adapter's state call\n",
+				r.Name, r.Pending.Kind, r.Pending.ID, r.Pending.StartedAt.Format(time.RFC3339))
+		}
+	}
+	if planOnly && out != nil && out.Plan != nil {
+		if jsonOut {
+			b, _ := out.Plan.MarshalIndent()
+			fmt.Fprintln(c.App.Writer, string(b))
+		} else {
+			out.Plan.Render(c.App.Writer, false)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, engine.ErrDeclined) {
+			return out, withCode(exitError, err)
+		}
+		return out, withCode(exitError, err)
+	}
+	if !planOnly {
+		summarize(c.App.Writer, out, mode, time.Since(start), jsonOut)
+	}
+	return out, nil
+}
+
+func summarize(w io.Writer, out *engine.Outcome, mode plan.Mode, took time.Duration, jsonOut bool) {
+	changed := 0
+	if out.Result != nil {
+		for _, o := range out.Result.Outcomes {
+			if o.Changed {
+				changed++
+			}
+		}
+	}
+	if jsonOut {
+		b, _ := json.Marshal(map[string]any{"type": "summary", "mode": mode, "changed": changed, "plan": out.Plan.Summary, "duration_ms": took.Milliseconds()})
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	if !out.Plan.HasChanges() && changed == 0 {
+		fmt.Fprintf(w, "Nothing to do: the application is up to date (%s).\n", took.Round(time.Millisecond))
+		return
+	}
+	fmt.Fprintf(w, "%s complete: %d resource(s) changed in %s.\n", strings.ToUpper(string(mode[:1]))+string(mode[1:]), changed, took.Round(time.Millisecond))
+}
+
+// confirm asks on a terminal; without one it refuses rather than blocking or
+// guessing, so a forgotten --yes in CI fails clearly.
+func confirm(r io.Reader, w io.Writer, mode plan.Mode) (bool, error) {
+	f, ok := r.(*os.File)
+	if !ok || !isTerminal(f) {
+		return false, withCode(exitError, fmt.Errorf("not asking for confirmation without a terminal: pass --yes to %s", mode))
+	}
+	fmt.Fprintf(w, "Do you want to %s? Only 'yes' will be accepted: ", mode)
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	return strings.TrimSpace(line) == "yes", nil
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progress renders apply events as plain lines or JSON, one per line.
+type progress struct {
+	mu   sync.Mutex
+	w    io.Writer
+	json bool
+}
+
+func newProgress(w io.Writer, jsonOut bool) *progress { return &progress{w: w, json: jsonOut} }
+
+func (p *progress) observe(ev apply.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(map[string]any{"type": "event", "time": ev.Time, "resource": ev.Resource, "phase": ev.Phase, "message": ev.Message, "duration_ms": ev.Duration.Milliseconds()})
+		fmt.Fprintln(p.w, string(b))
+		return
+	}
+	msg := ev.Message
+	if ev.Duration > 0 {
+		msg += fmt.Sprintf(" [%s]", ev.Duration.Round(time.Millisecond))
+	}
+	fmt.Fprintf(p.w, "%s: %s %s\n", ev.Resource, ev.Phase, msg)
+	if ev.Output != "" {
+		for _, l := range strings.Split(strings.TrimRight(ev.Output, "\n"), "\n") {
+			fmt.Fprintf(p.w, "%s: | %s\n", ev.Resource, l)
+		}
+	}
+}

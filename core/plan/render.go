@@ -1,0 +1,119 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Render prints the plan for people, Terraform-style:
+//
+//	+ create   services.db
+//	~ update   services.web   (knock-on: inputs known after apply: ${...})
+//	-/+ rebuild resources.x   (forced by /image)
+//	- delete   resources.old
+func (p *Plan) Render(w io.Writer, showUnchanged bool) {
+	verb := map[Op]string{Create: "create", Update: "update", Rebuild: "rebuild", Delete: "delete", Forget: "forget", NoOp: "unchanged"}
+	width := 0
+	for _, s := range p.Steps {
+		if len(s.Resource) > width {
+			width = len(s.Resource)
+		}
+	}
+	for _, s := range p.Steps {
+		if s.Op == NoOp && !showUnchanged && s.Drift == "" {
+			continue
+		}
+		line := fmt.Sprintf("%3s %-9s %-*s", s.Op.Symbol(), verb[s.Op], width, s.Resource)
+		var notes []string
+		if s.Drift != "" && p.Mode == Refresh {
+			notes = append(notes, "drift: "+s.Drift)
+		}
+		if s.Reason != "" {
+			notes = append(notes, s.Reason)
+		}
+		if len(s.Forces) > 0 {
+			notes = append(notes, "forced by "+strings.Join(s.Forces, ", "))
+		}
+		if len(notes) > 0 {
+			line += "  (" + strings.Join(notes, "; ") + ")"
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		if s.Op.Changes() {
+			renderDiff(w, s)
+		}
+	}
+	fmt.Fprintln(w, p.SummaryLine())
+}
+
+// SummaryLine is the one-line summary of a plan.
+func (p *Plan) SummaryLine() string {
+	s := p.Summary
+	if p.Mode == Refresh {
+		drift := 0
+		for _, st := range p.Steps {
+			if st.Drift != "" {
+				drift++
+			}
+		}
+		return fmt.Sprintf("Refresh: %d resource(s) checked, %d drifted.", len(p.Steps), drift)
+	}
+	if !p.HasChanges() {
+		return fmt.Sprintf("No changes: %d resource(s) up to date.", s.Unchanged)
+	}
+	line := fmt.Sprintf("Plan: %d to create, %d to update, %d to rebuild, %d to delete", s.Create, s.Update, s.Rebuild, s.Delete)
+	if s.Forget > 0 {
+		line += fmt.Sprintf(", %d to forget", s.Forget)
+	}
+	return line + fmt.Sprintf(", %d unchanged.", s.Unchanged)
+}
+
+// renderDiff prints the config fields that change, with values only known
+// after apply shown as such.
+func renderDiff(w io.Writer, s *Step) {
+	keys := map[string]bool{}
+	for k := range s.Before {
+		keys[k] = true
+	}
+	for k := range s.After {
+		keys[k] = true
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		b, hadB := s.Before[k]
+		a, hasA := s.After[k]
+		if hadB && hasA && SameJSON(a, b) {
+			continue
+		}
+		switch {
+		case !hadB:
+			fmt.Fprintf(w, "      + %s = %s\n", k, show(a))
+		case !hasA:
+			fmt.Fprintf(w, "      - %s = %s\n", k, show(b))
+		default:
+			fmt.Fprintf(w, "      ~ %s = %s -> %s\n", k, show(b), show(a))
+		}
+	}
+}
+
+// show renders a value compactly; strings still holding ${...} are only
+// known after apply.
+func show(v any) string {
+	if s, ok := v.(string); ok && strings.Contains(s, "${") && !strings.Contains(s, "$${") {
+		return fmt.Sprintf("(known after apply: %s)", s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 120 {
+		return string(b[:117]) + "..."
+	}
+	return string(b)
+}
