@@ -71,7 +71,6 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 	return nil
 }
 
-
 // takesValue reports whether the flag named by arg (-f, --file) expects a value.
 func takesValue(cmd *cli.Command, arg string) bool {
 	name := strings.TrimLeft(arg, "-")

@@ -10,10 +10,10 @@ import (
 
 // Render prints the plan for people, Terraform-style:
 //
-//	+ create   services.db
-//	~ update   services.web   (knock-on: inputs known after apply: ${...})
-//	-/+ rebuild resources.x   (forced by /image)
-//	- delete   resources.old
+//   - create   services.db
+//     ~ update   services.web   (knock-on: inputs known after apply: ${...})
+//     -/+ rebuild resources.x   (forced by /image)
+//   - delete   resources.old
 func (p *Plan) Render(w io.Writer, showUnchanged bool) {
 	verb := map[Op]string{Create: "create", Update: "update", Rebuild: "rebuild", Delete: "delete", Forget: "forget", NoOp: "unchanged"}
 	width := 0
