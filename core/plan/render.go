@@ -8,12 +8,9 @@ import (
 	"strings"
 )
 
-// Render prints the plan for people, Terraform-style:
-//
-//   - create   services.db
-//     ~ update   services.web   (knock-on: inputs known after apply: ${...})
-//     -/+ rebuild resources.x   (forced by /image)
-//   - delete   resources.old
+// Render prints the plan for people, Terraform-style: one line per resource
+// with its symbol (+ create, ~ update, -/+ rebuild, - delete), the reason and
+// what forces a rebuild, then the config fields that change.
 func (p *Plan) Render(w io.Writer, showUnchanged bool) {
 	verb := map[Op]string{Create: "create", Update: "update", Rebuild: "rebuild", Delete: "delete", Forget: "forget", NoOp: "unchanged"}
 	width := 0
