@@ -15,11 +15,11 @@ import (
 
 // newAdapters connects to the Docker Engine and returns the engine's
 // adapters; the descriptor (if any) contributes its plugs.
-func newAdapters(c *cli.Context, app string, p *project) (plan.Adapters, func(), error) {
+func newAdapters(c *cli.Context, app string, p *project) (plan.Adapters, *runner.Runner, func(), error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r, err := runner.New(c.Context, runner.Options{Timeout: c.Duration("call-timeout"), Logger: log})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cache, err := adapter.DefaultCacheDir()
 	if err != nil {
@@ -40,7 +40,7 @@ func newAdapters(c *cli.Context, app string, p *project) (plan.Adapters, func(),
 	})
 	if err != nil {
 		r.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	plugs := map[string]adapter.Plug{}
 	if p != nil {
@@ -57,5 +57,5 @@ func newAdapters(c *cli.Context, app string, p *project) (plan.Adapters, func(),
 			plugs[name] = adapter.Plug{Path: path, ReadOnly: pl.ReadOnly, ResourceNames: pl.ResourceNames, ResourceTypes: pl.ResourceTypes}
 		}
 	}
-	return &engine.ContainerAdapters{Client: cl, Plugs: plugs}, func() { r.Close() }, nil
+	return &engine.ContainerAdapters{Client: cl, Plugs: plugs}, r, func() { r.Close() }, nil
 }

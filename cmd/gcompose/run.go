@@ -154,7 +154,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		return nil, err
 	}
 	defer st.Close()
-	ad, closeAdapters, err := newAdapters(c, name, p)
+	ad, rn, closeAdapters, err := newAdapters(c, name, p)
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
@@ -170,6 +170,10 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		Version:       version,
 		OutputTimeout: c.Duration("output-timeout"),
 		Observer:      prog.observe,
+		Cleanup:       rn.Cleanup,
+		Log: func(format string, args ...any) {
+			fmt.Fprintf(c.App.ErrWriter, "note: "+format+"\n", args...)
+		},
 	}
 	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly}
 	if !planOnly {

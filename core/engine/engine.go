@@ -26,6 +26,12 @@ type Engine struct {
 	Version string
 	// OutputTimeout bounds waiting for a dependency output (see apply).
 	OutputTimeout time.Duration
+	// Cleanup removes adapter containers an earlier, killed run of the same
+	// application left behind. It runs once the lock is held, so no other
+	// gcompose is working on the application. Nil skips it.
+	Cleanup func(ctx context.Context, app string) (int, error)
+	// Log receives notes (leftovers removed); nil discards them.
+	Log func(format string, args ...any)
 }
 
 // Request is one run.
@@ -78,6 +84,15 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 			err = fmt.Errorf("releasing the state lock: %w", uerr)
 		}
 	}()
+	if e.Cleanup != nil {
+		n, err := e.Cleanup(ctx, req.App)
+		if err != nil {
+			return nil, fmt.Errorf("removing containers left by an earlier run: %w", err)
+		}
+		if n > 0 && e.Log != nil {
+			e.Log("removed %d adapter container(s) left behind by an earlier, interrupted run", n)
+		}
+	}
 	doc, err := e.Store.Load(ctx, req.App)
 	if err != nil {
 		return nil, fmt.Errorf("loading state of %s: %w", req.App, err)
