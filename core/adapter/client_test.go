@@ -1,0 +1,344 @@
+package adapter_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/core/adapter"
+	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/internal/testimage"
+	"github.com/gcompose/gcompose/protocol"
+)
+
+const (
+	adapterPkg = "./internal/testimage/testdata/testadapter"
+	adapterTag = "gcompose/testadapter:test"
+)
+
+// countingRunner records every container run.
+type countingRunner struct {
+	adapter.Runner
+	mu    sync.Mutex
+	specs []runner.Spec
+}
+
+func (c *countingRunner) Run(ctx context.Context, s runner.Spec) (*runner.Result, error) {
+	c.mu.Lock()
+	c.specs = append(c.specs, s)
+	c.mu.Unlock()
+	return c.Runner.Run(ctx, s)
+}
+
+func (c *countingRunner) calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.specs))
+	for i, s := range c.specs {
+		out[i] = s.Call
+	}
+	return out
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type env struct {
+	ctx    context.Context
+	runner *runner.Runner
+	count  *countingRunner
+	client *adapter.Client
+	stderr *syncBuffer
+	cache  string
+	app    string
+}
+
+// setup builds the test adapter image and a client with a fresh init cache;
+// when the test ends it checks that no container of the test is left.
+func setup(t *testing.T, mod func(*adapter.Options)) *env {
+	t.Helper()
+	testimage.RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	testimage.Build(t, ctx, adapterPkg, adapterTag)
+	labels := testimage.Labels(t)
+	r, err := runner.New(ctx, runner.Options{Labels: labels, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		left := testimage.ContainersLabelled(t, context.Background(), testimage.Label, labels[testimage.Label])
+		if len(left) > 0 {
+			t.Errorf("containers left behind: %v", left)
+		}
+		r.Close()
+	})
+	e := &env{ctx: ctx, runner: r, count: &countingRunner{Runner: r}, stderr: &syncBuffer{}, cache: t.TempDir(), app: "adaptertest"}
+	opts := adapter.Options{Runner: e.count, CacheDir: e.cache, Version: "test", Workspace: "/work", Stderr: e.stderr}
+	if mod != nil {
+		mod(&opts)
+	}
+	e.client, err = adapter.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) target(name string, config map[string]any, plugs map[string]adapter.Plug) adapter.Target {
+	return adapter.Target{App: e.app, Name: name, Image: adapterTag, Config: config, Plugs: plugs}
+}
+
+func TestRoundTrip(t *testing.T) {
+	e := setup(t, nil)
+	dir := t.TempDir()
+	tg := e.target("files.a", map[string]any{"content": "hello"}, map[string]adapter.Plug{"data": {Path: dir}})
+
+	st, err := e.client.State(e.ctx, tg, protocol.Present, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != protocol.Stale || len(st.Actions) != 1 || st.Actions[0].Name != "write" || st.Gcompose == nil || st.Gcompose.Change != protocol.ChangeCreate {
+		t.Fatalf("first state: %+v", st)
+	}
+	out, err := e.client.Action(e.ctx, tg, st.Actions[0], st.StaleState, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Output != "wrote 5 bytes to /data/files.a\n" || out.Identity["path"] != "/data/files.a" {
+		t.Fatalf("action: %+v", out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "files.a")); string(got) != "hello" {
+		t.Fatalf("file content %q", got)
+	}
+	if !strings.Contains(e.stderr.String(), "[files.a] action write for files.a (staleState {\"old\":\"\"})\n") {
+		t.Errorf("stderr not forwarded with prefix, or staleState not passed: %q", e.stderr.String())
+	}
+	persisted := &protocol.Persisted{Identity: out.Identity}
+	st, err = e.client.State(e.ctx, tg, protocol.Present, persisted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != protocol.Valid || st.State["content"] != "hello" {
+		t.Fatalf("state after action: %+v", st)
+	}
+
+	// destroy
+	st, err = e.client.State(e.ctx, tg, protocol.Absent, persisted)
+	if err != nil || st.Status != protocol.Stale || st.Gcompose.Change != protocol.ChangeDelete {
+		t.Fatalf("absent state: %+v %v", st, err)
+	}
+	if _, err := e.client.Action(e.ctx, tg, st.Actions[0], nil, persisted); err != nil {
+		t.Fatal(err)
+	}
+	st, err = e.client.State(e.ctx, tg, protocol.Absent, persisted)
+	if err != nil || st.Status != protocol.Valid {
+		t.Fatalf("absent state after delete: %+v %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "files.a")); !os.IsNotExist(err) {
+		t.Fatalf("file not deleted: %v", err)
+	}
+	want := []string{"init", "state", "action write", "state", "state", "action delete", "state"}
+	if got := e.count.calls(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("calls %v, want %v (init once)", got, want)
+	}
+}
+
+func TestRequestShape(t *testing.T) {
+	e := setup(t, nil)
+	tg := e.target("files.echo", map[string]any{"mode": "echo"}, nil)
+	persisted := &protocol.Persisted{Identity: map[string]any{"id": "x1"}}
+	st, err := e.client.State(e.ctx, tg, protocol.Present, persisted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := st.State["request"].(map[string]any)
+	want := map[string]any{"name": "files.echo", "type": adapterTag, "version": "test", "verbose": false, "workspace": "/work",
+		"config": map[string]any{"mode": "echo"},
+		"gcompose": map[string]any{"protocol": float64(1), "app": e.app, "call": "state", "desired": "present",
+			"persisted": map[string]any{"identity": map[string]any{"id": "x1"}}}}
+	if a, b := js(req), js(want); a != b {
+		t.Fatalf("request\n got %s\nwant %s", a, b)
+	}
+}
+
+func js(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestPlainDeploysterAdapter(t *testing.T) {
+	e := setup(t, nil)
+	tg := e.target("plain.echo", map[string]any{"mode": "echo"}, nil)
+	info, err := e.client.Init(e.ctx, tg.Image, tg.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Ext || info.Protocol != 0 {
+		t.Fatalf("plain adapter seen as gcompose-aware: %+v", info)
+	}
+	st, err := e.client.State(e.ctx, tg, protocol.Present, &protocol.Persisted{Identity: map[string]any{"id": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := st.State["request"].(map[string]any)
+	if _, ok := req["gcompose"]; ok {
+		t.Fatalf("a plain Deployster adapter was sent the gcompose member: %v", req)
+	}
+	if _, err := e.client.State(e.ctx, tg, protocol.Absent, nil); err == nil || !strings.Contains(err.Error(), "plain Deployster") {
+		t.Fatalf("absent asked of a plain adapter: %v", err)
+	}
+}
+
+func TestInitCached(t *testing.T) {
+	e := setup(t, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := e.client.Init(e.ctx, adapterTag, "files.r"+string(rune('0'+i)))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.count.calls(); len(got) != 1 {
+		t.Fatalf("8 concurrent inits of one image ran %d containers", len(got))
+	}
+	info, err := e.client.Init(e.ctx, adapterTag, "files.again")
+	if err != nil || len(e.count.calls()) != 1 {
+		t.Fatalf("second init ran a container: %v %v", e.count.calls(), err)
+	}
+	files, _ := filepath.Glob(filepath.Join(e.cache, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("init cache files %v", files)
+	}
+
+	// A new client (a new gcompose run) with the same cache dir: no init.
+	count := &countingRunner{Runner: e.runner}
+	c2, err := adapter.New(adapter.Options{Runner: count, CacheDir: e.cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info2, err := c2.Init(e.ctx, adapterTag, "files.next-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(count.calls()) != 0 {
+		t.Fatalf("init from the disk cache ran %v", count.calls())
+	}
+	if info2.ImageID != info.ImageID || !info2.Ext || info2.Protocol != protocol.Version || js(info2.Init) != js(info.Init) {
+		t.Fatalf("cached info %+v differs from %+v", info2, info)
+	}
+
+	// A corrupt cache file is ignored: init runs again.
+	os.WriteFile(files[0], []byte("{garbage"), 0o644)
+	count3 := &countingRunner{Runner: e.runner}
+	c3, _ := adapter.New(adapter.Options{Runner: count3, CacheDir: e.cache})
+	if _, err := c3.Init(e.ctx, adapterTag, "files.x"); err != nil || len(count3.calls()) != 1 {
+		t.Fatalf("corrupt cache: %v, runs %v", err, count3.calls())
+	}
+}
+
+func TestErrors(t *testing.T) {
+	e := setup(t, nil)
+	cases := []struct {
+		name   string
+		res    string
+		config map[string]any
+		want   []string
+	}{
+		{"bad protocol", "files.badproto", nil, []string{"files.badproto: init call: adapter image " + adapterTag + " speaks gcompose protocol 99, this gcompose speaks 1"}},
+		{"init wrong shape", "files.badinit", nil, []string{`files.badinit: init call: answer invalid at (root): missing property "state_action"`, "init for files.badinit"}},
+		{"init not JSON", "files.garbageinit", nil, []string{`files.garbageinit: init call: answer is not JSON`, `stdout began "hello, I am not JSON"`}},
+		{"garbage", "services.db", map[string]any{"mode": "garbage"}, []string{"services.db: state call: answer is not JSON", `stdout began "this is not JSON {"`, "state for services.db"}},
+		{"wrong schema", "services.db", map[string]any{"mode": "wrongschema"}, []string{`services.db: state call: answer invalid at /actions/0: missing property "name"`, "stderr tail:", "state for services.db"}},
+		{"bad status", "services.db", map[string]any{"mode": "badstatus"}, []string{`services.db: state call: answer invalid at /status`}},
+		{"non-zero exit", "services.db", map[string]any{"mode": "exit"}, []string{"adapter " + adapterTag + " call state for services.db failed: exit code 3", "state: cannot reach the backend"}},
+		{"timeout", "services.db", map[string]any{"mode": "hang"}, []string{"adapter " + adapterTag + " call state for services.db timed out after 2s", "state: hanging"}},
+		{"huge", "services.db", map[string]any{"mode": "huge"}, []string{"adapter " + adapterTag + " call state for services.db refused: it wrote more than 1048576 bytes to stdout"}},
+		{"config", "services.db", map[string]any{"count": -1}, []string{"services.db: config invalid at /count: must be at least 0"}},
+		{"config type", "services.db", map[string]any{"content": 5}, []string{"services.db: config invalid at /content: got number, want string"}},
+		{"required plug", "files.needplug", nil, []string{`files.needplug: adapter ` + adapterTag + ` requires plug "needed", which the descriptor does not define`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			// A fresh client per case: init is cached per image, and some
+			// cases misbehave at init.
+			c, err := adapter.New(adapter.Options{Runner: e.runner, Timeout: 2 * time.Second, InitTimeout: time.Minute, StdoutLimit: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.State(e.ctx, e.target(tc.res, tc.config, nil), protocol.Present, nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			t.Log(err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+	var ae *adapter.AnswerError
+	_, err := e.client.State(e.ctx, e.target("services.db", map[string]any{"mode": "wrongschema"}, nil), protocol.Present, nil)
+	if !errors.As(err, &ae) || len(ae.Violations) == 0 || ae.Violations[0].Pointer != "/actions/0" {
+		t.Fatalf("want an AnswerError at /actions/0, got %#v", err)
+	}
+	var ce *runner.CallError
+	_, err = e.client.State(e.ctx, e.target("services.db", map[string]any{"mode": "exit"}, nil), protocol.Present, nil)
+	if !errors.As(err, &ce) || ce.Kind != runner.KindExit {
+		t.Fatalf("want a runner.CallError, got %#v", err)
+	}
+}
+
+func TestConfigCheckedBeforeStateCall(t *testing.T) {
+	e := setup(t, nil)
+	if _, err := e.client.Init(e.ctx, adapterTag, "services.db"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.client.State(e.ctx, e.target("services.db", map[string]any{"count": "many"}, nil), protocol.Present, nil)
+	var ce *adapter.ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want a ConfigError, got %v", err)
+	}
+	if got := e.count.calls(); len(got) != 1 {
+		t.Fatalf("a state container ran for an invalid config: %v", got)
+	}
+}
+
+func TestMissingImage(t *testing.T) {
+	e := setup(t, nil)
+	tg := e.target("services.db", nil, nil)
+	tg.Image = "gcompose/nope:missing"
+	_, err := e.client.State(e.ctx, tg, protocol.Present, nil)
+	if err == nil || !strings.Contains(err.Error(), "services.db: image gcompose/nope:missing not found locally") {
+		t.Fatalf("missing image: %v", err)
+	}
+}
