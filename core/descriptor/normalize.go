@@ -55,6 +55,12 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 		Positions: map[string]source.Pos{},
 	}}
 	app := n.app
+	n.rec("", tree)
+	for _, section := range []string{"meta", "payloads", "networks", "nodes", "services", "plugs", "resources"} {
+		if v := tree.get(section); v != nil {
+			n.rec("/"+strings.Replace(section, "nodes", "services", 1), v)
+		}
+	}
 	if meta := tree.get("meta"); meta != nil && meta.kind == kindMap {
 		app.Meta, _ = meta.plain().(map[string]any)
 		n.recTree("/meta", meta)
@@ -188,6 +194,7 @@ func (n *normalizer) init(ptr string, v *value) []Command {
 	if len(v.items) > 0 && v.items[0].kind == kindScalar {
 		n.rec(ptr+"/0", v)
 		n.rec(ptr+"/0/run", v)
+		n.rec(ptr+"/0/run/args", v)
 		return []Command{{Run: &RunCommand{Args: n.strings(ptr+"/0/run/args", v)}}}
 	}
 	cmds := make([]Command, 0, len(v.items))
@@ -211,6 +218,7 @@ func (n *normalizer) init(ptr string, v *value) []Command {
 			run.EntryPoint = strOf(r.get("entry_point"))
 			n.rec(cptr+"/run/entry_point", r.get("entry_point"))
 			run.Args = n.strings(cptr+"/run/args", r.get("args"))
+			n.rec(cptr+"/run/args", r)
 			n.rec(cptr+"/run/args", r.get("args"))
 		}
 		cmds = append(cmds, Command{Run: run})
@@ -341,6 +349,9 @@ func (n *normalizer) implicitNetwork(section *value) {
 		if first == "" {
 			first = DefaultNetworkName
 			n.app.Networks[first] = &Network{Name: first, IP: DefaultNetworkIP, Pos: s.Pos}
+			if _, ok := n.app.Positions["/networks"]; !ok {
+				n.app.Positions["/networks"] = s.Pos
+			}
 			n.app.Positions["/networks/"+first] = s.Pos
 			n.app.Positions["/networks/"+first+"/ip"] = s.Pos
 		}

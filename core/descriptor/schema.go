@@ -75,7 +75,7 @@ func (sv *schemaValidator) check(tree *value, ignoreUnknown bool) source.Diagnos
 			if v == nil || parent == nil {
 				continue
 			}
-			diags.Warnf(v.keyPos, "ignored unknown key %q%s", p.unknown, suggest(p.unknown, p.known))
+			diags.Warnf(v.keyPos, "ignored unknown key %q%s", p.unknown, unknownHint(p))
 			parent.del(p.unknown)
 			dropped = true
 		}
@@ -93,11 +93,7 @@ func (sv *schemaValidator) check(tree *value, ignoreUnknown bool) source.Diagnos
 			if v != nil {
 				at = v.keyPos
 			}
-			hint := suggest(p.unknown, p.known)
-			if hint == "" && len(p.known) > 0 {
-				hint = "; allowed here: " + strings.Join(p.known, ", ")
-			}
-			diags.Errorf(at, "unknown key %q%s", p.unknown, hint)
+			diags.Errorf(at, "unknown key %q%s", p.unknown, unknownHint(p))
 			continue
 		}
 		if what := describeLoc(p.loc); what != "" {
@@ -224,6 +220,15 @@ func (sv *schemaValidator) knownKeys(schemaURL string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// unknownHint suggests the key meant, or lists the keys allowed.
+func unknownHint(p problem) string {
+	hint := suggest(p.unknown, p.known)
+	if hint == "" && len(p.known) > 0 {
+		hint = "; allowed here: " + strings.Join(p.known, ", ")
+	}
+	return hint
 }
 
 // suggest returns ` (did you mean "x"?)` for the known key closest to an
