@@ -1,0 +1,261 @@
+package resolve
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+
+	"github.com/gcompose/gcompose/core/descriptor"
+	"github.com/gcompose/gcompose/core/expr"
+	"github.com/gcompose/gcompose/core/graph"
+	"github.com/gcompose/gcompose/core/source"
+)
+
+// resolver holds the state of one Resolve call.
+type resolver struct {
+	app   *descriptor.App
+	opts  Options
+	tree  map[string]any
+	diags source.Diagnostics
+	g     *graph.Graph
+
+	nodes []*Node
+	byID  map[string]*Node
+	// instances of each service, in index order.
+	services map[string][]*Node
+	// refEdges are the reference edges found while resolving specs, added
+	// to the graph after every vertex exists.
+	refEdges []graph.Edge
+	lines    *lineCache
+	// kept counts strings left as templates for apply, so a caller can tell
+	// whether resolving a value left any.
+	kept int
+	// reported dedupes diagnostics: a payload shared by several services
+	// or instances is resolved once per instance.
+	reported map[source.Diagnostic]bool
+}
+
+func newResolver(app *descriptor.App, opts Options) *resolver {
+	if opts.Env == nil {
+		opts.Env = os.LookupEnv
+	}
+	if opts.ReadFile == nil {
+		opts.ReadFile = os.ReadFile
+	}
+	return &resolver{
+		app:      app,
+		opts:     opts,
+		tree:     appTree(app),
+		g:        graph.New(),
+		byID:     map[string]*Node{},
+		services: map[string][]*Node{},
+		lines:    newLineCache(opts.ReadFile),
+		reported: map[source.Diagnostic]bool{},
+	}
+}
+
+// ServiceID is the ID of instance index of a service with n instances.
+func ServiceID(name string, index, n int) string {
+	if n <= 1 {
+		return "services." + name
+	}
+	return "services." + name + "[" + strconv.Itoa(index) + "]"
+}
+
+// NetworkID and ResourceID are the IDs of a network and a generic resource.
+func NetworkID(name string) string  { return "networks." + name }
+func ResourceID(name string) string { return "resources." + name }
+
+func (rv *resolver) add(n *Node) {
+	rv.nodes = append(rv.nodes, n)
+	rv.byID[n.ID] = n
+	attrs := map[string]any{"name": n.Name, "entry": n.Entry}
+	if n.Instances > 1 {
+		attrs["index"] = n.Index
+		attrs["instances"] = n.Instances
+	}
+	if n.Pos.IsValid() {
+		attrs["pos"] = n.Pos.String()
+	}
+	rv.g.AddVertex(n.ID, string(n.Kind), attrs)
+}
+
+func (rv *resolver) makeNodes() {
+	for _, name := range sortedKeys(rv.app.Networks) {
+		rv.add(&Node{ID: NetworkID(name), Kind: NetworkNode, Name: name, Instances: 1,
+			Entry: pointer("networks", name), Pos: rv.entryPos(rv.app.Networks[name].Pos, "networks", name)})
+	}
+	for _, name := range sortedKeys(rv.app.Services) {
+		svc := rv.app.Services[name]
+		n := max(svc.Instances, 1)
+		for i := 0; i < n; i++ {
+			node := &Node{ID: ServiceID(name, i, n), Kind: ServiceNode, Name: name, Index: i, Instances: n,
+				Entry: pointer("services", name), Pos: rv.entryPos(svc.Pos, "services", name)}
+			rv.add(node)
+			rv.services[name] = append(rv.services[name], node)
+		}
+	}
+	for _, name := range sortedKeys(rv.app.Resources) {
+		rv.add(&Node{ID: ResourceID(name), Kind: ResourceNode, Name: name, Instances: 1,
+			Entry: pointer("resources", name), Pos: rv.entryPos(rv.app.Resources[name].Pos, "resources", name)})
+	}
+	sortNodes(rv.nodes)
+}
+
+func (rv *resolver) entryPos(p source.Pos, tokens ...string) source.Pos {
+	if p.IsValid() {
+		return p
+	}
+	return rv.app.Pos(pointer(tokens...))
+}
+
+// resolveSpecs builds every node's Spec, resolving references in the
+// context of that node (instance.index differs per instance), and checks
+// the references in meta.
+func (rv *resolver) resolveSpecs() {
+	for _, n := range rv.nodes {
+		switch n.Kind {
+		case NetworkNode:
+			n.Spec, n.Templates = rv.specOf(n, "networks", n.Name)
+		case ResourceNode:
+			n.Spec, n.Templates = rv.specOf(n, "resources", n.Name)
+		case ServiceNode:
+			spec, templates := rv.specOf(n, "services", n.Name)
+			delete(spec, "instances")
+			if p := rv.app.Services[n.Name].Payload; p != "" {
+				if _, ok := rv.app.Payloads[p]; ok {
+					var payload map[string]any
+					var ptmpl []string
+					payload, ptmpl = rv.specOf(n, "payloads", p)
+					payload["name"] = p
+					spec["payload"] = payload
+					kept := templates[:0]
+					for _, t := range templates {
+						if t != "/payload" {
+							kept = append(kept, t)
+						}
+					}
+					templates = kept
+					for _, t := range ptmpl {
+						templates = append(templates, "/payload"+t)
+					}
+				}
+			}
+			n.Spec, n.Templates = spec, templates
+		}
+	}
+	if meta, ok := rv.tree["meta"]; ok {
+		rv.resolveValue(&scope{}, "/meta", meta)
+	}
+}
+
+// specOf resolves the subtree tree[section][name] for node n, and returns
+// the pointers of the strings still holding runtime references.
+func (rv *resolver) specOf(n *Node, section, name string) (map[string]any, []string) {
+	sub, _ := rv.tree[section].(map[string]any)
+	entry, _ := sub[name].(map[string]any)
+	v, templates := rv.resolveValue(&scope{node: n}, pointer(section, name), entry)
+	out, _ := v.(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	return out, templates
+}
+
+// errorf reports a problem once, however many instances met it.
+func (rv *resolver) errorf(p source.Pos, format string, args ...any) {
+	d := source.Diagnostic{Pos: p, Severity: source.Error, Message: fmt.Sprintf(format, args...)}
+	if !rv.reported[d] {
+		rv.reported[d] = true
+		rv.diags = append(rv.diags, d)
+	}
+}
+
+// addStructuralEdges adds the edges the descriptor states directly: a
+// service's network, depends_on, generic dependencies.
+func (rv *resolver) addStructuralEdges() {
+	for _, name := range sortedKeys(rv.app.Services) {
+		svc := rv.app.Services[name]
+		from := rv.services[name]
+		if svc.Network != "" {
+			ptr := pointer("services", name, "network")
+			if _, ok := rv.app.Networks[svc.Network]; ok {
+				for _, n := range from {
+					rv.edge(graph.Edge{From: n.ID, To: NetworkID(svc.Network), Kind: graph.Network, Reason: svc.Network, Pos: rv.app.Pos(ptr)})
+				}
+			} else {
+				rv.errorf(rv.app.Pos(ptr), "service %q: network %q is not defined%s", name, svc.Network, suggest(svc.Network, sortedKeys(rv.app.Networks)))
+			}
+		}
+		if svc.Payload != "" {
+			if _, ok := rv.app.Payloads[svc.Payload]; !ok {
+				ptr := pointer("services", name, "payload")
+				rv.errorf(rv.app.Pos(ptr), "service %q: payload %q is not defined%s", name, svc.Payload, suggest(svc.Payload, sortedKeys(rv.app.Payloads)))
+			}
+		}
+		for i, dep := range svc.DependsOn {
+			ptr := pointer("services", name, "depends_on", strconv.Itoa(i))
+			targets, ok := rv.services[dep]
+			if !ok {
+				rv.errorf(rv.app.Pos(ptr), "service %q: depends_on %q names no service%s", name, dep, suggest(dep, sortedKeys(rv.app.Services)))
+				continue
+			}
+			for _, n := range from {
+				for _, t := range targets { // every instance of a multi-instance service
+					rv.edge(graph.Edge{From: n.ID, To: t.ID, Kind: graph.DependsOn, Reason: dep, Pos: rv.app.Pos(ptr)})
+				}
+			}
+		}
+	}
+	for _, name := range sortedKeys(rv.app.Resources) {
+		res := rv.app.Resources[name]
+		for _, alias := range sortedKeys(res.Dependencies) {
+			dep := res.Dependencies[alias]
+			ptr := pointer("resources", name, "dependencies", alias)
+			if _, ok := rv.app.Resources[dep]; !ok {
+				rv.errorf(rv.app.Pos(ptr), "resource %q: dependency %s: %q names no resource%s", name, alias, dep, suggest(dep, sortedKeys(rv.app.Resources)))
+				continue
+			}
+			rv.edge(graph.Edge{From: ResourceID(name), To: ResourceID(dep), Kind: graph.Dependency, Reason: alias, Pos: rv.app.Pos(ptr)})
+		}
+	}
+}
+
+// edge queues an edge; edges are added once every vertex exists.
+func (rv *resolver) edge(e graph.Edge) { rv.refEdges = append(rv.refEdges, e) }
+
+func (rv *resolver) addEdges() {
+	for _, e := range rv.refEdges {
+		if err := rv.g.AddEdge(e); err != nil { // cannot happen: both ends are nodes
+			rv.errorf(e.Pos, "internal: %v", err)
+		}
+	}
+}
+
+// reportCycles turns every cycle into one diagnostic at its first edge,
+// printing the cycle whole with each edge's location.
+func (rv *resolver) reportCycles() {
+	for _, c := range rv.g.Cycles() {
+		rv.errorf(c.Edges[0].Pos, "%s", c.String())
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// pointer builds a JSON pointer from unescaped tokens.
+func pointer(tokens ...string) string {
+	var b []byte
+	for _, t := range tokens {
+		b = append(b, '/')
+		b = append(b, expr.EscapePointer(t)...)
+	}
+	return string(b)
+}

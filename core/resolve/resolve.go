@@ -1,0 +1,160 @@
+// Package resolve turns a normalized descriptor.App into addressable nodes
+// (networks, service instances, generic resources), resolves the ${...}
+// references that the descriptor itself can answer, keeps those that only
+// apply can answer (runtime outputs) and turns each of them, with networks,
+// depends_on and generic dependencies, into a labelled edge of the
+// dependency graph.
+package resolve
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/gcompose/gcompose/core/descriptor"
+	"github.com/gcompose/gcompose/core/graph"
+	"github.com/gcompose/gcompose/core/source"
+)
+
+// Options are the inputs from outside the descriptor.
+type Options struct {
+	// Vars are the values of ${var.NAME} (from --var k=v and --var-file).
+	Vars map[string]string
+	// Env looks up ${env.NAME}; nil means the process environment.
+	Env func(string) (string, bool)
+	// AppID is the value of ${app.id}; when empty, ${app.id} is kept for
+	// apply time (Bind asks Outputs("app") for "id").
+	AppID string
+	// ReadFile reads a descriptor file to place a reference's column exactly
+	// (quoted scalars, escapes); nil means os.ReadFile. Failing reads only
+	// make columns approximate.
+	ReadFile func(name string) ([]byte, error)
+}
+
+// Kind is what a node is.
+type Kind string
+
+const (
+	NetworkNode  Kind = "network"
+	ServiceNode  Kind = "service"
+	ResourceNode Kind = "resource"
+)
+
+// Node is one addressable thing apply creates: a network, one instance of a
+// service, or a generic resource.
+type Node struct {
+	// ID addresses the node: networks.default, services.db,
+	// services.web[0] (when the service has instances > 1), resources.files.
+	ID   string
+	Kind Kind
+	// Name is the descriptor entry that made the node.
+	Name string
+	// Index is the instance index (0 for a single instance, networks and
+	// resources); Instances is the entry's instance count (1 unless expanded).
+	Index, Instances int
+	// Entry is the JSON pointer of the descriptor entry (/services/web).
+	Entry string
+	// Spec is the entry's canonical subtree with static references
+	// substituted and runtime references kept as ${...} templates in
+	// canonical form (${services.db.network_node.ip}). For a service,
+	// "payload" holds the payload's subtree (with its "name") instead of its
+	// name, and "instances" is left out: an instance's spec does not change
+	// when the count does.
+	Spec map[string]any
+	// Templates are the JSON pointers, in Spec, of the strings that still
+	// hold runtime references (Bind evaluates exactly these; every other
+	// string in Spec is final text, even one containing "${" from a "$${"
+	// escape).
+	Templates []string
+	// Runtime lists the runtime references kept in Spec.
+	Runtime []RuntimeRef
+	Pos     source.Pos
+}
+
+// RuntimeRef is a reference that only apply can resolve.
+type RuntimeRef struct {
+	// Target is the node whose output is read (services.db); Field the path
+	// inside its outputs (network_node.ip).
+	Target, Field string
+	// Text is the reference as written by the user; Pointer where it
+	// stands in the descriptor; Pos its location.
+	Text    string
+	Pointer string
+	Pos     source.Pos
+}
+
+// Resolved is the result of Resolve.
+type Resolved struct {
+	App   *descriptor.App
+	Nodes []*Node // sorted by entry, then instance index
+	Graph *graph.Graph
+	// Counts for `gcompose validate`'s summary: descriptor services,
+	// networks and resources, expanded service instances, labelled edges.
+	Services, Networks, Resources, Instances, Edges int
+
+	byID map[string]*Node
+}
+
+// Node returns the node with the given ID, or nil.
+func (r *Resolved) Node(id string) *Node { return r.byID[id] }
+
+// Summary is the one-line summary `gcompose validate` prints:
+// "2 services, 1 network, 5 edges".
+func (r *Resolved) Summary() string {
+	s := plural(r.Services, "service") + ", " + plural(r.Networks, "network")
+	if r.Resources > 0 {
+		s += ", " + plural(r.Resources, "resource")
+	}
+	return s + ", " + plural(r.Edges, "edge")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// Resolve builds the nodes and the dependency graph of app. It reports every
+// problem found (unknown reference roots, names or fields, a multi-instance
+// service referenced without an index, unset variables, bad depends_on,
+// cycles) as diagnostics at their exact location. The result is usable only
+// when the diagnostics hold no error.
+func Resolve(app *descriptor.App, opts Options) (*Resolved, source.Diagnostics) {
+	rv := newResolver(app, opts)
+	rv.makeNodes()
+	rv.resolveSpecs()
+	rv.addStructuralEdges()
+	out := &Resolved{
+		App:       app,
+		Nodes:     rv.nodes,
+		Graph:     rv.g,
+		Services:  len(app.Services),
+		Networks:  len(app.Networks),
+		Resources: len(app.Resources),
+		byID:      rv.byID,
+	}
+	for _, n := range rv.nodes {
+		if n.Kind == ServiceNode {
+			out.Instances++
+		}
+	}
+	rv.addEdges()
+	out.Edges = len(rv.g.Edges())
+	rv.reportCycles()
+	rv.diags.Sort()
+	return out, rv.diags
+}
+
+// sortNodes orders nodes by entry and then numerically by instance index, so
+// services.web[2] comes before services.web[10].
+func sortNodes(ns []*Node) {
+	sort.Slice(ns, func(i, j int) bool {
+		a, b := ns[i], ns[j]
+		if a.Entry != b.Entry {
+			return entryKey(a) < entryKey(b)
+		}
+		return a.Index < b.Index
+	})
+}
+
+func entryKey(n *Node) string { return string(n.Kind) + "s." + n.Name }

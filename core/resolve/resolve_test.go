@@ -1,0 +1,127 @@
+package resolve
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// header reads "# vars: k=v k=v" and "# env: K=V" comment lines at the top of
+// a test descriptor into Options.
+func header(t *testing.T, path string) Options {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	vars, env := map[string]string{}, map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		for prefix, into := range map[string]map[string]string{"# vars:": vars, "# env:": env} {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				for _, kv := range strings.Fields(rest) {
+					k, v, _ := strings.Cut(kv, "=")
+					into[k] = v
+				}
+			}
+		}
+	}
+	return Options{Vars: vars, Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+}
+
+// render prints everything Resolve produced, for golden comparison.
+func render(r *Resolved, diags fmt.Stringer) string {
+	var b strings.Builder
+	if s := diags.String(); s != "" {
+		b.WriteString("diagnostics:\n" + s + "\n")
+	}
+	fmt.Fprintf(&b, "summary: %s\n", r.Summary())
+	for _, n := range r.Nodes {
+		fmt.Fprintf(&b, "\nnode %s kind=%s name=%s index=%d/%d entry=%s pos=%s\n", n.ID, n.Kind, n.Name, n.Index, n.Instances, n.Entry, n.Pos)
+		var spec bytes.Buffer
+		enc := json.NewEncoder(&spec)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("  ", "  ")
+		_ = enc.Encode(n.Spec)
+		fmt.Fprintf(&b, "  spec: %s", spec.String())
+		for _, tp := range n.Templates {
+			fmt.Fprintf(&b, "  template: %s\n", tp)
+		}
+		for _, rr := range n.Runtime {
+			fmt.Fprintf(&b, "  runtime: %s -> %s . %s at %s (%s)\n", rr.Text, rr.Target, rr.Field, rr.Pos, rr.Pointer)
+		}
+	}
+	b.WriteString("\nedges:\n")
+	for _, e := range r.Graph.Edges() {
+		fmt.Fprintf(&b, "  %s: %s\n", e.Pos, e.Describe())
+	}
+	return b.String()
+}
+
+type diagString string
+
+func (d diagString) String() string { return string(d) }
+
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no testdata")
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			app := loadTestApp(t, f)
+			r, diags := Resolve(app, header(t, f))
+			for _, d := range diags {
+				// A diagnostic about a reference points at its "${".
+				if strings.HasPrefix(d.Message, "${") && d.Pos.Line > 0 {
+					lines := strings.Split(string(mustRead(t, d.Pos.File)), "\n")
+					line := lines[d.Pos.Line-1]
+					if d.Pos.Col > len(line) || !strings.HasPrefix(line[d.Pos.Col-1:], "${") {
+						t.Errorf("%s does not point at a reference: %q", d, line)
+					}
+				}
+			}
+			got := render(r, diagString(diags.Error()))
+			golden(t, filepath.Join("testdata", name+".golden"), []byte(got))
+		})
+	}
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
