@@ -46,7 +46,7 @@ func newResolver(app *descriptor.App, opts Options) *resolver {
 	return &resolver{
 		app:      app,
 		opts:     opts,
-		tree:     appTree(app),
+		tree:     app.Tree(),
 		g:        graph.New(),
 		byID:     map[string]*Node{},
 		services: map[string][]*Node{},
@@ -178,20 +178,13 @@ func (rv *resolver) addStructuralEdges() {
 	for _, name := range sortedKeys(rv.app.Services) {
 		svc := rv.app.Services[name]
 		from := rv.services[name]
-		if svc.Network != "" {
+		// An undefined network (or payload, or resource dependency below) is
+		// reported by the descriptor's semantic checks: only the edge is
+		// left out here, so the problem is not reported twice.
+		if _, ok := rv.app.Networks[svc.Network]; ok {
 			ptr := pointer("services", name, "network")
-			if _, ok := rv.app.Networks[svc.Network]; ok {
-				for _, n := range from {
-					rv.edge(graph.Edge{From: n.ID, To: NetworkID(svc.Network), Kind: graph.Network, Reason: svc.Network, Pos: rv.app.Pos(ptr)})
-				}
-			} else {
-				rv.errorf(rv.app.Pos(ptr), "service %q: network %q is not defined%s", name, svc.Network, suggest(svc.Network, sortedKeys(rv.app.Networks)))
-			}
-		}
-		if svc.Payload != "" {
-			if _, ok := rv.app.Payloads[svc.Payload]; !ok {
-				ptr := pointer("services", name, "payload")
-				rv.errorf(rv.app.Pos(ptr), "service %q: payload %q is not defined%s", name, svc.Payload, suggest(svc.Payload, sortedKeys(rv.app.Payloads)))
+			for _, n := range from {
+				rv.edge(graph.Edge{From: n.ID, To: NetworkID(svc.Network), Kind: graph.Network, Reason: svc.Network, Pos: rv.app.Pos(ptr)})
 			}
 		}
 		for i, dep := range svc.DependsOn {
@@ -214,8 +207,7 @@ func (rv *resolver) addStructuralEdges() {
 			dep := res.Dependencies[alias]
 			ptr := pointer("resources", name, "dependencies", alias)
 			if _, ok := rv.app.Resources[dep]; !ok {
-				rv.errorf(rv.app.Pos(ptr), "resource %q: dependency %s: %q names no resource%s", name, alias, dep, suggest(dep, sortedKeys(rv.app.Resources)))
-				continue
+				continue // reported by the descriptor's semantic checks
 			}
 			rv.edge(graph.Edge{From: ResourceID(name), To: ResourceID(dep), Kind: graph.Dependency, Reason: alias, Pos: rv.app.Pos(ptr)})
 		}

@@ -3,6 +3,7 @@ package resolve
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gcompose/gcompose/core/descriptor"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -82,7 +85,10 @@ func TestGolden(t *testing.T) {
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {
-			app := loadTestApp(t, f)
+			app, loadDiags := descriptor.Load(context.Background(), descriptor.Options{}, f)
+			if app == nil {
+				t.Fatalf("load: %v", loadDiags)
+			}
 			r, diags := Resolve(app, header(t, f))
 			for _, d := range diags {
 				// A diagnostic about a reference points at its "${".
@@ -95,6 +101,9 @@ func TestGolden(t *testing.T) {
 				}
 			}
 			got := render(r, diagString(diags.Error()))
+			if len(loadDiags) > 0 {
+				got = "load:\n" + loadDiags.Error() + "\n" + got
+			}
 			golden(t, filepath.Join("testdata", name+".golden"), []byte(got))
 		})
 	}
