@@ -523,6 +523,9 @@ func (s *FileStore) Apply(ctx context.Context, l *Lock, changes ...Change) error
 	if err != nil {
 		return fmt.Errorf("state for app %q: %w", lockApp(l), err)
 	}
+	if len(prepared) == 0 { // nothing to write; still says whether the lock is held
+		return s.fenced(l, func(*session) error { return nil })
+	}
 	// Encoded outside the lock: the costly part of a line.
 	encoded, err := json.Marshal(prepared)
 	if err != nil {

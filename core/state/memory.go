@@ -138,6 +138,9 @@ func (s *MemoryStore) Apply(ctx context.Context, l *Lock, changes ...Change) err
 		return fmt.Errorf("state for app %q: %w", lockApp(l), err)
 	}
 	return s.fenced(l, func(a *memApp) error {
+		if len(prepared) == 0 {
+			return nil
+		}
 		if a.doc.Lineage == "" {
 			a.doc.Lineage = NewID()
 		}

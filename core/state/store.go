@@ -40,8 +40,8 @@ type Store interface {
 	// document (Serial 0, no lineage). The result is the caller's to modify.
 	Load(ctx context.Context, app string) (*Document, error)
 	// Apply makes changes durable, as one unit, before it returns, and
-	// increments the serial by one. Its cost is proportional to the size of
-	// the changes, not of the document.
+	// increments the serial by one (no changes: nothing is written). Its
+	// cost is proportional to the size of the changes, not of the document.
 	Apply(ctx context.Context, lock *Lock, changes ...Change) error
 	// Compact folds the changes applied so far into the document (at the
 	// end of a run). The content and serial do not change.

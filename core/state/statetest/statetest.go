@@ -33,6 +33,7 @@ func Run(t *testing.T, open Open) {
 		{"Compact", testCompact},
 		{"Reopen", testReopen},
 		{"InvalidChange", testInvalidChange},
+		{"EmptyApply", testEmptyApply},
 		{"LockedMessage", testLockedMessage},
 		{"ConcurrentLockers", testConcurrentLockers},
 		{"ConcurrentApply", testConcurrentApply},
@@ -498,5 +499,20 @@ func testApps(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	apps, err := s.Apps(ctx)
 	if err != nil || strings.Join(apps, ",") != "db,web" {
 		t.Fatalf("Apps = %v, %v; want db,web", apps, err)
+	}
+}
+
+func testEmptyApply(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
+	ctx := context.Background()
+	l := mustLock(t, s, "app")
+	mustApply(t, s, l)
+	if d := mustLoad(t, s, "app"); d.Serial != 0 || d.Lineage != "" {
+		t.Fatalf("an empty Apply wrote: serial %d", d.Serial)
+	}
+	if err := s.Unlock(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(ctx, l); !errors.Is(err, state.ErrLockNotHeld) {
+		t.Fatalf("empty Apply with a released lock: %v", err)
 	}
 }
