@@ -56,6 +56,12 @@ type RequestExt struct {
 	// Persisted is what gcompose last recorded for the resource, so an
 	// adapter can find what it created (GAP-16 identifying attributes).
 	Persisted *Persisted `json:"persisted,omitempty"`
+	// Env carries the values of the environment variables the adapter asked
+	// for in its init answer (InitExt.Env), read from gcompose's own
+	// environment. They travel only here, on stdin: never in the container's
+	// environment, arguments or labels, never persisted or printed. This is
+	// how an adapter gets credentials such as YAGNA_APPKEY.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.
@@ -83,6 +89,10 @@ type InitExt struct {
 	SecretFields []string `json:"secret_fields,omitempty"`
 	// Serve says the image can run as a long-lived server (see docs).
 	Serve bool `json:"serve,omitempty"`
+	// Env names environment variables of the gcompose process the adapter
+	// needs (e.g. YAGNA_API_URL, YAGNA_APPKEY); their values are sent in
+	// RequestExt.Env on every state and action call.
+	Env []string `json:"env,omitempty"`
 }
 
 // PlugSpec is what an adapter asks to have mounted.

@@ -40,7 +40,7 @@ func engineFlags() []cli.Flag {
 }
 
 func openStore(c *cli.Context) (state.Store, error) {
-	st, err := state.Open(c.String("state"), state.FileOptions{})
+	st, err := state.Open(c.String("state"), state.Options{})
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
