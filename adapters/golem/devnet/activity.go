@@ -1,0 +1,506 @@
+package devnet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+)
+
+const activityPrefix = "/activity-api/v1"
+
+type activity struct {
+	id, agreementID string
+	providerID      string
+	state, next     string // next "" is null
+	reason, errMsg  string
+	containerID     string
+	created         time.Time
+	readySince      time.Time
+	endedAt         time.Time
+	due             *ratAmount
+	usage           []float64
+	lastNote        string
+	lastNoteAt      time.Time
+	batches         map[string]*batch
+	nets            map[string]string // VPN id → node IP
+	execMu          sync.Mutex        // one batch at a time
+	ctx             context.Context
+	cancel          context.CancelFunc
+}
+
+// terminate marks the activity Terminated; the caller holds s.mu.
+func (a *activity) terminate(reason, errMsg string) {
+	if a.state == "Terminated" {
+		return
+	}
+	a.state, a.next = "Terminated", ""
+	a.reason, a.errMsg = reason, errMsg
+	a.endedAt = time.Now()
+	a.cancel()
+}
+
+type batch struct {
+	id       string
+	results  []cmdResult
+	finished bool
+}
+
+type cmdResult struct {
+	Index           int       `json:"index"`
+	EventDate       time.Time `json:"eventDate"`
+	Result          string    `json:"result"`
+	Stdout          *string   `json:"stdout,omitempty"`
+	Stderr          *string   `json:"stderr,omitempty"`
+	Message         *string   `json:"message,omitempty"`
+	IsBatchFinished bool      `json:"isBatchFinished"`
+}
+
+func (s *Server) routeActivity(api func(string, http.HandlerFunc)) {
+	api("POST "+activityPrefix+"/activity", s.createActivity)
+	api("DELETE "+activityPrefix+"/activity/{id}", s.destroyActivity)
+	api("POST "+activityPrefix+"/activity/{id}/exec", s.exec)
+	api("GET "+activityPrefix+"/activity/{id}/exec/{batch}", s.batchResults)
+	api("GET "+activityPrefix+"/activity/{id}/state", s.activityState)
+	api("GET "+activityPrefix+"/activity/{id}/agreement", s.activityAgreement)
+	api("GET "+activityPrefix+"/activity/{id}/usage", s.activityUsage)
+}
+
+func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
+	var raw json.RawMessage
+	if !readJSON(w, r, &raw) {
+		return
+	}
+	var agreementID string
+	if err := json.Unmarshal(raw, &agreementID); err != nil {
+		var body struct {
+			AgreementID string `json:"agreementId"`
+		}
+		if err := json.Unmarshal(raw, &body); err != nil || body.AgreementID == "" {
+			writeError(w, http.StatusBadRequest, "body must be {\"agreementId\": ...} or an agreement id string")
+			return
+		}
+		agreementID = body.AgreementID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agreementOr404(w, agreementID)
+	if !ok {
+		return
+	}
+	if a.state != "Approved" {
+		writeError(w, http.StatusBadRequest, "agreement %s is %s, not Approved", a.id, a.state)
+		return
+	}
+	ctx, cancel := context.WithCancel(s.bgCtx)
+	act := &activity{id: newID(), agreementID: a.id, providerID: a.provider.id, state: "Initialized", created: s.now(), due: newAmount(),
+		batches: map[string]*batch{}, nets: map[string]string{}, ctx: ctx, cancel: cancel}
+	s.activities[act.id] = act
+	a.lastActivity = act.id
+	s.notify()
+	writeJSON(w, http.StatusCreated, map[string]any{"activityId": act.id})
+}
+
+func (s *Server) activityOr404(w http.ResponseWriter, id string) (*activity, bool) {
+	a, ok := s.activities[id]
+	if !ok {
+		writeError(w, http.StatusNotFound, "activity %s not found", id)
+	}
+	return a, ok
+}
+
+func (s *Server) destroyActivity(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	act, ok := s.activityOr404(w, r.PathValue("id"))
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	s.bill(act, time.Now())
+	act.terminate("destroyed by the requestor", "")
+	cid := act.containerID
+	s.notify()
+	s.mu.Unlock()
+	if cid != "" {
+		s.removeContainers(r.Context(), []string{cid})
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// refreshLiveness turns an activity whose container died into Terminated.
+func (s *Server) refreshLiveness(ctx context.Context, act *activity) {
+	s.mu.Lock()
+	cid, st := act.containerID, act.state
+	s.mu.Unlock()
+	if cid == "" || st == "Terminated" {
+		return
+	}
+	alive, why := s.containerAlive(ctx, cid)
+	if alive {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if act.state != "Terminated" {
+		s.bill(act, time.Now())
+		act.terminate("activity died: "+why, why)
+		s.log.Info("activity died", "activity", act.id, "why", why)
+		s.notify()
+	}
+}
+
+func (s *Server) activityState(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	act, ok := s.activityOr404(w, r.PathValue("id"))
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	s.refreshLiveness(r.Context(), act)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next any
+	if act.next != "" {
+		next = act.next
+	}
+	out := map[string]any{"state": []any{act.state, next}}
+	if act.reason != "" {
+		out["reason"] = act.reason
+	}
+	if act.errMsg != "" {
+		out["errorMessage"] = act.errMsg
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) activityAgreement(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if act, ok := s.activityOr404(w, r.PathValue("id")); ok {
+		writeJSON(w, http.StatusOK, act.agreementID)
+	}
+}
+
+func (s *Server) activityUsage(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if act, ok := s.activityOr404(w, r.PathValue("id")); ok {
+		s.bill(act, time.Now())
+		usage := act.usage
+		if usage == nil {
+			usage = []float64{0, 0}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"currentUsage": usage, "timestamp": time.Now().Unix()})
+	}
+}
+
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Text *string `json:"text"`
+	}
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body.Text == nil {
+		writeError(w, http.StatusBadRequest, "text (the ExeScript) is required")
+		return
+	}
+	var cmds []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(*body.Text), &cmds); err != nil {
+		writeError(w, http.StatusBadRequest, "text is not an ExeScript (a JSON array of commands): %v", err)
+		return
+	}
+	for i, c := range cmds {
+		if len(c) != 1 {
+			writeError(w, http.StatusBadRequest, "command %d must have exactly one key (deploy, start, run, transfer, terminate, sign)", i)
+			return
+		}
+	}
+	s.mu.Lock()
+	act, ok := s.activityOr404(w, r.PathValue("id"))
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	if act.state == "Terminated" {
+		s.mu.Unlock()
+		writeError(w, http.StatusInternalServerError, "activity %s is Terminated", act.id)
+		return
+	}
+	b := &batch{id: newID()}
+	act.batches[b.id] = b
+	s.mu.Unlock()
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.runBatch(act, b, cmds)
+	}()
+	writeJSON(w, http.StatusOK, b.id)
+}
+
+func (s *Server) batchResults(w http.ResponseWriter, r *http.Request) {
+	timeout, ok := pollTimeout(w, r)
+	if !ok {
+		return
+	}
+	index := -1
+	if q := r.URL.Query().Get("commandIndex"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "commandIndex must be a non-negative integer")
+			return
+		}
+		index = n
+	}
+	s.mu.Lock()
+	act, ok := s.activityOr404(w, r.PathValue("id"))
+	var b *batch
+	if ok {
+		if b = act.batches[r.PathValue("batch")]; b == nil {
+			writeError(w, http.StatusNotFound, "batch %s not found in activity %s", r.PathValue("batch"), act.id)
+			ok = false
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	results := longPoll(s, r.Context(), timeout, func() ([]cmdResult, bool) {
+		out := append([]cmdResult{}, b.results...)
+		if b.finished {
+			return out, true
+		}
+		return out, index >= 0 && len(out) > index
+	})
+	writeJSON(w, http.StatusOK, results)
+}
+
+// runBatch executes the commands one after another; an Error ends the batch.
+func (s *Server) runBatch(act *activity, b *batch, cmds []map[string]json.RawMessage) {
+	act.execMu.Lock()
+	defer act.execMu.Unlock()
+	for i, c := range cmds {
+		var name string
+		var arg json.RawMessage
+		for k, v := range c {
+			name, arg = k, v
+		}
+		res := cmdResult{Index: i, Result: "Ok"}
+		stdout, stderr, err := s.runCommand(act, name, arg)
+		if err != nil {
+			res.Result = "Error"
+			msg := err.Error()
+			res.Message = &msg
+		}
+		res.Stdout, res.Stderr = stdout, stderr
+		s.mu.Lock()
+		res.EventDate = s.now()
+		res.IsBatchFinished = err != nil || i == len(cmds)-1
+		b.results = append(b.results, res)
+		b.finished = res.IsBatchFinished
+		s.notify()
+		s.mu.Unlock()
+		if err != nil {
+			s.log.Info("exescript command failed", "activity", act.id, "index", i, "command", name, "err", err)
+			return
+		}
+	}
+	if len(cmds) == 0 {
+		s.mu.Lock()
+		b.finished = true
+		s.notify()
+		s.mu.Unlock()
+	}
+}
+
+type captureMode struct {
+	AtEnd  json.RawMessage `json:"atEnd"`
+	Stream json.RawMessage `json:"stream"`
+}
+
+type runBody struct {
+	EntryPoint string   `json:"entry_point"`
+	Args       []string `json:"args"`
+	Capture    *struct {
+		Stdout *captureMode `json:"stdout"`
+		Stderr *captureMode `json:"stderr"`
+	} `json:"capture"`
+}
+
+type deployNet struct {
+	ID     string `json:"id"`
+	IP     string `json:"ip"`
+	Mask   string `json:"mask"`
+	NodeIP string `json:"nodeIp"`
+}
+
+type deployBody struct {
+	Net   []deployNet       `json:"net"`
+	Hosts map[string]string `json:"hosts"`
+	Nodes map[string]string `json:"nodes"`
+}
+
+func (s *Server) runCommand(act *activity, name string, arg json.RawMessage) (stdout, stderr *string, err error) {
+	s.mu.Lock()
+	state := act.state
+	s.mu.Unlock()
+	if state == "Terminated" {
+		return nil, nil, fmt.Errorf("activity is Terminated")
+	}
+	switch name {
+	case "deploy":
+		var d deployBody
+		if err := json.Unmarshal(arg, &d); err != nil {
+			return nil, nil, fmt.Errorf("deploy: %w", err)
+		}
+		return nil, nil, s.deploy(act, d)
+	case "start":
+		if state != "Deployed" {
+			return nil, nil, fmt.Errorf("start: activity is %s, deploy it first", state)
+		}
+		if err := s.docker.ContainerStart(act.ctx, act.containerID, container.StartOptions{}); err != nil {
+			return nil, nil, fmt.Errorf("start: starting container: %w", err)
+		}
+		s.mu.Lock()
+		act.state, act.readySince, act.lastNoteAt = "Ready", time.Now(), time.Now()
+		s.notify()
+		s.mu.Unlock()
+		return nil, nil, nil
+	case "run":
+		var rb runBody
+		if err := json.Unmarshal(arg, &rb); err != nil || rb.EntryPoint == "" {
+			return nil, nil, fmt.Errorf("run: entry_point is required")
+		}
+		if state != "Ready" {
+			return nil, nil, fmt.Errorf("run: activity is %s, not Ready", state)
+		}
+		so, se, code, err := s.execIn(act.ctx, act.containerID, append([]string{rb.EntryPoint}, rb.Args...))
+		if rb.Capture != nil && rb.Capture.Stdout != nil {
+			stdout = &so
+		}
+		if rb.Capture != nil && rb.Capture.Stderr != nil {
+			stderr = &se
+		}
+		if err != nil {
+			return stdout, stderr, fmt.Errorf("run: %w", err)
+		}
+		if code != 0 {
+			msg := fmt.Sprintf("ExeScript command exited with code %d", code)
+			if tail := strings.TrimSpace(se); tail != "" && stderr == nil {
+				msg += ": " + lastLines(tail, 5)
+			}
+			return stdout, stderr, fmt.Errorf("%s", msg)
+		}
+		return stdout, stderr, nil
+	case "terminate":
+		s.mu.Lock()
+		s.bill(act, time.Now())
+		act.terminate("terminated by the ExeScript terminate command", "")
+		cid := act.containerID
+		s.notify()
+		s.mu.Unlock()
+		if cid != "" {
+			s.removeContainers(context.Background(), []string{cid})
+		}
+		return nil, nil, nil
+	case "transfer", "sign":
+		return nil, nil, fmt.Errorf("%s is not supported by the devnet", name)
+	default:
+		return nil, nil, fmt.Errorf("unknown ExeScript command %q", name)
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// deploy creates the activity's container from the image its task package hash maps to, joined to the
+// requested VPNs with exactly their node IPs.
+func (s *Server) deploy(act *activity, d deployBody) error {
+	s.mu.Lock()
+	if act.state != "Initialized" {
+		st := act.state
+		s.mu.Unlock()
+		return fmt.Errorf("deploy: activity is %s, already deployed", st)
+	}
+	a := s.agreements[act.agreementID]
+	tp, _ := a.demandProps["golem.srv.comp.task_package"].(string)
+	type attach struct{ netName, ip, vpnID string }
+	var attaches []attach
+	for _, n := range d.Net {
+		v, ok := s.networks[n.ID]
+		if !ok {
+			s.mu.Unlock()
+			return fmt.Errorf("deploy: network %s not found", n.ID)
+		}
+		ip := n.NodeIP
+		if ip == "" {
+			ip = v.nodes[act.providerID]
+		}
+		addr, err := netip.ParseAddr(ip)
+		if err != nil || !v.prefix.Contains(addr) {
+			s.mu.Unlock()
+			return fmt.Errorf("deploy: node IP %q is not in network %s (%s)", ip, v.id, v.prefix)
+		}
+		attaches = append(attaches, attach{netName: v.dockerName, ip: addr.String(), vpnID: v.id})
+	}
+	name := fmt.Sprintf("gcompose-devnet-%s-%s", s.cfg.Instance, act.id[:12])
+	labels := s.labels(map[string]string{labelInstance + ".activity": act.id, labelInstance + ".agreement": a.id, labelInstance + ".provider": a.provider.name})
+	hostname := a.provider.name
+	s.mu.Unlock()
+
+	hash, err := imageHash(tp)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	img, err := s.resolveImage(act.ctx, hash)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
+	var extraHosts []string
+	for h, ip := range d.Hosts {
+		extraHosts = append(extraHosts, h+":"+ip)
+	}
+	hc := &container.HostConfig{NetworkMode: "none", ExtraHosts: extraHosts}
+	nc := &network.NetworkingConfig{}
+	if len(attaches) > 0 {
+		hc.NetworkMode = container.NetworkMode(attaches[0].netName)
+		nc.EndpointsConfig = map[string]*network.EndpointSettings{attaches[0].netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: attaches[0].ip}}}
+	}
+	cfg := &container.Config{Image: img, Labels: labels, Hostname: hostname}
+	created, err := s.docker.ContainerCreate(act.ctx, cfg, hc, nc, nil, name)
+	if err != nil {
+		return fmt.Errorf("deploy: creating container from image %s: %w", img, err)
+	}
+	for _, at := range attaches[min(1, len(attaches)):] {
+		if err := s.docker.NetworkConnect(act.ctx, at.netName, created.ID, &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: at.ip}}); err != nil {
+			s.removeContainers(context.Background(), []string{created.ID})
+			return fmt.Errorf("deploy: joining network %s at %s: %w", at.vpnID, at.ip, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if act.state == "Terminated" {
+		go s.removeContainers(context.Background(), []string{created.ID})
+		return fmt.Errorf("deploy: activity was terminated meanwhile")
+	}
+	act.containerID = created.ID
+	act.state = "Deployed"
+	for _, at := range attaches {
+		act.nets[at.vpnID] = at.ip
+	}
+	s.notify()
+	return nil
+}

@@ -1,0 +1,94 @@
+package devnet
+
+import (
+	"net/http"
+
+	"github.com/docker/docker/api/types/container"
+)
+
+// AdminPrefix is where the devnet's own (non-yagna) endpoints live: fault knobs and a summary.
+const AdminPrefix = "/devnet/v1"
+
+func (s *Server) routeAdmin(handle func(string, func(http.ResponseWriter, *http.Request))) {
+	handle("GET "+AdminPrefix+"/faults", s.getFaults)
+	handle("PUT "+AdminPrefix+"/faults", s.putFaults)
+	handle("POST "+AdminPrefix+"/activities/{id}/kill", s.killActivity)
+	handle("GET "+AdminPrefix+"/summary", s.summary)
+}
+
+func (s *Server) getFaults(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	writeJSON(w, http.StatusOK, s.faults)
+}
+
+// putFaults replaces the fault knobs: {"rejectProposals": bool, "rejectAgreements": bool, "slow": "250ms"}.
+func (s *Server) putFaults(w http.ResponseWriter, r *http.Request) {
+	var f Faults
+	if !readJSON(w, r, &f) {
+		return
+	}
+	s.mu.Lock()
+	s.faults = f
+	s.mu.Unlock()
+	s.log.Info("faults set", "rejectProposals", f.RejectProposals, "rejectAgreements", f.RejectAgreements, "slow", f.Slow.String())
+	writeJSON(w, http.StatusOK, f)
+}
+
+// killActivity kills an activity's container behind the requestor's back (SIGKILL): the activity then
+// shows as Terminated.
+func (s *Server) killActivity(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	act, ok := s.activityOr404(w, r.PathValue("id"))
+	var cid string
+	if ok {
+		cid = act.containerID
+	}
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if cid == "" {
+		writeError(w, http.StatusConflict, "activity %s has no container (not deployed)", act.id)
+		return
+	}
+	if err := s.docker.ContainerKill(r.Context(), cid, "KILL"); err != nil {
+		writeError(w, http.StatusInternalServerError, "killing container of activity %s: %v", act.id, err)
+		return
+	}
+	_ = s.docker.ContainerStop(r.Context(), cid, container.StopOptions{})
+	s.refreshLiveness(r.Context(), act)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Summary counts what is alive: what a test checks after a destroy.
+type Summary struct {
+	Demands     int `json:"demands"`
+	Agreements  int `json:"agreements"`  // Approved ones
+	Activities  int `json:"activities"`  // not Terminated
+	Allocations int `json:"allocations"` // not released
+	Networks    int `json:"networks"`
+	Providers   int `json:"providers"`
+}
+
+func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sm := Summary{Allocations: len(s.allocations), Networks: len(s.networks), Providers: len(s.providers)}
+	for _, d := range s.demands {
+		if !d.unsubscribed {
+			sm.Demands++
+		}
+	}
+	for _, a := range s.agreements {
+		if a.state == "Approved" {
+			sm.Agreements++
+		}
+	}
+	for _, a := range s.activities {
+		if a.state != "Terminated" {
+			sm.Activities++
+		}
+	}
+	writeJSON(w, http.StatusOK, sm)
+}

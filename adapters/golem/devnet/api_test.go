@@ -1,0 +1,266 @@
+package devnet_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+)
+
+func TestAuth(t *testing.T) {
+	e := start(t, devnet.Config{})
+	tests := []struct {
+		name, method, path, key string
+		want                    int
+	}{
+		{"no key", "GET", "/me", "", http.StatusUnauthorized},
+		{"wrong key", "GET", "/me", "nope", http.StatusUnauthorized},
+		{"right key", "GET", "/me", testKey, http.StatusOK},
+		{"version is open", "GET", "/version/get", "", http.StatusOK},
+		{"market needs key", "GET", "/market-api/v1/demands", "", http.StatusUnauthorized},
+		{"admin needs key", "GET", "/devnet/v1/summary", "", http.StatusUnauthorized},
+		{"unknown path", "GET", "/nope", testKey, http.StatusNotFound},
+		{"tunnel needs key", "GET", "/net-api/v1/net/x/tcp/10.0.0.2/80?authToken=nope", "", http.StatusUnauthorized},
+		{"tunnel takes authToken", "GET", "/net-api/v1/net/x/tcp/10.0.0.2/80?authToken=" + testKey, "", http.StatusNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := e.raw(tc.method, tc.path, tc.key, nil)
+			if status != tc.want {
+				t.Fatalf("status %d, want %d (%s)", status, tc.want, body)
+			}
+			if status >= 400 {
+				var m map[string]any
+				if err := json.Unmarshal(body, &m); err != nil || m["message"] == "" {
+					t.Errorf("error body %q is not {\"message\": ...}", body)
+				}
+			}
+			if strings.Contains(string(body), testKey) {
+				t.Errorf("answer leaks the app key: %s", body)
+			}
+		})
+	}
+	me, err := e.c.Me(ctxT(t, 10*time.Second))
+	if err != nil || me.Identity != e.srv.Identity() || !strings.HasPrefix(me.Identity, "0x") || len(me.Identity) != 42 {
+		t.Errorf("Me = %+v, %v", me, err)
+	}
+}
+
+func TestMarketNegotiation(t *testing.T) {
+	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{
+		{Name: "small", Count: 1, Cores: 2, MemGib: 4, StorageGib: 8},
+		{Name: "big", Count: 2, Cores: 4, MemGib: 16, StorageGib: 64},
+		{Name: "private", Count: 1, Cores: 8, Subnet: "private"},
+	}})
+	ctx := ctxT(t, time.Minute)
+	alloc, err := e.c.CreateAllocation(ctx, yagna.NewAllocation{TotalAmount: "5", PaymentPlatform: &yagna.PaymentPlatform{Name: "erc20-holesky-tglm"}})
+	if err != nil || alloc.RemainingAmount != "5" || alloc.SpentAmount != "0" {
+		t.Fatalf("CreateAllocation = %+v, %v", alloc, err)
+	}
+	dec, err := e.c.DemandDecorations(ctx, alloc.AllocationID)
+	if err != nil || len(dec.Properties) == 0 || len(dec.Constraints) == 0 {
+		t.Fatalf("DemandDecorations = %+v, %v", dec, err)
+	}
+	props := map[string]any{"golem.node.debug.subnet": "public", "golem.srv.comp.task_package": taskPackage(testHash)}
+	var cons []string
+	for _, p := range dec.Properties {
+		props[p.Key] = p.Value
+	}
+	cons = append(cons, dec.Constraints...)
+	cons = append(cons, "(golem.inf.cpu.cores>=4)", "(golem.runtime.capabilities=vpn)")
+	demand := yagna.DemandOfferBase{Properties: props, Constraints: "(&" + strings.Join(cons, "") + ")"}
+
+	if _, err := e.c.SubscribeDemand(ctx, yagna.DemandOfferBase{Properties: props, Constraints: "(&(x=1"}); yagna.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("bad constraints: %v, want 400", err)
+	}
+	sub, err := e.c.SubscribeDemand(ctx, demand)
+	if err != nil {
+		t.Fatalf("SubscribeDemand: %v", err)
+	}
+	evs, err := e.c.CollectOffers(ctx, sub, time.Second, 10)
+	if err != nil {
+		t.Fatalf("CollectOffers: %v", err)
+	}
+	if len(evs) != 2 {
+		t.Fatalf("%d proposals, want 2 (only the two big public providers match both ways): %+v", len(evs), evs)
+	}
+	for _, ev := range evs {
+		p := ev.Proposal
+		if ev.EventType != "ProposalEvent" || p.State != yagna.ProposalInitial || !strings.HasPrefix(p.Properties["golem.node.id.name"].(string), "big") {
+			t.Errorf("unexpected proposal event %+v", ev)
+		}
+	}
+	// Nothing more: the long poll times out with an empty list.
+	start := time.Now()
+	if more, err := e.c.CollectOffers(ctx, sub, 300*time.Millisecond, 10); err != nil || len(more) != 0 || time.Since(start) < 250*time.Millisecond {
+		t.Errorf("second CollectOffers = %v, %v after %s; want [] after the timeout", more, err, time.Since(start))
+	}
+	initial := evs[0].Proposal
+	if _, err := e.c.CreateAgreement(ctx, initial.ProposalID, time.Now().Add(time.Hour)); !yagna.IsConflict(err) {
+		t.Errorf("agreement from an Initial proposal: %v, want 409", err)
+	}
+	counter, err := e.c.CounterProposal(ctx, sub, initial.ProposalID, demand)
+	if err != nil {
+		t.Fatalf("CounterProposal: %v", err)
+	}
+	evs, err = e.c.CollectOffers(ctx, sub, 2*time.Second, 10)
+	if err != nil || len(evs) != 1 || evs[0].Proposal == nil {
+		t.Fatalf("CollectOffers after counter = %+v, %v", evs, err)
+	}
+	draft := evs[0].Proposal
+	if draft.State != yagna.ProposalDraft || draft.PrevProposalID != counter || draft.IssuerID != initial.IssuerID {
+		t.Fatalf("draft %+v: want Draft answering %s from %s", draft, counter, initial.IssuerID)
+	}
+	ag, err := e.c.CreateAgreement(ctx, draft.ProposalID, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatalf("CreateAgreement: %v", err)
+	}
+	if _, err := e.c.CreateAgreement(ctx, draft.ProposalID, time.Now().Add(time.Hour)); !yagna.IsGone(err) {
+		t.Errorf("second agreement from the same proposal: %v, want 410", err)
+	}
+	if err := e.c.WaitForApproval(ctx, ag, 100*time.Millisecond); !yagna.IsConflict(err) {
+		t.Errorf("wait before confirm: %v, want 409", err)
+	}
+	if err := e.c.ConfirmAgreement(ctx, ag, ""); err != nil {
+		t.Fatalf("ConfirmAgreement: %v", err)
+	}
+	if err := e.c.WaitForApproval(ctx, ag, 5*time.Second); err != nil {
+		t.Fatalf("WaitForApproval: %v", err)
+	}
+	got, err := e.c.GetAgreement(ctx, ag)
+	if err != nil || got.State != yagna.AgreementApproved || got.Offer.ProviderID != initial.IssuerID || got.ApprovedDate == nil ||
+		got.Demand.RequestorID != e.srv.Identity() || got.Offer.Properties["golem.node.id.name"] == nil {
+		t.Fatalf("GetAgreement = %+v, %v", got, err)
+	}
+	if _, err := e.c.GetAgreement(ctx, "nope"); !yagna.IsNotFound(err) {
+		t.Errorf("unknown agreement: %v, want 404", err)
+	}
+	if err := e.c.TerminateAgreement(ctx, ag, yagna.TerminationReason("done")); err != nil {
+		t.Fatalf("TerminateAgreement: %v", err)
+	}
+	if err := e.c.TerminateAgreement(ctx, ag, yagna.TerminationReason("done")); !yagna.IsGone(err) {
+		t.Errorf("second terminate: %v, want 410", err)
+	}
+	if err := e.c.WaitForApproval(ctx, ag, time.Second); !yagna.IsGone(err) {
+		t.Errorf("wait on a terminated agreement: %v, want 410", err)
+	}
+	ievs, err := e.c.InvoiceEvents(ctx, 2*time.Second, time.Time{}, 10)
+	if err != nil || len(ievs) != 1 || ievs[0].EventType != "InvoiceReceivedEvent" {
+		t.Fatalf("InvoiceEvents = %+v, %v", ievs, err)
+	}
+	inv, err := e.c.GetInvoice(ctx, ievs[0].InvoiceID)
+	if err != nil || inv.AgreementID != ag || inv.Amount != "0" {
+		t.Fatalf("GetInvoice = %+v, %v", inv, err)
+	}
+	if err := e.c.AcceptInvoice(ctx, inv.InvoiceID, yagna.Acceptance{TotalAmountAccepted: inv.Amount, AllocationID: alloc.AllocationID}, 5*time.Second); err != nil {
+		t.Fatalf("AcceptInvoice: %v", err)
+	}
+
+	// The rejectProposals knob: a counter-proposal gets a ProposalRejectedEvent.
+	if status, body := e.raw("PUT", devnet.AdminPrefix+"/faults", testKey, map[string]any{"rejectProposals": true}); status != http.StatusOK {
+		t.Fatalf("PUT faults: %d %s", status, body)
+	}
+	other := evs[0].Proposal // already Accepted: 410
+	if _, err := e.c.CounterProposal(ctx, sub, other.ProposalID, demand); !yagna.IsGone(err) {
+		t.Errorf("counter on an accepted proposal: %v, want 410", err)
+	}
+	sub2, err := e.c.SubscribeDemand(ctx, demand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err = e.c.CollectOffers(ctx, sub2, time.Second, 1)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("maxEvents=1: %d events, %v", len(evs), err)
+	}
+	counter, err = e.c.CounterProposal(ctx, sub2, evs[0].Proposal.ProposalID, demand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rejected bool
+	for i := 0; i < 3 && !rejected; i++ {
+		evs, err = e.c.CollectOffers(ctx, sub2, time.Second, 10)
+		for _, ev := range evs {
+			rejected = rejected || (ev.EventType == "ProposalRejectedEvent" && ev.ProposalID == counter)
+		}
+	}
+	if !rejected {
+		t.Errorf("no ProposalRejectedEvent for %s with rejectProposals set", counter)
+	}
+	if err := e.c.UnsubscribeDemand(ctx, sub2); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.UnsubscribeDemand(ctx, sub2); !yagna.IsGone(err) {
+		t.Errorf("second unsubscribe: %v, want 410", err)
+	}
+	if _, err := e.c.CollectOffers(ctx, sub2, 0, 10); !yagna.IsNotFound(err) {
+		t.Errorf("events of an unsubscribed demand: %v, want 404", err)
+	}
+	if err := e.c.ReleaseAllocation(ctx, alloc.AllocationID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.GetAllocation(ctx, alloc.AllocationID); !yagna.IsNotFound(err) {
+		t.Errorf("released allocation: %v, want 404", err)
+	}
+}
+
+func TestNetAPI(t *testing.T) {
+	e := start(t, devnet.Config{})
+	ctx := ctxT(t, time.Minute)
+	n, err := e.c.CreateNetwork(ctx, yagna.NewNetwork{IP: "10.213.7.0", Mask: "255.255.255.0"})
+	if err != nil || n.IP != "10.213.7.0" || n.Mask != "255.255.255.0" || n.ID == "" {
+		t.Fatalf("CreateNetwork = %+v, %v", n, err)
+	}
+	if err := e.c.AddAddress(ctx, n.ID, "10.213.7.1"); err != nil {
+		t.Fatalf("AddAddress: %v", err)
+	}
+	if err := e.c.AddAddress(ctx, n.ID, "10.213.7.1"); !yagna.IsConflict(err) {
+		t.Errorf("same address twice: %v, want 409", err)
+	}
+	if err := e.c.AddNode(ctx, n.ID, yagna.Node{ID: "0xabc", IP: "10.213.7.2"}); err != nil {
+		t.Fatalf("AddNode: %v", err)
+	}
+	if err := e.c.AddNode(ctx, n.ID, yagna.Node{ID: "0xdef", IP: "10.213.7.2"}); !yagna.IsConflict(err) {
+		t.Errorf("taken node IP: %v, want 409", err)
+	}
+	if err := e.c.AddNode(ctx, n.ID, yagna.Node{ID: "0xdef", IP: "10.9.9.9"}); yagna.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("node IP outside the network: %v, want 400", err)
+	}
+	nodes, err := e.c.Nodes(ctx, n.ID)
+	if err != nil || len(nodes) != 1 || nodes[0].ID != "0xabc" || nodes[0].IP != "10.213.7.2" {
+		t.Errorf("Nodes = %+v, %v", nodes, err)
+	}
+	addrs, err := e.c.Addresses(ctx, n.ID)
+	if err != nil || len(addrs) != 1 || addrs[0].IP != "10.213.7.1" {
+		t.Errorf("Addresses = %+v, %v", addrs, err)
+	}
+	list, err := e.c.Networks(ctx)
+	if err != nil || len(list) != 1 {
+		t.Errorf("Networks = %+v, %v", list, err)
+	}
+	if err := e.c.RemoveNode(ctx, n.ID, "0xabc"); err != nil {
+		t.Errorf("RemoveNode: %v", err)
+	}
+	if err := e.c.RemoveNode(ctx, n.ID, "0xabc"); !yagna.IsNotFound(err) {
+		t.Errorf("RemoveNode twice: %v, want 404", err)
+	}
+	// The Docker network has exactly the requested range.
+	insp, err := e.docker.NetworkInspect(ctx, "gcompose-devnet-"+e.instance+"-"+n.ID[:12], networkInspectOptions())
+	if err != nil || len(insp.IPAM.Config) != 1 || insp.IPAM.Config[0].Subnet != "10.213.7.0/24" || !insp.Internal {
+		t.Errorf("docker network = %+v, %v", insp.IPAM, err)
+	}
+	if err := e.c.DeleteNetwork(ctx, n.ID); err != nil {
+		t.Fatalf("DeleteNetwork: %v", err)
+	}
+	if err := e.c.DeleteNetwork(ctx, n.ID); !yagna.IsNotFound(err) {
+		t.Errorf("DeleteNetwork twice: %v, want 404", err)
+	}
+	// CIDR form of the address names the same network.
+	n2, err := e.c.CreateNetwork(ctx, yagna.NewNetwork{IP: "10.213.8.1/24"})
+	if err != nil || n2.IP != "10.213.8.0" || n2.Mask != "255.255.255.0" {
+		t.Errorf("CreateNetwork(CIDR) = %+v, %v", n2, err)
+	}
+}

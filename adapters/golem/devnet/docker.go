@@ -1,0 +1,201 @@
+package devnet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+const (
+	// labelInstance marks every container and network a devnet creates: gcompose.devnet=<instance>.
+	labelInstance = "gcompose.devnet"
+	// LabelImageHash is the label through which a local image answers for a task package
+	// hash:sha3:<hex>:<url>: golem.image.hash=<sha3-224 hex>.
+	LabelImageHash = "golem.image.hash"
+)
+
+var hashInTaskPackage = regexp.MustCompile(`sha3:([0-9a-fA-F]{56})`)
+
+// imageHash extracts the sha3-224 hex of a task package ("hash:sha3:<hex>:<url>", also "hash://sha3:<hex>:...").
+func imageHash(taskPackage string) (string, error) {
+	m := hashInTaskPackage.FindStringSubmatch(taskPackage)
+	if m == nil {
+		return "", fmt.Errorf("task package %q does not carry a sha3-224 image hash (hash:sha3:<56 hex>:<url>)", taskPackage)
+	}
+	return strings.ToLower(m[1]), nil
+}
+
+// resolveImage maps an image hash to a local image: the config's images map first, then the newest local
+// image labelled golem.image.hash=<hash>.
+func (s *Server) resolveImage(ctx context.Context, hash string) (string, error) {
+	if ref, ok := s.cfg.Images[hash]; ok {
+		return ref, nil
+	}
+	imgs, err := s.docker.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelImageHash+"="+hash))})
+	if err != nil {
+		return "", fmt.Errorf("listing images labelled %s=%s: %w", LabelImageHash, hash, err)
+	}
+	if len(imgs) == 0 {
+		return "", fmt.Errorf("no local image for hash %s: label one with %s=%s or map it under images: in the devnet config", hash, LabelImageHash, hash)
+	}
+	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Created > imgs[j].Created })
+	return imgs[0].ID, nil
+}
+
+// labels returns the labels of everything this instance creates, plus extra ones.
+func (s *Server) labels(extra map[string]string) map[string]string {
+	l := map[string]string{labelInstance: s.cfg.Instance}
+	for k, v := range s.cfg.Labels {
+		l[k] = v
+	}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
+func (s *Server) instanceFilter() filters.Args {
+	return filters.NewArgs(filters.Arg("label", labelInstance+"="+s.cfg.Instance))
+}
+
+// cleanupDocker removes every container and network labelled with this instance.
+func (s *Server) cleanupDocker(ctx context.Context) error {
+	var errs []error
+	cs, err := s.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: s.instanceFilter()})
+	if err != nil {
+		return fmt.Errorf("listing containers: %w", err)
+	}
+	for _, c := range cs {
+		if err := s.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing container %s: %w", c.ID[:12], err))
+		}
+	}
+	ns, err := s.docker.NetworkList(ctx, network.ListOptions{Filters: s.instanceFilter()})
+	if err != nil {
+		return fmt.Errorf("listing networks: %w", err)
+	}
+	for _, n := range ns {
+		if s.self != "" {
+			_ = s.docker.NetworkDisconnect(ctx, n.ID, s.self, true)
+		}
+		if err := s.docker.NetworkRemove(ctx, n.ID); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing network %s: %w", n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) removeContainers(ctx context.Context, ids []string) {
+	for _, id := range ids {
+		if err := s.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !errdefs.IsNotFound(err) {
+			s.log.Warn("removing activity container", "container", id, "err", err)
+		}
+	}
+}
+
+// containerAlive reports whether a container runs; when it does not, why.
+func (s *Server) containerAlive(ctx context.Context, id string) (bool, string) {
+	c, err := s.docker.ContainerInspect(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return false, "container removed"
+	}
+	if err != nil {
+		return true, "" // unknown: do not declare it dead
+	}
+	if c.State == nil || !c.State.Running {
+		code := 0
+		if c.State != nil {
+			code = c.State.ExitCode
+		}
+		return false, fmt.Sprintf("container exited with code %d", code)
+	}
+	return true, ""
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// execIn runs argv in a container through the Engine API and captures its output. It returns when the
+// process exits, even if a background child (`cmd &`) still holds the output streams open.
+func (s *Server) execIn(ctx context.Context, containerID string, argv []string) (stdout, stderr string, code int, err error) {
+	ex, err := s.docker.ContainerExecCreate(ctx, containerID, container.ExecOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return "", "", -1, fmt.Errorf("creating exec in %s: %w", containerID[:12], err)
+	}
+	att, err := s.docker.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return "", "", -1, fmt.Errorf("starting exec in %s: %w", containerID[:12], err)
+	}
+	defer att.Close()
+	var so, se syncBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = stdcopy.StdCopy(&so, &se, att.Reader)
+	}()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		case <-ctx.Done():
+			return so.String(), se.String(), -1, ctx.Err()
+		case <-tick.C:
+			in, err := s.docker.ContainerExecInspect(ctx, ex.ID)
+			if err == nil && !in.Running && (in.Pid != 0 || in.ExitCode != 0) {
+				// The process has exited; give the streams a moment to drain, then stop reading (a
+				// backgrounded child may keep them open for ever).
+				select {
+				case <-done:
+				case <-time.After(300 * time.Millisecond):
+					att.Close()
+					<-done
+				}
+				break wait
+			}
+		}
+	}
+	for i := 0; ; i++ {
+		in, err := s.docker.ContainerExecInspect(ctx, ex.ID)
+		if err != nil {
+			return so.String(), se.String(), -1, fmt.Errorf("inspecting exec in %s: %w", containerID[:12], err)
+		}
+		if !in.Running || i > 50 {
+			return so.String(), se.String(), in.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return so.String(), se.String(), -1, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package devnet_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+
+	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+const testKey = "test-app-key-0123456789"
+
+// testHash is the golem.image.hash the test build of the devnet-db image carries.
+const testHash = "e059865e432cf052f886b2c85601efe74b783eb7fc9d886896fb871f"
+
+type env struct {
+	t        *testing.T
+	srv      *devnet.Server
+	url      string
+	c        *yagna.Client
+	docker   *client.Client
+	instance string
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// start runs a devnet on a real loopback listener; when the test ends it is closed and the test checks
+// that no labelled container or network is left.
+func start(t *testing.T, cfg devnet.Config) *env {
+	t.Helper()
+	testimage.RequireDocker(t)
+	docker := testimage.Client(t)
+	instance := "test-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-"))
+	cfg.Instance = instance
+	cfg.Labels = testimage.Labels(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker})
+	if err != nil {
+		t.Fatalf("devnet.New: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	e := &env{t: t, srv: srv, url: hs.URL, c: yagna.New(hs.URL, testKey), docker: docker, instance: instance}
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := srv.Close(ctx); err != nil {
+			t.Errorf("devnet Close: %v", err)
+		}
+		f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))
+		cs, err := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		if err != nil || len(cs) != 0 {
+			t.Errorf("after Close: %d labelled containers left (err %v)", len(cs), err)
+		}
+		ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f})
+		if err != nil || len(ns) != 0 {
+			t.Errorf("after Close: %d labelled networks left (err %v)", len(ns), err)
+		}
+	})
+	return e
+}
+
+// raw sends a request with the given key ("" for none) and returns status and body.
+func (e *env) raw(method, path, key string, body any) (int, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// buildProviderImage builds images/devnet-db.Dockerfile through the Engine API (busybox, devnet-init,
+// devnet-db) and labels it with testHash.
+func buildProviderImage(t *testing.T, docker *client.Client) {
+	t.Helper()
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("/bin/busybox missing (apt-get install -y busybox-static): %v", err)
+		}
+		t.Skipf("/bin/busybox missing (apt-get install -y busybox-static)")
+	}
+	ctx := ctxT(t, 5*time.Minute)
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"devnet-init", "devnet-db"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", name, err, out)
+		}
+	}
+	files := map[string]string{"busybox": "/bin/busybox", "devnet-init": filepath.Join(dir, "devnet-init"),
+		"devnet-db": filepath.Join(dir, "devnet-db"), "Dockerfile": filepath.Join(root, "images", "devnet-db.Dockerfile")}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for name, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(b)), ModTime: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := docker.ImageBuild(ctx, &buf, build.ImageBuildOptions{
+		Tags: []string{"gcompose/devnet-db:test"}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true,
+		Labels: map[string]string{devnet.LabelImageHash: testHash, testimage.Label: "devnet"},
+	})
+	if err != nil {
+		t.Fatalf("image build: %v", err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	var log strings.Builder
+	for {
+		var msg struct {
+			Stream string `json:"stream"`
+			Error  string `json:"error"`
+		}
+		if err := dec.Decode(&msg); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("image build output: %v", err)
+		}
+		log.WriteString(msg.Stream)
+		if msg.Error != "" {
+			t.Fatalf("image build: %s\n%s", msg.Error, log.String())
+		}
+	}
+}
+
+// negotiated is the result of the market phase.
+type negotiated struct {
+	alloc      yagna.Allocation
+	demandID   string
+	agreement  string
+	providerID string
+}
+
+// rent allocates, subscribes a demand for the given task package, negotiates with the first matching
+// provider and gets an approved agreement.
+func (e *env) rent(ctx context.Context, taskPackage string) negotiated {
+	e.t.Helper()
+	t := e.t
+	alloc, err := e.c.CreateAllocation(ctx, yagna.NewAllocation{TotalAmount: "10", PaymentPlatform: &yagna.PaymentPlatform{Name: "erc20-holesky-tglm"}})
+	if err != nil {
+		t.Fatalf("CreateAllocation: %v", err)
+	}
+	dec, err := e.c.DemandDecorations(ctx, alloc.AllocationID)
+	if err != nil {
+		t.Fatalf("DemandDecorations: %v", err)
+	}
+	props := map[string]any{
+		"golem.srv.comp.task_package":      taskPackage,
+		"golem.srv.comp.expiration":        time.Now().Add(time.Hour).UnixMilli(),
+		"golem.node.debug.subnet":          "public",
+		"golem.srv.comp.vm.package_format": "gvmkit-squash",
+	}
+	for _, p := range dec.Properties {
+		props[p.Key] = p.Value
+	}
+	cons := "(&" + strings.Join(append([]string{"(golem.runtime.name=vm)", "(golem.runtime.capabilities=vpn)"}, dec.Constraints...), "") + ")"
+	sub, err := e.c.SubscribeDemand(ctx, yagna.DemandOfferBase{Properties: props, Constraints: cons})
+	if err != nil {
+		t.Fatalf("SubscribeDemand: %v", err)
+	}
+	evs, err := e.c.CollectOffers(ctx, sub, 2*time.Second, 10)
+	if err != nil || len(evs) == 0 || evs[0].Proposal == nil {
+		t.Fatalf("CollectOffers: %v %+v", err, evs)
+	}
+	initial := evs[0].Proposal
+	props["golem.com.payment.chosen-platform"] = "erc20-holesky-tglm"
+	counter, err := e.c.CounterProposal(ctx, sub, initial.ProposalID, yagna.DemandOfferBase{Properties: props, Constraints: cons})
+	if err != nil {
+		t.Fatalf("CounterProposal: %v", err)
+	}
+	var draft *yagna.Proposal
+	for draft == nil {
+		evs, err := e.c.CollectOffers(ctx, sub, 2*time.Second, 10)
+		if err != nil {
+			t.Fatalf("CollectOffers: %v", err)
+		}
+		for _, ev := range evs {
+			if ev.Proposal != nil && ev.Proposal.PrevProposalID == counter {
+				draft = ev.Proposal
+			}
+		}
+	}
+	ag, err := e.c.CreateAgreement(ctx, draft.ProposalID, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatalf("CreateAgreement: %v", err)
+	}
+	if err := e.c.ConfirmAgreement(ctx, ag, ""); err != nil {
+		t.Fatalf("ConfirmAgreement: %v", err)
+	}
+	if err := e.c.WaitForApproval(ctx, ag, 5*time.Second); err != nil {
+		t.Fatalf("WaitForApproval: %v", err)
+	}
+	return negotiated{alloc: alloc, demandID: sub, agreement: ag, providerID: draft.IssuerID}
+}
+
+func taskPackage(hash string) string {
+	return fmt.Sprintf("hash:sha3:%s:http://registry.invalid/%s.gvmi", hash, hash[:8])
+}
+
+func networkInspectOptions() network.InspectOptions { return network.InspectOptions{} }

@@ -1,0 +1,764 @@
+package devnet
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+)
+
+const marketPrefix = "/market-api/v1"
+
+// provider is one simulated provider node with its single offer.
+type provider struct {
+	id, name    string
+	offerID     string
+	cfg         ProviderConfig
+	props       map[string]any
+	constraints string
+	created     time.Time
+}
+
+type demand struct {
+	id           string
+	props        map[string]any
+	constraints  string
+	created      time.Time
+	events       []marketEvent
+	unsubscribed bool
+}
+
+type proposal struct {
+	id           string
+	demandID     string
+	fromProvider bool
+	provider     *provider
+	props        map[string]any
+	constraints  string
+	state        string
+	prevID       string
+	created      time.Time
+}
+
+type agreement struct {
+	id           string
+	demand       *demand
+	offer        *proposal // the provider's proposal the agreement was made from
+	demandProps  map[string]any
+	demandCons   string
+	provider     *provider
+	state        string
+	validTo      time.Time
+	created      time.Time
+	approved     time.Time
+	terminator   string
+	reason       map[string]any
+	platform     string
+	payerAddr    string
+	accepted     *ratAmount // total of accepted debit notes/invoice
+	invoiceID    string
+	lastActivity string
+}
+
+type reasonJSON map[string]any
+
+type proposalJSON struct {
+	Properties     map[string]any `json:"properties"`
+	Constraints    string         `json:"constraints"`
+	ProposalID     string         `json:"proposalId"`
+	IssuerID       string         `json:"issuerId"`
+	State          string         `json:"state"`
+	Timestamp      time.Time      `json:"timestamp"`
+	PrevProposalID string         `json:"prevProposalId,omitempty"`
+}
+
+type marketEvent struct {
+	EventType  string        `json:"eventType"`
+	EventDate  time.Time     `json:"eventDate"`
+	Proposal   *proposalJSON `json:"proposal,omitempty"`
+	ProposalID string        `json:"proposalId,omitempty"`
+	Reason     reasonJSON    `json:"reason,omitempty"`
+}
+
+type agreementEvent struct {
+	EventType   string     `json:"eventType"`
+	EventDate   time.Time  `json:"eventDate"`
+	AgreementID string     `json:"agreementId"`
+	Terminator  string     `json:"terminator,omitempty"`
+	Signature   *string    `json:"signature,omitempty"`
+	Reason      reasonJSON `json:"reason,omitempty"`
+}
+
+func (s *Server) initProviders() error {
+	now := time.Now().UTC()
+	for _, pc := range s.cfg.Providers {
+		for i := 0; i < pc.Count; i++ {
+			name := pc.Name
+			if pc.Count > 1 {
+				name = fmt.Sprintf("%s-%d", pc.Name, i)
+			}
+			id := nodeID("provider/" + s.cfg.Instance + "/" + name)
+			p := &provider{id: id, name: name, offerID: newID(), cfg: pc, created: now}
+			p.props = map[string]any{
+				"golem.inf.cpu.architecture":                     "x86_64",
+				"golem.inf.cpu.cores":                            float64(pc.Cores),
+				"golem.inf.cpu.threads":                          float64(pc.Threads),
+				"golem.inf.mem.gib":                              pc.MemGib,
+				"golem.inf.storage.gib":                          pc.StorageGib,
+				"golem.runtime.name":                             pc.Runtime,
+				"golem.runtime.version":                          "0.4.2",
+				"golem.runtime.capabilities":                     toAnyList(pc.Capabilities),
+				"golem.node.id.name":                             name,
+				"golem.node.debug.subnet":                        pc.Subnet,
+				"golem.srv.caps.multi-activity":                  true,
+				"golem.activity.caps.transfer.protocol":          []any{},
+				"golem.com.pricing.model":                        "linear",
+				"golem.com.pricing.model.linear.coeffs":          []any{pc.Coeffs[0], pc.Coeffs[1], pc.Coeffs[2]},
+				"golem.com.usage.vector":                         []any{"golem.usage.duration_sec", "golem.usage.cpu_sec"},
+				"golem.com.scheme":                               "payu",
+				"golem.com.scheme.payu.debit-note.interval-sec?": s.cfg.DebitNoteInterval.Seconds(),
+				"golem.com.scheme.payu.payment-timeout-sec?":     s.cfg.DebitNoteAcceptTimeout.Seconds(),
+				"golem.com.payment.debit-notes.accept-timeout?":  s.cfg.DebitNoteAcceptTimeout.Seconds(),
+				"golem.com.payment.protocol.version":             "3",
+			}
+			for _, plat := range pc.PaymentPlatforms {
+				p.props["golem.com.payment.platform."+plat+".address"] = id
+			}
+			for k, v := range pc.Properties {
+				p.props[k] = v
+			}
+			p.constraints = pc.Constraints
+			if p.constraints == "" {
+				p.constraints = fmt.Sprintf("(golem.node.debug.subnet=%s)", pc.Subnet)
+			}
+			if err := s.match.Check(p.constraints); err != nil {
+				return fmt.Errorf("devnet config: provider %s: %w", name, err)
+			}
+			s.providers = append(s.providers, p)
+		}
+	}
+	return nil
+}
+
+func toAnyList(l []string) []any {
+	out := make([]any, len(l))
+	for i, v := range l {
+		out[i] = v
+	}
+	return out
+}
+
+// flatten turns nested JSON objects into flat dotted keys (yagna accepts both) and json.Number into float64.
+func flatten(in map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(joinKey(prefix, k), e)
+			}
+		default:
+			out[prefix] = normalize(x)
+		}
+	}
+	for k, v := range in {
+		walk(k, v)
+	}
+	return out
+}
+
+func joinKey(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "." + b
+}
+
+func normalize(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return x.String()
+		}
+		return f
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	}
+	return v
+}
+
+func (s *Server) routeMarket(api func(string, http.HandlerFunc)) {
+	api("GET "+marketPrefix+"/offers", s.listOffers)
+	api("GET "+marketPrefix+"/demands", s.listDemands)
+	api("POST "+marketPrefix+"/demands", s.subscribeDemand)
+	api("DELETE "+marketPrefix+"/demands/{sub}", s.unsubscribeDemand)
+	api("GET "+marketPrefix+"/demands/{sub}/events", s.collectOffers)
+	api("GET "+marketPrefix+"/demands/{sub}/proposals/{pid}", s.getProposalOffer)
+	api("POST "+marketPrefix+"/demands/{sub}/proposals/{pid}", s.counterProposal)
+	api("POST "+marketPrefix+"/demands/{sub}/proposals/{pid}/reject", s.rejectProposal)
+	api("GET "+marketPrefix+"/agreements", s.listAgreements)
+	api("POST "+marketPrefix+"/agreements", s.createAgreement)
+	api("GET "+marketPrefix+"/agreements/{id}", s.getAgreement)
+	api("POST "+marketPrefix+"/agreements/{id}/confirm", s.confirmAgreement)
+	api("POST "+marketPrefix+"/agreements/{id}/wait", s.waitForApproval)
+	api("POST "+marketPrefix+"/agreements/{id}/cancel", s.cancelAgreement)
+	api("POST "+marketPrefix+"/agreements/{id}/terminate", s.terminateAgreement)
+	api("POST "+marketPrefix+"/agreements/{id}/terminate/reason", s.terminateReason)
+	api("GET "+marketPrefix+"/agreementEvents", s.collectAgreementEvents)
+}
+
+// listOffers lists every simulated provider's offer (the provider-side view, handy for debugging).
+func (s *Server) listOffers(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, p := range s.providers {
+		out = append(out, s.offerJSON(p))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) offerJSON(p *provider) map[string]any {
+	return map[string]any{"offerId": p.offerID, "providerId": p.id, "properties": p.props, "constraints": p.constraints, "timestamp": p.created}
+}
+
+func (s *Server) demandJSON(d *demand, props map[string]any, cons string) map[string]any {
+	return map[string]any{"demandId": d.id, "requestorId": s.cfg.Identity, "properties": props, "constraints": cons, "timestamp": d.created}
+}
+
+func (s *Server) listDemands(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, d := range s.sortedDemands() {
+		if !d.unsubscribed {
+			out = append(out, s.demandJSON(d, d.props, d.constraints))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) sortedDemands() []*demand {
+	out := make([]*demand, 0, len(s.demands))
+	for _, d := range s.demands {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].created.Before(out[j].created) })
+	return out
+}
+
+type demandOfferBase struct {
+	Properties  map[string]any `json:"properties"`
+	Constraints *string        `json:"constraints"`
+}
+
+func (s *Server) readDemand(w http.ResponseWriter, r *http.Request) (map[string]any, string, bool) {
+	var body demandOfferBase
+	if !readJSON(w, r, &body) {
+		return nil, "", false
+	}
+	if body.Properties == nil || body.Constraints == nil {
+		writeError(w, http.StatusBadRequest, "a demand needs properties and constraints")
+		return nil, "", false
+	}
+	if err := s.match.Check(*body.Constraints); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid constraints: %v", err)
+		return nil, "", false
+	}
+	return flatten(body.Properties), *body.Constraints, true
+}
+
+// matches is the two-way match: the demand's constraints against the offer's properties and the offer's
+// constraints against the demand's properties.
+func (s *Server) matches(p *provider, props map[string]any, cons string) bool {
+	a, err := s.match.Match(cons, p.props)
+	if err != nil || !a {
+		return false
+	}
+	b, err := s.match.Match(p.constraints, props)
+	return err == nil && b
+}
+
+func (s *Server) subscribeDemand(w http.ResponseWriter, r *http.Request) {
+	props, cons, ok := s.readDemand(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := &demand{id: newID(), props: props, constraints: cons, created: s.now()}
+	s.demands[d.id] = d
+	for _, p := range s.providers {
+		if !s.matches(p, props, cons) {
+			continue
+		}
+		pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, props: p.props, constraints: p.constraints, state: "Initial", created: s.now()}
+		s.proposals[pr.id] = pr
+		d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: pr.created, Proposal: s.proposalJSON(pr)})
+	}
+	s.log.Info("demand subscribed", "demand", d.id, "proposals", len(d.events))
+	s.notify()
+	writeJSON(w, http.StatusCreated, d.id)
+}
+
+func (s *Server) proposalJSON(p *proposal) *proposalJSON {
+	issuer := s.cfg.Identity
+	if p.fromProvider {
+		issuer = p.provider.id
+	}
+	return &proposalJSON{Properties: p.props, Constraints: p.constraints, ProposalID: p.id, IssuerID: issuer, State: p.state, Timestamp: p.created, PrevProposalID: p.prevID}
+}
+
+func (s *Server) unsubscribeDemand(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.demands[r.PathValue("sub")]
+	switch {
+	case !ok:
+		writeError(w, http.StatusNotFound, "demand subscription %s not found", r.PathValue("sub"))
+	case d.unsubscribed:
+		writeError(w, http.StatusGone, "demand subscription %s already unsubscribed", d.id)
+	default:
+		d.unsubscribed = true
+		d.events = nil
+		s.notify()
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (s *Server) liveDemand(w http.ResponseWriter, id string) (*demand, bool) {
+	d, ok := s.demands[id]
+	if !ok || d.unsubscribed {
+		writeError(w, http.StatusNotFound, "demand subscription %s not found", id)
+		return nil, false
+	}
+	return d, true
+}
+
+func (s *Server) collectOffers(w http.ResponseWriter, r *http.Request) {
+	timeout, ok := pollTimeout(w, r)
+	if !ok {
+		return
+	}
+	max, ok := maxEvents(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("sub")
+	s.mu.Lock()
+	_, ok = s.liveDemand(w, id)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	gone := false
+	events := longPoll(s, r.Context(), timeout, func() ([]marketEvent, bool) {
+		d := s.demands[id]
+		if d.unsubscribed {
+			gone = true
+			return nil, true
+		}
+		n := min(max, len(d.events))
+		if n == 0 {
+			return []marketEvent{}, false
+		}
+		out := append([]marketEvent(nil), d.events[:n]...)
+		d.events = d.events[n:]
+		return out, true
+	})
+	if gone {
+		writeError(w, http.StatusNotFound, "demand subscription %s does not exist (unsubscribed)", id)
+		return
+	}
+	writeJSON(w, http.StatusOK, events)
+}
+
+// proposalIn finds a proposal of a live demand; it writes 404 when either is missing.
+func (s *Server) proposalIn(w http.ResponseWriter, r *http.Request) (*demand, *proposal, bool) {
+	d, ok := s.liveDemand(w, r.PathValue("sub"))
+	if !ok {
+		return nil, nil, false
+	}
+	p, ok := s.proposals[r.PathValue("pid")]
+	if !ok || p.demandID != d.id {
+		writeError(w, http.StatusNotFound, "proposal %s not found in subscription %s", r.PathValue("pid"), d.id)
+		return nil, nil, false
+	}
+	return d, p, true
+}
+
+func (s *Server) getProposalOffer(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, p, ok := s.proposalIn(w, r)
+	if !ok {
+		return
+	}
+	if p.state == "Rejected" {
+		writeError(w, http.StatusGone, "proposal %s was rejected", p.id)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.proposalJSON(p))
+}
+
+func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
+	props, cons, ok := s.readDemand(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, p, ok := s.proposalIn(w, r)
+	if !ok {
+		return
+	}
+	if !p.fromProvider {
+		writeError(w, http.StatusBadRequest, "proposal %s is our own; counter the provider's proposals", p.id)
+		return
+	}
+	if p.state == "Rejected" || p.state == "Expired" || p.state == "Accepted" {
+		writeError(w, http.StatusGone, "proposal %s is %s", p.id, p.state)
+		return
+	}
+	p.state = "Draft"
+	counter := &proposal{id: newID(), demandID: d.id, props: props, constraints: cons, state: "Draft", prevID: p.id, created: s.now()}
+	s.proposals[counter.id] = counter
+	prov := p.provider
+	switch {
+	case s.faults.RejectProposals:
+		counter.state = "Rejected"
+		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
+			Reason: reasonJSON{"message": "provider rejects proposals (devnet fault knob rejectProposals)"}})
+	case !s.matches(prov, props, cons):
+		counter.state = "Rejected"
+		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
+			Reason: reasonJSON{"message": "counter-proposal does not match the offer any more"}})
+	default:
+		answer := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: prov, props: prov.props, constraints: prov.constraints, state: "Draft", prevID: counter.id, created: s.now()}
+		s.proposals[answer.id] = answer
+		d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: answer.created, Proposal: s.proposalJSON(answer)})
+	}
+	s.notify()
+	writeJSON(w, http.StatusCreated, counter.id)
+}
+
+func (s *Server) rejectProposal(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, p, ok := s.proposalIn(w, r)
+	if !ok {
+		return
+	}
+	if p.state == "Rejected" {
+		writeError(w, http.StatusGone, "proposal %s already rejected", p.id)
+		return
+	}
+	p.state = "Rejected"
+	s.notify()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type agreementProposal struct {
+	ProposalID string `json:"proposalId"`
+	ValidTo    string `json:"validTo"`
+}
+
+func (s *Server) createAgreement(w http.ResponseWriter, r *http.Request) {
+	var body agreementProposal
+	if !readJSON(w, r, &body) {
+		return
+	}
+	if body.ProposalID == "" || body.ValidTo == "" {
+		writeError(w, http.StatusBadRequest, "proposalId and validTo are required")
+		return
+	}
+	validTo, err := time.Parse(time.RFC3339Nano, body.ValidTo)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "validTo must be an RFC 3339 date-time: %v", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.proposals[body.ProposalID]
+	if !ok || !p.fromProvider {
+		writeError(w, http.StatusNotFound, "proposal %s not found (an agreement is made from a provider's proposal)", body.ProposalID)
+		return
+	}
+	switch p.state {
+	case "Initial":
+		writeError(w, http.StatusConflict, "proposal %s not negotiated yet (in Initial state): send a counter-proposal first", p.id)
+		return
+	case "Rejected", "Expired", "Accepted":
+		writeError(w, http.StatusGone, "proposal %s is %s", p.id, p.state)
+		return
+	}
+	d := s.demands[p.demandID]
+	counter := s.proposals[p.prevID]
+	if counter == nil {
+		writeError(w, http.StatusConflict, "proposal %s does not answer a counter-proposal", p.id)
+		return
+	}
+	p.state = "Accepted"
+	a := &agreement{id: newID(), demand: d, offer: p, demandProps: counter.props, demandCons: counter.constraints, provider: p.provider,
+		state: "Proposal", validTo: validTo, created: s.now(), accepted: newAmount()}
+	a.platform, a.payerAddr = choosePlatform(p.provider, counter.props, s.cfg.Identity)
+	s.agreements[a.id] = a
+	s.notify()
+	writeJSON(w, http.StatusCreated, a.id)
+}
+
+// choosePlatform picks the payment platform: golem.com.payment.chosen-platform, else the first platform of
+// the provider for which the demand carries an address.
+func choosePlatform(p *provider, demandProps map[string]any, identity string) (platform, payer string) {
+	if c, ok := demandProps["golem.com.payment.chosen-platform"].(string); ok && c != "" {
+		platform = c
+	}
+	if platform == "" {
+		for _, plat := range p.cfg.PaymentPlatforms {
+			if _, ok := demandProps["golem.com.payment.platform."+plat+".address"]; ok {
+				platform = plat
+				break
+			}
+		}
+	}
+	if platform == "" {
+		platform = p.cfg.PaymentPlatforms[0]
+	}
+	payer = identity
+	if a, ok := demandProps["golem.com.payment.platform."+platform+".address"].(string); ok && a != "" {
+		payer = a
+	}
+	return platform, payer
+}
+
+func (s *Server) agreementJSON(a *agreement) map[string]any {
+	out := map[string]any{
+		"agreementId": a.id,
+		"demand":      s.demandJSON(a.demand, a.demandProps, a.demandCons),
+		"offer":       map[string]any{"offerId": a.provider.offerID, "providerId": a.provider.id, "properties": a.offer.props, "constraints": a.offer.constraints, "timestamp": a.offer.created},
+		"validTo":     a.validTo.UTC(),
+		"state":       a.state,
+		"timestamp":   a.created,
+	}
+	if !a.approved.IsZero() {
+		out["approvedDate"] = a.approved
+	}
+	return out
+}
+
+func (s *Server) agreementOr404(w http.ResponseWriter, id string) (*agreement, bool) {
+	a, ok := s.agreements[id]
+	if !ok {
+		writeError(w, http.StatusNotFound, "agreement %s not found", id)
+	}
+	return a, ok
+}
+
+func (s *Server) getAgreement(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, ok := s.agreementOr404(w, r.PathValue("id")); ok {
+		writeJSON(w, http.StatusOK, s.agreementJSON(a))
+	}
+}
+
+func (s *Server) listAgreements(w http.ResponseWriter, r *http.Request) {
+	state := r.URL.Query().Get("state")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, a := range s.agreements {
+		if state != "" && a.state != state {
+			continue
+		}
+		e := map[string]any{"id": a.id, "creationTs": a.created, "timestamp": a.created, "role": "Requestor", "approveTs": nil}
+		if !a.approved.IsZero() {
+			e["approveTs"] = a.approved
+			e["approvedDate"] = a.approved
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i]["creationTs"].(time.Time).Before(out[j]["creationTs"].(time.Time)) })
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) confirmAgreement(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agreementOr404(w, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	if a.state != "Proposal" {
+		writeError(w, http.StatusGone, "agreement %s is not in Proposal state: %s", a.id, a.state)
+		return
+	}
+	a.state = "Pending"
+	// The simulated provider decides at once.
+	if s.faults.RejectAgreements {
+		a.state = "Rejected"
+		a.reason = map[string]any{"message": "provider rejects agreements (devnet fault knob rejectAgreements)"}
+		s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementRejectedEvent", EventDate: s.now(), AgreementID: a.id, Reason: a.reason})
+	} else {
+		a.state = "Approved"
+		a.approved = s.now()
+		s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementApprovedEvent", EventDate: a.approved, AgreementID: a.id})
+	}
+	s.notify()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) waitForApproval(w http.ResponseWriter, r *http.Request) {
+	timeout, ok := pollTimeout(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	s.mu.Lock()
+	_, ok = s.agreementOr404(w, id)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	state := longPoll(s, r.Context(), timeout, func() (string, bool) {
+		st := s.agreements[id].state
+		return st, st != "Pending"
+	})
+	switch state {
+	case "Approved":
+		w.WriteHeader(http.StatusNoContent)
+	case "Pending":
+		writeError(w, http.StatusRequestTimeout, "agreement %s not approved within %s", id, timeout)
+	case "Proposal":
+		writeError(w, http.StatusConflict, "agreement %s not confirmed yet", id)
+	default:
+		writeError(w, http.StatusGone, "%s", state)
+	}
+}
+
+func (s *Server) cancelAgreement(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agreementOr404(w, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	if a.state != "Proposal" && a.state != "Pending" {
+		writeError(w, http.StatusGone, "agreement %s is %s", a.id, a.state)
+		return
+	}
+	a.state = "Cancelled"
+	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementCancelledEvent", EventDate: s.now(), AgreementID: a.id})
+	s.notify()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) terminateAgreement(w http.ResponseWriter, r *http.Request) {
+	reason := map[string]any{}
+	if r.ContentLength != 0 {
+		var body map[string]any
+		dec := json.NewDecoder(r.Body)
+		if err := dec.Decode(&body); err == nil && body != nil {
+			reason = body
+		}
+	}
+	if _, ok := reason["message"]; !ok {
+		reason["message"] = "terminated by the requestor"
+	}
+	s.mu.Lock()
+	a, ok := s.agreementOr404(w, r.PathValue("id"))
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	switch a.state {
+	case "Proposal", "Pending":
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, "agreement %s can not be terminated yet (%s)", a.id, a.state)
+		return
+	case "Approved":
+	default:
+		s.mu.Unlock()
+		writeError(w, http.StatusGone, "%s", a.state)
+		return
+	}
+	containers := s.terminateLocked(a, "Requestor", reason)
+	s.mu.Unlock()
+	s.removeContainers(r.Context(), containers)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// terminateLocked ends an approved agreement: its activities become Terminated, the provider issues the
+// invoice. It returns the containers to remove (outside the lock).
+func (s *Server) terminateLocked(a *agreement, terminator string, reason map[string]any) []string {
+	a.state = "Terminated"
+	a.terminator = terminator
+	a.reason = reason
+	sig := "devnet-signature"
+	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementTerminatedEvent", EventDate: s.now(), AgreementID: a.id, Terminator: terminator, Signature: &sig, Reason: reason})
+	var containers []string
+	for _, act := range s.activities {
+		if act.agreementID != a.id || act.state == "Terminated" {
+			continue
+		}
+		s.bill(act, time.Now())
+		msg, _ := reason["message"].(string)
+		act.terminate("agreement terminated by the "+strings.ToLower(terminator), msg)
+		if act.containerID != "" {
+			containers = append(containers, act.containerID)
+		}
+	}
+	s.issueInvoiceLocked(a)
+	s.log.Info("agreement terminated", "agreement", a.id, "by", terminator, "reason", reason["message"])
+	s.notify()
+	return containers
+}
+
+func (s *Server) terminateReason(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.agreementOr404(w, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	for _, e := range s.agrEvents {
+		if e.AgreementID == a.id && e.EventType == "AgreementTerminatedEvent" {
+			writeJSON(w, http.StatusOK, e)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "agreement %s is not terminated", a.id)
+}
+
+func (s *Server) collectAgreementEvents(w http.ResponseWriter, r *http.Request) {
+	timeout, ok := pollTimeout(w, r)
+	if !ok {
+		return
+	}
+	max, ok := maxEvents(w, r)
+	if !ok {
+		return
+	}
+	after, ok := afterTimestamp(w, r)
+	if !ok {
+		return
+	}
+	events := longPoll(s, r.Context(), timeout, func() ([]agreementEvent, bool) {
+		out := []agreementEvent{}
+		for _, e := range s.agrEvents {
+			if e.EventDate.After(after) && len(out) < max {
+				out = append(out, e)
+			}
+		}
+		return out, len(out) > 0
+	})
+	writeJSON(w, http.StatusOK, events)
+}

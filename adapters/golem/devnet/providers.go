@@ -1,0 +1,75 @@
+package devnet
+
+import (
+	"context"
+	"time"
+)
+
+// providerLoop is the providers' side of the running agreements: it issues debit notes for running
+// activities, terminates agreements whose debit notes go unaccepted past the timeout, and notices dead
+// activity containers.
+func (s *Server) providerLoop() {
+	defer s.bg.Done()
+	tick := time.NewTicker(s.tickInterval())
+	defer tick.Stop()
+	lastLiveness := time.Time{}
+	for {
+		select {
+		case <-s.bgCtx.Done():
+			return
+		case now := <-tick.C:
+			if now.Sub(lastLiveness) >= time.Second {
+				lastLiveness = now
+				s.checkLiveness(s.bgCtx)
+			}
+			s.paymentsTick(now)
+		}
+	}
+}
+
+func (s *Server) tickInterval() time.Duration {
+	d := min(s.cfg.DebitNoteInterval.Duration, s.cfg.DebitNoteAcceptTimeout.Duration) / 10
+	return max(min(d, time.Second), 20*time.Millisecond)
+}
+
+func (s *Server) checkLiveness(ctx context.Context) {
+	s.mu.Lock()
+	var acts []*activity
+	for _, a := range s.activities {
+		if a.containerID != "" && a.state != "Terminated" {
+			acts = append(acts, a)
+		}
+	}
+	s.mu.Unlock()
+	for _, a := range acts {
+		s.refreshLiveness(ctx, a)
+	}
+}
+
+func (s *Server) paymentsTick(now time.Time) {
+	s.mu.Lock()
+	var remove []string
+	for _, act := range s.activities {
+		if act.state == "Ready" && now.Sub(act.lastNoteAt) >= s.cfg.DebitNoteInterval.Duration {
+			s.issueDebitNoteLocked(act, now)
+		}
+	}
+	for _, a := range s.agreements {
+		if a.state != "Approved" {
+			continue
+		}
+		for _, d := range s.debitNotes {
+			if d.agreementID == a.id && d.status == "RECEIVED" && now.Sub(d.created) > s.cfg.DebitNoteAcceptTimeout.Duration {
+				remove = append(remove, s.terminateLocked(a, "Provider", map[string]any{
+					"message":             "debit note " + d.id + " not accepted within " + s.cfg.DebitNoteAcceptTimeout.String(),
+					"golem.provider.code": "DebitNotesDeadline",
+				})...)
+				break
+			}
+		}
+	}
+	s.mu.Unlock()
+	if len(remove) > 0 {
+		s.removeContainers(s.bgCtx, remove)
+	}
+}
