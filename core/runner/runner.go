@@ -5,9 +5,9 @@
 // unless asked, only the given mounts, memory/CPU/PID limits) and labelled so
 // that leftovers of a crash can be found and removed.
 //
-// One call costs one Engine round trip per step and no polling: the end of
-// the attach stream tells that the container exited, the wait that follows
-// only fetches the exit code.
+// One call costs one Engine round trip per step and no polling: the wait for
+// the exit code is issued right after start and answers when the container
+// stops, while the attach stream carries its output.
 package runner
 
 import (
@@ -308,6 +308,27 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		return nil, fail(KindEngine, "start container", err, "")
 	}
 
+	// Ask for the exit code now, so that the answer is on its way while the
+	// adapter runs (it saves a round trip after the streams end).
+	type exitStatus struct {
+		code int64
+		err  error
+	}
+	exited := make(chan exitStatus, 1)
+	go func() {
+		waitC, errC := r.cli.ContainerWait(callCtx, id, container.WaitConditionNotRunning)
+		select {
+		case w := <-waitC:
+			if w.Error != nil && w.Error.Message != "" {
+				exited <- exitStatus{err: errors.New(w.Error.Message)}
+				return
+			}
+			exited <- exitStatus{code: w.StatusCode}
+		case err := <-errC:
+			exited <- exitStatus{err: err}
+		}
+	}()
+
 	stdinDone := make(chan error, 1)
 	go func() {
 		var err error
@@ -337,20 +358,14 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		return nil, fail(KindEngine, "read output", copyErr, tl.String())
 	}
 
-	waitC, errC := r.cli.ContainerWait(callCtx, id, container.WaitConditionNotRunning)
-	var exit int64
-	select {
-	case w := <-waitC:
-		if w.Error != nil && w.Error.Message != "" {
-			return nil, fail(KindEngine, "wait container", errors.New(w.Error.Message), tl.String())
-		}
-		exit = w.StatusCode
-	case err := <-errC:
+	st := <-exited
+	if st.err != nil {
 		if callCtx.Err() != nil {
 			return nil, ctxErr(callCtx, tl.String())
 		}
-		return nil, fail(KindEngine, "wait container", err, tl.String())
+		return nil, fail(KindEngine, "wait container", st.err, tl.String())
 	}
+	exit := st.code
 	if stdinErr != nil {
 		// An adapter may exit without reading its input; that is its business.
 		r.log.Debug("adapter did not take all of stdin", "resource", s.Resource, "call", s.Call, "err", stdinErr)
