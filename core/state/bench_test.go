@@ -23,8 +23,8 @@ func benchResource(i int) *state.Resource {
 	return r
 }
 
-func quiet() state.FileOptions {
-	return state.FileOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func quiet() state.Options {
+	return state.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 // BenchmarkFileApplyCompact: one run that persists after every action (N

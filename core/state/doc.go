@@ -109,6 +109,17 @@ type Operation struct {
 	LockID string `json:"lock_id,omitempty"`
 }
 
+// NewOperation returns the operation to record as a resource's Pending
+// before starting a mutating action under lock l.
+func NewOperation(kind OpKind, action string, l *Lock) *Operation {
+	op := &Operation{ID: NewID(), Kind: kind, Action: action, StartedAt: time.Now().UTC()}
+	if l != nil {
+		op.Holder = l.Info.Holder
+		op.LockID = l.Info.ID
+	}
+	return op
+}
+
 // NewDocument returns an empty document for app, without a lineage: the
 // lineage is assigned by the first durable write.
 func NewDocument(app string) *Document {

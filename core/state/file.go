@@ -18,8 +18,8 @@ import (
 	"time"
 )
 
-// FileOptions configures a FileStore.
-type FileOptions struct {
+// Options configures a store (Open, NewFileStore).
+type Options struct {
 	// Logger receives warnings (a torn journal line, leftover temp files).
 	// Nil means slog.Default().
 	Logger *slog.Logger
@@ -60,7 +60,7 @@ type session struct {
 }
 
 // NewFileStore opens (creating it if needed) the state directory dir.
-func NewFileStore(dir string, opts FileOptions) (*FileStore, error) {
+func NewFileStore(dir string, opts Options) (*FileStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
@@ -129,7 +129,7 @@ func (s *FileStore) Lock(ctx context.Context, app string, info LockInfo) (*Lock,
 		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
 	}
 	for attempt := 0; ; attempt++ {
-		err = os.Link(tmp, lockPath)
+		err = linkOrCreate(tmp, lockPath, data)
 		if err == nil || !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -210,6 +210,23 @@ func (s *FileStore) openSession(app string, info LockInfo, lockBytes []byte) (*s
 	sess.doc = doc
 	s.removeTemps(app)
 	return sess, nil
+}
+
+// linkOrCreate links tmp to path, failing with fs.ErrExist if path exists.
+// Where hard links are not supported it creates path exclusively with data
+// instead (a reader may then see it half-written for an instant).
+func linkOrCreate(tmp, path string, data []byte) error {
+	err := os.Link(tmp, path)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if err := writeFileSync(path, data); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
+			_ = os.Remove(path)
+		}
+		return err
+	}
+	return nil
 }
 
 // removeTemps removes temp files of atomic writes a crash left behind.

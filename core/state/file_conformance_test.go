@@ -11,7 +11,7 @@ func TestFileStore(t *testing.T) {
 	statetest.Run(t, func(t *testing.T) (state.Store, func(*testing.T) state.Store) {
 		dir := t.TempDir()
 		open := func(t *testing.T) state.Store {
-			s, err := state.NewFileStore(dir, state.FileOptions{Logger: testLogger(t)})
+			s, err := state.NewFileStore(dir, state.Options{Logger: testLogger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 func newFileStore(t *testing.T, dir string) (*state.FileStore, *logBuffer) {
 	t.Helper()
 	logs := &logBuffer{}
-	s, err := state.NewFileStore(dir, state.FileOptions{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s, err := state.NewFileStore(dir, state.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +499,7 @@ func TestOpen(t *testing.T) {
 		{url: "s3://bucket/x", err: "unknown scheme"},
 		{url: "file://", err: "empty path"},
 	} {
-		s, err := state.Open(tc.url, state.FileOptions{})
+		s, err := state.Open(tc.url, state.Options{})
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("Open(%q): %v, want %q", tc.url, err, tc.err)
@@ -535,7 +535,7 @@ func TestOpen(t *testing.T) {
 //	steal: force-unlock $LOCK_ID, lock, put resource "stolen", unlock
 func helper(mode string) int {
 	ctx := context.Background()
-	s, err := state.NewFileStore(os.Getenv("STATE_DIR"), state.FileOptions{})
+	s, err := state.NewFileStore(os.Getenv("STATE_DIR"), state.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return 1

@@ -38,6 +38,8 @@ type Store interface {
 	// Load returns the current document: the last compacted document plus
 	// every journaled change. An application with no state yields an empty
 	// document (Serial 0, no lineage). The result is the caller's to modify.
+	// A Load after Lock sees every write made before the lock was taken:
+	// plan from that, not from a Load made before locking.
 	Load(ctx context.Context, app string) (*Document, error)
 	// Apply makes changes durable, as one unit, before it returns, and
 	// increments the serial by one (no changes: nothing is written). Its
@@ -188,7 +190,7 @@ const DefaultDir = ".gcompose/state"
 //	file://PATH, PATH  the file backend in directory PATH
 //	mem://             a new, empty in-memory store (tests)
 //	etcd://...         not supported yet (issue 6)
-func Open(url string, opts FileOptions) (Store, error) {
+func Open(url string, opts Options) (Store, error) {
 	switch {
 	case url == "":
 		return NewFileStore(DefaultDir, opts)

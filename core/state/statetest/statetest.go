@@ -109,7 +109,10 @@ func testApplyLoad(t *testing.T, s state.Store, _ func(*testing.T) state.Store) 
 	ctx := context.Background()
 	l := mustLock(t, s, "app")
 	mustApply(t, s, l, state.Put(Res("a", 1)), state.Put(Res("b", 2)))
-	op := &state.Operation{ID: state.NewID(), Kind: state.OpCreate, Action: "create", StartedAt: time.Now().UTC(), Holder: l.Info.Holder, LockID: l.Info.ID}
+	op := state.NewOperation(state.OpCreate, "create", l)
+	if op.ID == "" || op.Holder != l.Info.Holder || op.LockID != l.Info.ID || op.StartedAt.IsZero() {
+		t.Fatalf("NewOperation = %+v", op)
+	}
 	c := Res("c", 3)
 	c.Status = state.StatusPending
 	c.Pending = op
