@@ -342,3 +342,34 @@ func TestMissingImage(t *testing.T) {
 		t.Fatalf("missing image: %v", err)
 	}
 }
+
+func TestActionRunsAsTold(t *testing.T) {
+	e := setup(t, nil)
+	dir := t.TempDir()
+	tg := e.target("files.b", map[string]any{"content": "hi"}, map[string]adapter.Plug{"data": {Path: dir}})
+	// image, entrypoint and args given explicitly (a Deployster action may
+	// name another image and entrypoint).
+	a := protocol.ActionSpec{Name: "write", Image: adapterTag, Entrypoint: "/testadapter", Args: []string{"action", "write"}}
+	out, err := e.client.Action(e.ctx, tg, a, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Identity["path"] != "/data/files.b" {
+		t.Fatalf("action result %+v", out)
+	}
+	if !strings.Contains(e.stderr.String(), "(staleState {})") {
+		t.Errorf("missing staleState not sent as {}: %q", e.stderr.String())
+	}
+	// A failing action is an error with its stderr tail.
+	_, err = e.client.Action(e.ctx, tg, protocol.ActionSpec{Name: "fail", Args: []string{"action", "fail"}}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "call action fail for files.b failed: exit code 1") || !strings.Contains(err.Error(), "action failed on purpose") {
+		t.Fatalf("failing action: %v", err)
+	}
+	// A plain Deployster adapter's action output is free text, untouched.
+	plain := e.target("plain.c", map[string]any{"content": "yo"}, map[string]adapter.Plug{"data": {Path: dir}})
+	c, _ := adapter.New(adapter.Options{Runner: e.runner})
+	out, err = c.Action(e.ctx, plain, protocol.ActionSpec{Name: "write", Args: []string{"action", "write"}}, nil, nil)
+	if err != nil || out.Output != "wrote 2 bytes to /data/plain.c\n" || out.Identity != nil {
+		t.Fatalf("plain action: %+v %v", out, err)
+	}
+}
