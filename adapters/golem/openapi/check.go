@@ -184,3 +184,28 @@ func codes(op *Operation) []string {
 	sort.Strings(out)
 	return out
 }
+
+// CheckSchema checks raw JSON against the component schema name of file (e.g.
+// "activity-api.yaml", "RunCommand"); request selects the readOnly/writeOnly
+// rules of a request body, else of a response.
+func (s *Spec) CheckSchema(file, name string, raw []byte, request bool) error {
+	sc, ok := s.schemas[file][name].(map[string]any)
+	if !ok {
+		return fmt.Errorf("no schema %s in %s", name, file)
+	}
+	dir := inResponse
+	if request {
+		dir = inRequest
+	}
+	v := &validator{spec: s, dir: dir}
+	x, err := decodeJSON(raw)
+	if err != nil {
+		v.addf("$", "not JSON: %v", err)
+	} else {
+		v.checkOwned(x, sc, "$")
+	}
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return &Violations{Method: "-", Target: file + "#/components/schemas/" + name, Side: "value", Problems: v.errs}
+}
