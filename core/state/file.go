@@ -140,7 +140,7 @@ func (s *FileStore) Lock(ctx context.Context, app string, info LockInfo) (*Lock,
 		}
 		if held != nil {
 			_ = os.Remove(tmp)
-			return nil, &LockedError{App: app, Info: *held, Stale: isStale(*held)}
+			return nil, &LockedError{App: app, Info: *held, Stale: held.HolderGone()}
 		}
 		if attempt == 3 { // released and retaken over and over
 			_ = os.Remove(tmp)
@@ -378,15 +378,6 @@ func (s *FileStore) readLock(app string) (*LockInfo, error) {
 		return nil, fmt.Errorf("lock file %s: %w", p, err)
 	}
 	return &info, nil
-}
-
-// isStale says whether a lock's holder is a process of this host that is gone.
-func isStale(info LockInfo) bool {
-	h, err := os.Hostname()
-	if err != nil || info.Host == "" || info.Host != h || info.PID <= 0 {
-		return false
-	}
-	return !processAlive(info.PID)
 }
 
 // Load implements Store.

@@ -561,6 +561,27 @@ func helper(mode string) int {
 			}
 		}
 		return 0
+	case "spam":
+		// Apply puts until killed, compacting every 37 of them; "OK i"
+		// once put i is durable.
+		l, err := s.Lock(ctx, app, state.NewLockInfo("deploy", "helper"))
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		for i := 0; ; i++ {
+			if err := s.Apply(ctx, l, state.Put(statetest.Res(fmt.Sprintf("r%d", i), i))); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+			fmt.Println("OK", i)
+			if i%37 == 36 {
+				if err := s.Compact(ctx, l); err != nil {
+					fmt.Println(err)
+					return 1
+				}
+			}
+		}
 	case "try":
 		l, err := s.Lock(ctx, app, state.NewLockInfo("destroy", "helper"))
 		if err != nil {
@@ -769,5 +790,67 @@ func TestGroupCommit(t *testing.T) {
 	s2, _ := newFileStore(t, dir)
 	if d := load(t, s2, "app"); d.Serial != n || len(d.Resources) != n {
 		t.Fatalf("replayed: serial %d, %d resources", d.Serial, len(d.Resources))
+	}
+}
+
+// A writer killed with SIGKILL at arbitrary moments (during appends and
+// compactions): every put it reported durable is there, the state loads,
+// the lock is reported stale, and the next run continues the serials.
+func TestSecondProcessKilledMidWrite(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := newFileStore(t, dir)
+	ctx := context.Background()
+	base := 0 // resources r0..r(base-1) exist from earlier rounds
+	for round, stopAt := range []int{5, 80, 150} {
+		cmd := helperCmd(dir, "app", "spam")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		last := -1
+		for sc.Scan() {
+			var i int
+			if _, err := fmt.Sscanf(sc.Text(), "OK %d", &i); err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("round %d: writer said %q", round, sc.Text())
+			}
+			last = i
+			if i >= stopAt {
+				break
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		d, err := s.Load(ctx, "app")
+		if err != nil {
+			t.Fatalf("round %d: load after kill: %v", round, err)
+		}
+		for i := 0; i <= max(last, base-1); i++ {
+			if d.Resources[fmt.Sprintf("r%d", i)] == nil {
+				t.Fatalf("round %d: r%d reported durable but missing (serial %d)", round, i, d.Serial)
+			}
+		}
+		info, err := s.LockInfo(ctx, "app")
+		if err != nil || info == nil || !info.HolderGone() {
+			t.Fatalf("round %d: lock after kill: %+v, %v", round, info, err)
+		}
+		if err := s.ForceUnlock(ctx, "app", info.ID); err != nil {
+			t.Fatal(err)
+		}
+		l := lock(t, s, "app")
+		apply(t, s, l, state.Put(statetest.Res("after", round)))
+		if d2 := load(t, s, "app"); d2.Serial != d.Serial+1 || d2.Lineage != d.Lineage {
+			t.Fatalf("round %d: serial %d→%d lineage %s→%s", round, d.Serial, d2.Serial, d.Lineage, d2.Lineage)
+		}
+		if err := s.Unlock(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		base = max(base, last+1)
 	}
 }

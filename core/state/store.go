@@ -97,6 +97,17 @@ func NewLockInfo(operation, version string) LockInfo {
 	}
 }
 
+// HolderGone says whether the holder is a process of this host that no
+// longer exists: the lock is left over from a crash (a stale lock). A
+// holder on another host is never reported gone.
+func (i LockInfo) HolderGone() bool {
+	h, err := os.Hostname()
+	if err != nil || i.Host == "" || i.Host != h || i.PID <= 0 {
+		return false
+	}
+	return !processAlive(i.PID)
+}
+
 // who is the holder as shown in messages: "root@host (pid 123)".
 func (i LockInfo) who() string {
 	if i.User != "" && i.Host != "" && i.PID != 0 {
