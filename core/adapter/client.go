@@ -65,6 +65,10 @@ type Options struct {
 	InitTimeout time.Duration
 	// StdoutLimit caps each answer in bytes (0: the runner's default).
 	StdoutLimit int64
+	// LookupEnv reads the environment variables an adapter asks for in its
+	// init answer (gcompose.env); their values go on stdin only. nil:
+	// os.LookupEnv.
+	LookupEnv func(string) (string, bool)
 	// Logger; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -161,6 +165,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
 	}
 	log := opts.Logger
 	if log == nil {
@@ -380,7 +387,7 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 	}
 	req := c.request(t, info)
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted}
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info)}
 	}
 	res, err := c.run(ctx, t, info, info.Init.StateAction, protocol.CallState, req, mounts)
 	if err != nil {
@@ -419,7 +426,7 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 		req.StaleState = json.RawMessage("{}")
 	}
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallAction, Action: a.Name, Persisted: persisted}
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallAction, Action: a.Name, Persisted: persisted, Env: c.env(info)}
 	}
 	call := protocol.CallAction
 	if a.Name != "" {
@@ -448,6 +455,21 @@ func (c *Client) request(t Target, info *Info) protocol.Request {
 	}
 	return protocol.Request{Name: t.Name, Type: t.Image, Version: c.opts.Version, Verbose: c.opts.Verbose,
 		Workspace: c.opts.Workspace, Config: cfg}
+}
+
+// env collects the values of the environment variables the adapter asked
+// for; a variable that is not set is left out.
+func (c *Client) env(info *Info) map[string]string {
+	if !info.Ext || len(info.Init.Gcompose.Env) == 0 {
+		return nil
+	}
+	env := make(map[string]string, len(info.Init.Gcompose.Env))
+	for _, name := range info.Init.Gcompose.Env {
+		if v, ok := c.opts.LookupEnv(name); ok {
+			env[name] = v
+		}
+	}
+	return env
 }
 
 // run runs a state or action container as spec says: each of image,

@@ -177,6 +177,8 @@ func initCall() {
 		res["gcompose"] = map[string]any{"protocol": 99}
 	case strings.Contains(req.Name, "badinit"):
 		delete(res, "state_action")
+	case strings.Contains(req.Name, "withenv"):
+		res["gcompose"] = map[string]any{"protocol": 1, "env": []string{"TESTADAPTER_KEY", "TESTADAPTER_UNSET"}}
 	case strings.Contains(req.Name, "garbageinit"):
 		fmt.Println("hello, I am not JSON")
 		return
