@@ -216,3 +216,30 @@ func TestHelpers(t *testing.T) {
 		t.Error(keys)
 	}
 }
+
+// Inputs that once made (or could make) the loader quadratic still load: long
+// names that are compared for "did you mean", many !reset keys, many unknown
+// keys dropped under IgnoreUnknown.
+func TestNoQuadraticInputs(t *testing.T) {
+	long := strings.Repeat("a", 30_000)
+	var resets, unknown strings.Builder
+	resets.WriteString("meta:\n")
+	unknown.WriteString("payloads:\n  p:\n    runtime: vm\n")
+	for i := 0; i < 50_000; i++ {
+		resets.WriteString("  k" + strconv.Itoa(i) + ": !reset\n")
+		unknown.WriteString("    u" + strconv.Itoa(i) + ": 1\n")
+	}
+	l := newTestLoader(t, Options{IgnoreUnknown: true})
+	for name, srcs := range map[string][]Source{
+		"long names": {{Name: "a.yaml", Data: []byte("payloads:\n  " + long + "b: {runtime: vm}\nservices:\n  s: {payload: " + long + "c}\n")}},
+		"resets":     {{Name: "a.yaml", Data: []byte("payloads: {}\n")}, {Name: "b.yaml", Data: []byte(resets.String())}},
+		"unknown":    {{Name: "a.yaml", Data: []byte(unknown.String())}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, ds := l.LoadSources(context.Background(), srcs...)
+			if name == "unknown" && len(ds) != 50_000 {
+				t.Errorf("%d diagnostics, want 50000 warnings", len(ds))
+			}
+		})
+	}
+}

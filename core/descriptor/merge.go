@@ -28,14 +28,20 @@ func (mg *merger) merge(dst, src *value, path []string) *value {
 	}
 	switch {
 	case dst.kind == kindMap && src.kind == kindMap:
+		var reset map[string]bool
 		for _, k := range src.keys {
 			child := src.m[k]
 			if child.tag == tagReset && !mg.unordered {
-				dst.del(k)
+				if reset == nil {
+					reset = map[string]bool{}
+				}
+				reset[k] = true
 				continue
 			}
+			delete(reset, k)
 			dst.set(k, mg.merge(dst.m[k], child, append(path, k)))
 		}
+		dst.delAll(reset)
 		dst.pos, dst.keyPos = src.pos, src.keyPos
 		return dst
 	case dst.kind == kindSeq && src.kind == kindSeq:
@@ -79,16 +85,19 @@ func (mg *merger) clean(v *value) *value {
 	v.tag = tagNone
 	switch v.kind {
 	case kindMap:
-		for i := 0; i < len(v.keys); i++ {
-			k := v.keys[i]
+		var reset map[string]bool
+		for _, k := range v.keys {
 			child := v.m[k]
 			if child.tag == tagReset && !mg.unordered {
-				v.del(k)
-				i--
+				if reset == nil {
+					reset = map[string]bool{}
+				}
+				reset[k] = true
 				continue
 			}
 			v.m[k] = mg.clean(child)
 		}
+		v.delAll(reset)
 	case kindSeq:
 		for i, it := range v.items {
 			v.items[i] = mg.clean(it)

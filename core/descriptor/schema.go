@@ -65,7 +65,7 @@ func (sv *schemaValidator) check(tree *value, ignoreUnknown bool) source.Diagnos
 	var diags source.Diagnostics
 	probs := sv.validate(tree)
 	if ignoreUnknown {
-		var dropped bool
+		doomed := map[*value]map[string]bool{}
 		for _, p := range probs {
 			if p.unknown == "" {
 				continue
@@ -76,10 +76,15 @@ func (sv *schemaValidator) check(tree *value, ignoreUnknown bool) source.Diagnos
 				continue
 			}
 			diags.Warnf(v.keyPos, "ignored unknown key %q%s", p.unknown, unknownHint(p))
-			parent.del(p.unknown)
-			dropped = true
+			if doomed[parent] == nil {
+				doomed[parent] = map[string]bool{}
+			}
+			doomed[parent][p.unknown] = true
 		}
-		if dropped {
+		for parent, keys := range doomed {
+			parent.delAll(keys)
+		}
+		if len(doomed) > 0 {
 			probs = sv.validate(tree)
 		}
 	}
@@ -116,10 +121,21 @@ func (sv *schemaValidator) validate(tree *value) []problem {
 	}
 	var out []problem
 	sv.collect(ve, &out)
-	sort.SliceStable(out, func(i, j int) bool {
-		return strings.Join(out[i].loc, "/") < strings.Join(out[j].loc, "/")
-	})
-	return out
+	// The validator walks objects in map order: sort for stable output.
+	keys := make(map[*problem]string, len(out))
+	for i := range out {
+		keys[&out[i]] = strings.Join(out[i].loc, "/") + "\x00" + out[i].msg
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return keys[&out[idx[a]]] < keys[&out[idx[b]]] })
+	sorted := make([]problem, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted
 }
 
 func (sv *schemaValidator) collect(e *jsonschema.ValidationError, out *[]problem) {
@@ -255,6 +271,9 @@ func suggest(unknown string, known []string) string {
 // insertions, deletions, substitutions and swaps of neighbours cost 1.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return max(len(ra), len(rb)) // not a typo of a key; keep the work bounded
+	}
 	d := make([][]int, len(ra)+1)
 	for i := range d {
 		d[i] = make([]int, len(rb)+1)

@@ -80,17 +80,21 @@ func (v *value) set(key string, child *value) {
 	v.m[key] = child
 }
 
-func (v *value) del(key string) {
-	if _, ok := v.m[key]; !ok {
+// delAll removes keys from a mapping in one pass (deleting one by one would
+// be quadratic in a mapping with many doomed keys).
+func (v *value) delAll(doomed map[string]bool) {
+	if len(doomed) == 0 {
 		return
 	}
-	delete(v.m, key)
-	for i, k := range v.keys {
-		if k == key {
-			v.keys = append(v.keys[:i:i], v.keys[i+1:]...)
-			break
+	kept := v.keys[:0]
+	for _, k := range v.keys {
+		if doomed[k] {
+			delete(v.m, k)
+			continue
 		}
+		kept = append(kept, k)
 	}
+	v.keys = kept
 }
 
 // str returns the scalar as a string, and whether it is one.
