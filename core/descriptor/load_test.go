@@ -182,13 +182,13 @@ func TestHelpers(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":                     "is empty",
-		"Nginx":                `has an invalid path component "Nginx" (lower-case letters, digits and . _ - separators)`,
-		"img:":                 `has an invalid tag ""`,
-		"img@sha256:abc":       `has an invalid digest "sha256:abc" (want algorithm:hex, e.g. sha256:<64 hex digits>)`,
+		"":                                      "is empty",
+		"Nginx":                                 `has an invalid path component "Nginx" (lower-case letters, digits and . _ - separators)`,
+		"img:":                                  `has an invalid tag ""`,
+		"img@sha256:abc":                        `has an invalid digest "sha256:abc" (want algorithm:hex, e.g. sha256:<64 hex digits>)`,
 		"img@sha256:" + strings.Repeat("a", 40): "has a sha256 digest of 40 hex digits, not 64",
-		"bad_host:5000/img":    `has an invalid registry "bad_host:5000"`,
-		"a//b":                 `has an invalid path component "" (lower-case letters, digits and . _ - separators)`,
+		"bad_host:5000/img":                     `has an invalid registry "bad_host:5000"`,
+		"a//b":                                  `has an invalid path component "" (lower-case letters, digits and . _ - separators)`,
 	}
 	for ref, want := range bad {
 		if got := checkImageRef(ref); got != want {
