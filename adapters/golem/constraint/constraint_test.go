@@ -353,6 +353,10 @@ func TestFromGAP16(t *testing.T) {
 		wantErr    string
 	}{
 		{"none", nil, nil, "()", ""},
+		{"conformance gap16/webapp", []string{"golem.inf.cpu.cores=2", "golem.inf.mem.gib>=4"}, []string{"vpn"},
+			"(&(golem.inf.cpu.cores=2)(golem.inf.mem.gib>=4)(golem.runtime.capabilities=vpn))", ""},
+		{"dapp-store capabilities", nil, []string{"inet", "manifest-support", "vpn"},
+			"(&(golem.runtime.capabilities=inet)(golem.runtime.capabilities=manifest-support)(golem.runtime.capabilities=vpn))", ""},
 		{"one", []string{"golem.inf.cpu.cores=2"}, nil, "(golem.inf.cpu.cores=2)", ""},
 		{"two", []string{"golem.inf.cpu.cores=2", "golem.inf.mem.gib>=4"}, nil, "(&(golem.inf.cpu.cores=2)(golem.inf.mem.gib>=4))", ""},
 		{"spaces", []string{" golem.inf.mem.gib >= 4 "}, nil, "(golem.inf.mem.gib>=4)", ""},

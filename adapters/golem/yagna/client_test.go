@@ -323,3 +323,36 @@ func TestExeScriptRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+func TestDecorate(t *testing.T) {
+	dec := MarketDecoration{
+		Properties:  []MarketProperty{{Key: "golem.com.payment.platform.erc20-holesky-tglm.address", Value: "0xr"}},
+		Constraints: []string{"(golem.com.payment.platform.erc20-holesky-tglm.address=*)", " "},
+	}
+	tests := []struct {
+		name, cons, want string
+		dec              MarketDecoration
+	}{
+		{"joined", "(golem.inf.mem.gib>=4)", "(&(golem.inf.mem.gib>=4)(golem.com.payment.platform.erc20-holesky-tglm.address=*))", dec},
+		{"empty demand constraints", "", "(golem.com.payment.platform.erc20-holesky-tglm.address=*)", dec},
+		{"true demand constraints", "()", "(golem.com.payment.platform.erc20-holesky-tglm.address=*)", dec},
+		{"nothing at all", "", "()", MarketDecoration{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := DemandOfferBase{Properties: map[string]any{"golem.inf.x": 1}, Constraints: tt.cons}
+			out := Decorate(in, tt.dec)
+			if out.Constraints != tt.want {
+				t.Fatalf("constraints = %q, want %q", out.Constraints, tt.want)
+			}
+			if out.Properties["golem.inf.x"] != 1 || len(in.Properties) != 1 {
+				t.Fatalf("properties = %v (input %v)", out.Properties, in.Properties)
+			}
+			for _, p := range tt.dec.Properties {
+				if out.Properties[p.Key] != p.Value {
+					t.Fatalf("decoration %s missing", p.Key)
+				}
+			}
+		})
+	}
+}
