@@ -74,8 +74,27 @@ func NewFileStore(dir string, opts Options) (*FileStore, error) {
 // Dir is the state directory.
 func (s *FileStore) Dir() string { return s.dir }
 
-// Close releases nothing: locks outlive the store value until Unlock.
-func (s *FileStore) Close() error { return nil }
+// Close closes the journals of the locks this store holds, without
+// releasing the locks (their later writes fail; a lock left so is reported
+// stale once this process exits).
+func (s *FileStore) Close() error {
+	s.mu.Lock()
+	sessions := s.sessions
+	s.sessions = map[string]*session{}
+	s.mu.Unlock()
+	var errs []error
+	for _, sess := range sessions {
+		sess.syncMu.Lock()
+		sess.mu.Lock()
+		if !sess.closed {
+			sess.closed = true
+			errs = append(errs, sess.journal.Sync(), sess.journal.Close())
+		}
+		sess.mu.Unlock()
+		sess.syncMu.Unlock()
+	}
+	return errors.Join(errs...)
+}
 
 func (s *FileStore) path(app, suffix string) string { return filepath.Join(s.dir, app+suffix) }
 
@@ -428,6 +447,7 @@ func (s *FileStore) read(app string, j *os.File) (*Document, int64, error) {
 		if doc.Resources == nil {
 			doc.Resources = map[string]*Resource{}
 		}
+		doc.App = app // the file name is the identity (a copied file takes its new name)
 		for name, r := range doc.Resources {
 			if r == nil {
 				return nil, 0, fmt.Errorf("state document %s: resource %q is null", dpath, name)

@@ -854,3 +854,23 @@ func TestSecondProcessKilledMidWrite(t *testing.T) {
 		base = max(base, last+1)
 	}
 }
+
+func TestCloseKeepsLock(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := newFileStore(t, dir)
+	l := lock(t, s, "app")
+	apply(t, s, l, state.Put(statetest.Res("a", 1)))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(context.Background(), l, state.Put(statetest.Res("b", 1))); !errors.Is(err, state.ErrLockNotHeld) {
+		t.Fatalf("Apply after Close: %v", err)
+	}
+	s2, _ := newFileStore(t, dir)
+	if i, err := s2.LockInfo(context.Background(), "app"); err != nil || i == nil || i.ID != l.Info.ID || i.HolderGone() {
+		t.Fatalf("lock after Close: %+v, %v", i, err)
+	}
+	if d := load(t, s2, "app"); d.Serial != 1 {
+		t.Fatalf("serial %d", d.Serial)
+	}
+}

@@ -150,11 +150,10 @@ func (e *LockedError) Error() string {
 	if !e.Info.Created.IsZero() {
 		fmt.Fprintf(&b, " since %s", e.Info.Created.UTC().Format(time.RFC3339))
 	}
-	if e.Stale {
-		fmt.Fprintf(&b, "; that process no longer exists, the lock is stale: if no gcompose runs for this app, remove it with gcompose unlock %s", e.Info.ID)
-		return b.String()
-	}
 	fmt.Fprintf(&b, "; lock ID %s (gcompose unlock %s)", e.Info.ID, e.Info.ID)
+	if e.Stale {
+		b.WriteString("; that process no longer exists: the lock is stale, left by a crash, and safe to unlock if no other gcompose works on this app")
+	}
 	return b.String()
 }
 
