@@ -3,50 +3,71 @@ package expr
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// WalkStrings returns a copy of the generic tree v (map[string]any, []any,
-// scalars) in which every string s found at JSON pointer p is replaced by
-// fn(p, s). Map keys are not touched. Every error is collected; the returned
+// WalkTemplates returns a copy of the generic tree v (map[string]any, []any,
+// scalars) in which every string s that holds "${" (a template, or a "$${"
+// escape), found at JSON pointer p, is replaced by fn(p, s); other values
+// are copied as they are. Map keys are not touched. Strings are visited in
+// a stable order (map keys sorted). Every error is collected; the returned
 // tree is complete even when some strings failed (they keep their value).
-func WalkStrings(v any, fn func(pointer, s string) (any, error)) (any, error) {
-	var errs []error
-	out := walk(v, "", fn, &errs)
-	return out, errors.Join(errs...)
+func WalkTemplates(v any, fn func(pointer, s string) (any, error)) (any, error) {
+	w := walker{fn: fn}
+	out := w.walk(v)
+	return out, errors.Join(w.errs...)
 }
 
-func walk(v any, ptr string, fn func(pointer, s string) (any, error), errs *[]error) any {
+type walker struct {
+	fn   func(pointer, s string) (any, error)
+	ptr  []byte // pointer of the value being walked, reused
+	errs []error
+}
+
+func (w *walker) walk(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		m := make(map[string]any, len(x))
+		var buf [8]string
+		keys := buf[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys) // errors in a stable order
-		m := make(map[string]any, len(x))
+		slices.Sort(keys)
+		n := len(w.ptr)
 		for _, k := range keys {
-			m[k] = walk(x[k], ptr+"/"+EscapePointer(k), fn, errs)
+			w.ptr = append(append(w.ptr[:n], '/'), EscapePointer(k)...)
+			m[k] = w.walk(x[k])
 		}
+		w.ptr = w.ptr[:n]
 		return m
 	case []any:
 		l := make([]any, len(x))
+		n := len(w.ptr)
 		for i, e := range x {
-			l[i] = walk(e, ptr+"/"+strconv.Itoa(i), fn, errs)
+			w.ptr = strconv.AppendInt(append(w.ptr[:n], '/'), int64(i), 10)
+			l[i] = w.walk(e)
 		}
+		w.ptr = w.ptr[:n]
 		return l
 	case []string:
 		l := make([]any, len(x))
+		n := len(w.ptr)
 		for i, e := range x {
-			l[i] = walk(e, ptr+"/"+strconv.Itoa(i), fn, errs)
+			w.ptr = strconv.AppendInt(append(w.ptr[:n], '/'), int64(i), 10)
+			l[i] = w.walk(e)
 		}
+		w.ptr = w.ptr[:n]
 		return l
 	case string:
-		r, err := fn(ptr, x)
+		if !strings.Contains(x, "${") {
+			return x
+		}
+		r, err := w.fn(string(w.ptr), x)
 		if err != nil {
-			*errs = append(*errs, err)
+			w.errs = append(w.errs, err)
 			return x
 		}
 		return r
@@ -77,10 +98,7 @@ type Unknown struct {
 // JSON pointer of the string.
 func EvalTree(v any, lookup Lookup) (any, []Unknown, error) {
 	var unknown []Unknown
-	out, err := WalkStrings(v, func(ptr, s string) (any, error) {
-		if !strings.Contains(s, "${") {
-			return s, nil
-		}
+	out, err := WalkTemplates(v, func(ptr, s string) (any, error) {
 		t, err := Parse(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", pointerOrRoot(ptr), err)

@@ -42,11 +42,13 @@ func BenchmarkWalk10k(b *testing.B) {
 			g := benchGraph(b, shape, 10000)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := cpuNow()
 			for i := 0; i < b.N; i++ {
 				if _, err := Walk(context.Background(), g, 10, false, func(context.Context, string) error { return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpu)
 		})
 	}
 }
@@ -55,6 +57,7 @@ func BenchmarkTopoAndCycles10k(b *testing.B) {
 	g := benchGraph(b, "mixed", 10000)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuNow()
 	for i := 0; i < b.N; i++ {
 		if _, err := g.TopoOrder(); err != nil {
 			b.Fatal(err)
@@ -63,4 +66,5 @@ func BenchmarkTopoAndCycles10k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	reportCPU(b, cpu)
 }

@@ -9,6 +9,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/gcompose/gcompose/core/source"
@@ -58,20 +59,31 @@ type Graph struct {
 	// deps[i] are the distinct vertices i depends on; rdeps[i] those that
 	// depend on i.
 	deps, rdeps [][]int
-	// pairs maps a (from, to) pair to the indexes of its labelled edges.
-	pairs  map[[2]int][]int
-	labels map[edgeKey]struct{}
-}
-
-type edgeKey struct {
-	from, to int
-	kind     Kind
-	reason   string
+	// pairs maps a (from, to) pair to the index of its first labelled edge;
+	// next[i] is the index of the next edge of edge i's pair, or -1.
+	pairs map[[2]int]int
+	next  []int
 }
 
 // New returns an empty graph.
 func New() *Graph {
-	return &Graph{index: map[string]int{}, pairs: map[[2]int][]int{}, labels: map[edgeKey]struct{}{}}
+	return &Graph{index: map[string]int{}, pairs: map[[2]int]int{}}
+}
+
+// Grow makes room for about vertices more vertices and edges more edges, so
+// building a large graph does not reallocate as it goes.
+func (g *Graph) Grow(vertices, edges int) {
+	g.verts = slices.Grow(g.verts, vertices)
+	g.deps = slices.Grow(g.deps, vertices)
+	g.rdeps = slices.Grow(g.rdeps, vertices)
+	g.edges = slices.Grow(g.edges, edges)
+	g.next = slices.Grow(g.next, edges)
+	if len(g.index) == 0 && vertices > 0 {
+		g.index = make(map[string]int, vertices)
+	}
+	if len(g.pairs) == 0 && edges > 0 {
+		g.pairs = make(map[[2]int]int, edges)
+	}
 }
 
 // AddVertex adds a vertex; adding an existing ID updates its kind and attributes.
@@ -110,23 +122,29 @@ func (g *Graph) AddEdge(e Edge) error {
 	if !ok {
 		return fmt.Errorf("edge %s -> %s: no vertex %q", e.From, e.To, e.To)
 	}
-	k := edgeKey{f, t, e.Kind, e.Reason}
-	if _, dup := g.labels[k]; dup {
-		return nil
-	}
-	g.labels[k] = struct{}{}
 	pair := [2]int{f, t}
-	if _, seen := g.pairs[pair]; !seen {
+	head, seen := g.pairs[pair]
+	if !seen {
 		g.deps[f] = append(g.deps[f], t)
 		g.rdeps[t] = append(g.rdeps[t], f)
+		head = -1
 	}
-	g.pairs[pair] = append(g.pairs[pair], len(g.edges))
+	for i := head; i >= 0; i = g.next[i] {
+		if g.edges[i].Kind == e.Kind && g.edges[i].Reason == e.Reason {
+			return nil // same label: keep the first position
+		}
+	}
+	g.pairs[pair] = len(g.edges)
+	g.next = append(g.next, head)
 	g.edges = append(g.edges, e)
 	return nil
 }
 
 // Len returns the number of vertices.
 func (g *Graph) Len() int { return len(g.verts) }
+
+// EdgeCount returns the number of labelled edges.
+func (g *Graph) EdgeCount() int { return len(g.edges) }
 
 // Vertices returns the vertices sorted by ID.
 func (g *Graph) Vertices() []Vertex {
@@ -188,10 +206,13 @@ func (g *Graph) EdgesBetween(from, to string) []Edge {
 }
 
 func (g *Graph) pairEdges(f, t int) []Edge {
-	idx := g.pairs[[2]int{f, t}]
-	out := make([]Edge, len(idx))
-	for k, i := range idx {
-		out[k] = g.edges[i]
+	head, ok := g.pairs[[2]int{f, t}]
+	if !ok {
+		return nil
+	}
+	var out []Edge
+	for i := head; i >= 0; i = g.next[i] {
+		out = append(out, g.edges[i])
 	}
 	sortEdges(out)
 	return out

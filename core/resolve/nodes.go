@@ -24,9 +24,6 @@ type resolver struct {
 	byID  map[string]*Node
 	// instances of each service, in index order.
 	services map[string][]*Node
-	// refEdges are the reference edges found while resolving specs, added
-	// to the graph after every vertex exists.
-	refEdges []graph.Edge
 	lines    *lineCache
 	// kept counts strings left as templates for apply, so a caller can tell
 	// whether resolving a value left any.
@@ -82,6 +79,12 @@ func (rv *resolver) add(n *Node) {
 }
 
 func (rv *resolver) makeNodes() {
+	total := len(rv.app.Networks) + len(rv.app.Resources)
+	for _, s := range rv.app.Services {
+		total += max(s.Instances, 1)
+	}
+	rv.g.Grow(total, 2*total) // a network edge each, and some more
+	rv.nodes = make([]*Node, 0, total)
 	for _, name := range sortedKeys(rv.app.Networks) {
 		rv.add(&Node{ID: NetworkID(name), Kind: NetworkNode, Name: name, Instances: 1,
 			Entry: pointer("networks", name), Pos: rv.entryPos(rv.app.Networks[name].Pos, "networks", name)})
@@ -214,14 +217,11 @@ func (rv *resolver) addStructuralEdges() {
 	}
 }
 
-// edge queues an edge; edges are added once every vertex exists.
-func (rv *resolver) edge(e graph.Edge) { rv.refEdges = append(rv.refEdges, e) }
-
-func (rv *resolver) addEdges() {
-	for _, e := range rv.refEdges {
-		if err := rv.g.AddEdge(e); err != nil { // cannot happen: both ends are nodes
-			rv.errorf(e.Pos, "internal: %v", err)
-		}
+// edge adds an edge between two nodes (every node exists before the first
+// edge is added).
+func (rv *resolver) edge(e graph.Edge) {
+	if err := rv.g.AddEdge(e); err != nil { // cannot happen: both ends are nodes
+		rv.errorf(e.Pos, "internal: %v", err)
 	}
 }
 

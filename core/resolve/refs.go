@@ -59,7 +59,7 @@ func referenceRoots() []string {
 // strings that still hold runtime references.
 func (rv *resolver) resolveValue(sc *scope, ptr string, v any) (any, []string) {
 	var templates []string
-	out, _ := expr.WalkStrings(v, func(rel, s string) (any, error) {
+	out, _ := expr.WalkTemplates(v, func(rel, s string) (any, error) {
 		before := rv.kept
 		val := rv.resolveString(sc, ptr+rel, s)
 		if rv.kept > before {

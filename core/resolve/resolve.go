@@ -138,8 +138,7 @@ func Resolve(app *descriptor.App, opts Options) (*Resolved, source.Diagnostics) 
 			out.Instances++
 		}
 	}
-	rv.addEdges()
-	out.Edges = len(rv.g.Edges())
+	out.Edges = rv.g.EdgeCount()
 	rv.reportCycles()
 	rv.diags.Sort()
 	return out, rv.diags
