@@ -71,16 +71,31 @@ func (s *Server) instanceFilter() filters.Args {
 	return filters.NewArgs(filters.Arg("label", labelInstance+"="+s.cfg.Instance))
 }
 
-// cleanupDocker removes every container and network labelled with this instance.
+// cleanupDocker removes every container and network labelled with this instance. A removal already in
+// progress (started by the provider loop) is waited for.
 func (s *Server) cleanupDocker(ctx context.Context) error {
 	var errs []error
-	cs, err := s.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: s.instanceFilter()})
-	if err != nil {
-		return fmt.Errorf("listing containers: %w", err)
-	}
-	for _, c := range cs {
-		if err := s.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("removing container %s: %w", c.ID[:12], err))
+	for attempt := 0; ; attempt++ {
+		cs, err := s.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: s.instanceFilter()})
+		if err != nil {
+			return fmt.Errorf("listing containers: %w", err)
+		}
+		if len(cs) == 0 {
+			break
+		}
+		errs = errs[:0]
+		for _, c := range cs {
+			if err := s.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !errdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("removing container %s: %w", c.ID[:12], err))
+			}
+		}
+		if len(errs) == 0 || attempt == 40 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(append(errs, ctx.Err())...)
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 	ns, err := s.docker.NetworkList(ctx, network.ListOptions{Filters: s.instanceFilter()})
@@ -98,7 +113,11 @@ func (s *Server) cleanupDocker(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// removeContainers force-removes activity containers; it outlives the caller's context (a removal
+// half done would leave a container in "removal in progress").
 func (s *Server) removeContainers(ctx context.Context, ids []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
 	for _, id := range ids {
 		if err := s.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !errdefs.IsNotFound(err) {
 			s.log.Warn("removing activity container", "container", id, "err", err)

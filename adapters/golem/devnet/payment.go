@@ -294,7 +294,7 @@ func (s *Server) debitNoteJSON(d *debitNote) map[string]any {
 		"debitNoteId": d.id, "issuerId": d.provider.id, "recipientId": s.cfg.Identity,
 		"payeeAddr": d.provider.id, "payerAddr": d.payer, "paymentPlatform": d.platform,
 		"timestamp": d.created, "agreementId": d.agreementID, "activityId": d.activityID,
-		"totalAmountDue": d.due.String(), "usageCounterVector": d.usage, "status": d.status,
+		"totalAmountDue": d.due.String(), "usageCounterVector": usageVector(d.usage), "status": d.status,
 	}
 	if d.prevID != "" {
 		out["previousDebitNoteId"] = d.prevID
@@ -541,4 +541,15 @@ func (s *Server) issueInvoiceLocked(a *agreement) {
 	s.invoices[i.id] = i
 	a.invoiceID = i.id
 	s.invEvents = append(s.invEvents, paymentEvent{EventType: "InvoiceReceivedEvent", EventDate: i.created, InvoiceID: i.id})
+}
+
+// usageVector names the usage counters (golem.com.usage.vector of the offer); the spec types it as an object.
+func usageVector(u []float64) map[string]float64 {
+	out := map[string]float64{}
+	for i, k := range []string{"golem.usage.duration_sec", "golem.usage.cpu_sec"} {
+		if i < len(u) {
+			out[k] = u[i]
+		}
+	}
+	return out
 }

@@ -1,0 +1,317 @@
+package devnet_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+)
+
+func run(entry string, args ...string) yagna.ExeScriptCommand {
+	return yagna.ExeScriptCommand{Run: &yagna.RunCommand{EntryPoint: entry, Args: args, Capture: yagna.CaptureAtEndString()}}
+}
+
+func (e *env) exec(ctx context.Context, activity string, cmds ...yagna.ExeScriptCommand) []yagna.ExeScriptCommandResult {
+	e.t.Helper()
+	batch, err := e.c.ExecCommands(ctx, activity, cmds...)
+	if err != nil {
+		e.t.Fatalf("Exec: %v", err)
+	}
+	res, err := e.c.WaitBatch(ctx, activity, batch, 5*time.Second)
+	if err != nil {
+		e.t.Fatalf("WaitBatch: %v", err)
+	}
+	return res
+}
+
+func (e *env) state(ctx context.Context, activity string) yagna.StateName {
+	e.t.Helper()
+	st, err := e.c.GetActivityState(ctx, activity)
+	if err != nil || st.State[0] == nil {
+		e.t.Fatalf("GetActivityState: %+v, %v", st, err)
+	}
+	return *st.State[0]
+}
+
+// TestRentVMWithVPN is the requestor flow end to end on real Docker: negotiate, join a VPN at an exact
+// IP, deploy/start/run with captured output, a background server that outlives its exec, a TCP round
+// trip through the websocket tunnel, a killed activity showing as Terminated, and cleanup.
+func TestRentVMWithVPN(t *testing.T) {
+	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{{Name: "p", Count: 2}}})
+	buildProviderImage(t, e.docker)
+	ctx := ctxT(t, 3*time.Minute)
+	neg := e.rent(ctx, taskPackage(testHash))
+
+	n, err := e.c.CreateNetwork(ctx, yagna.NewNetwork{IP: "10.213.9.0", Mask: "255.255.255.0"})
+	if err != nil {
+		t.Fatalf("CreateNetwork: %v", err)
+	}
+	if err := e.c.AddAddress(ctx, n.ID, "10.213.9.1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.AddNode(ctx, n.ID, yagna.Node{ID: neg.providerID, IP: "10.213.9.7"}); err != nil {
+		t.Fatal(err)
+	}
+	act, err := e.c.CreateActivity(ctx, neg.agreement)
+	if err != nil || act.ActivityID == "" {
+		t.Fatalf("CreateActivity = %+v, %v", act, err)
+	}
+	if st := e.state(ctx, act.ActivityID); st != yagna.StateInitialized {
+		t.Errorf("state after create: %s", st)
+	}
+	deploy := yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{Net: []yagna.DeployNetwork{{
+		ID: n.ID, IP: n.IP, Mask: n.Mask, NodeIP: "10.213.9.7", Nodes: map[string]string{"10.213.9.1": e.srv.Identity(), "10.213.9.7": neg.providerID},
+	}}}}
+	res := e.exec(ctx, act.ActivityID,
+		deploy,
+		yagna.ExeScriptCommand{Start: &yagna.StartCommand{Args: []string{}}},
+		run("/bin/sh", "-c", "echo hello; echo oops >&2"),
+		run("/bin/sh", "-c", "/devnet-db -listen :4001 > /tmp/db.log 2>&1 &"),
+	)
+	if len(res) != 4 || !res[3].IsBatchFinished {
+		t.Fatalf("results %+v", res)
+	}
+	for _, r := range res {
+		if r.Result != yagna.ResultOk {
+			t.Fatalf("command %d: %+v", r.Index, r)
+		}
+	}
+	if res[2].Stdout != "hello\n" || res[2].Stderr != "oops\n" {
+		t.Errorf("captured %q / %q", res[2].Stdout, res[2].Stderr)
+	}
+	if st := e.state(ctx, act.ActivityID); st != yagna.StateReady {
+		t.Errorf("state after start: %s", st)
+	}
+
+	// A failing command is an Error with its output, and ends the batch.
+	res = e.exec(ctx, act.ActivityID, run("/bin/sh", "-c", "echo bad >&2; exit 3"), run("/bin/true"))
+	if len(res) != 1 || res[0].Result != yagna.ResultError || res[0].Stderr != "bad\n" || !res[0].IsBatchFinished || !strings.Contains(res[0].Message, "3") {
+		t.Errorf("failing command: %+v", res)
+	}
+
+	// The container has exactly its node IP on the VPN's Docker network.
+	cs, err := e.docker.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "gcompose.devnet.activity="+act.ActivityID))})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("activity containers: %d, %v", len(cs), err)
+	}
+	insp, err := e.docker.ContainerInspect(ctx, cs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, ep := range insp.NetworkSettings.Networks {
+		ips = append(ips, ep.IPAddress)
+	}
+	if len(ips) != 1 || ips[0] != "10.213.9.7" {
+		t.Errorf("container IPs %v, want exactly [10.213.9.7]", ips)
+	}
+
+	// TCP through the websocket tunnel to the server started in the background.
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return e.c.DialTCPConn(ctx, n.ID, "10.213.9.7", 4001)
+	}, DisableKeepAlives: true}}
+	var status int
+	for i := 0; i < 50; i++ { // the server may take a moment to listen
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://db/db/greeting", strings.NewReader("hello through the tunnel"))
+		resp, err := hc.Do(req)
+		if err == nil {
+			status = resp.StatusCode
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if status != http.StatusNoContent {
+		t.Fatalf("PUT through the tunnel: status %d", status)
+	}
+	resp, err := hc.Get("http://db/db/greeting")
+	if err != nil {
+		t.Fatalf("GET through the tunnel: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "hello through the tunnel" {
+		t.Errorf("read back %q", body)
+	}
+	// A large payload round trip (several websocket messages).
+	big := strings.Repeat("0123456789abcdef", 64<<10)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://db/db/big", strings.NewReader(big))
+	if resp, err := hc.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT big: %v", err)
+	}
+	resp, err = hc.Get("http://db/db/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if len(body) != len(big) || string(body) != big {
+		t.Errorf("big payload: %d bytes back, want %d", len(body), len(big))
+	}
+	if _, err := e.c.DialTCPConn(ctx, n.ID, "10.213.9.99", 4001); !yagna.IsNotFound(err) {
+		t.Errorf("tunnel to an address nobody holds: %v, want 404", err)
+	}
+
+	// Killing the container behind the requestor's back: the activity is Terminated.
+	if status, b := e.raw("POST", fmt.Sprintf("%s/activities/%s/kill", devnet.AdminPrefix, act.ActivityID), testKey, nil); status != http.StatusNoContent {
+		t.Fatalf("kill: %d %s", status, b)
+	}
+	if st := e.state(ctx, act.ActivityID); st != yagna.StateTerminated {
+		t.Errorf("state after kill: %s", st)
+	}
+	if _, err := e.c.ExecCommands(ctx, act.ActivityID, run("/bin/true")); err == nil {
+		t.Errorf("exec on a terminated activity succeeded")
+	}
+	if err := e.c.DestroyActivity(ctx, act.ActivityID); err != nil {
+		t.Errorf("DestroyActivity: %v", err)
+	}
+	if err := e.c.TerminateAgreement(ctx, neg.agreement, yagna.TerminationReason("done")); err != nil {
+		t.Errorf("TerminateAgreement: %v", err)
+	}
+}
+
+// TestActivityLifecycle covers deploy without a VPN, an unknown image hash, terminate via ExeScript and
+// destroy removing the container.
+func TestActivityLifecycle(t *testing.T) {
+	e := start(t, devnet.Config{})
+	buildProviderImage(t, e.docker)
+	ctx := ctxT(t, 3*time.Minute)
+
+	// An image hash nobody answers for: deploy fails with a clear message.
+	neg := e.rent(ctx, taskPackage(strings.Repeat("ab", 28)))
+	act, err := e.c.CreateActivity(ctx, neg.agreement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.exec(ctx, act.ActivityID, yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{}})
+	if len(res) != 1 || res[0].Result != yagna.ResultError || !strings.Contains(res[0].Message, "golem.image.hash") {
+		t.Errorf("deploy of an unknown image: %+v", res)
+	}
+
+	neg = e.rent(ctx, taskPackage(testHash))
+	act, err = e.c.CreateActivity(ctx, neg.agreement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = e.exec(ctx, act.ActivityID, yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{}}, yagna.ExeScriptCommand{Start: &yagna.StartCommand{}},
+		run("/bin/sh", "-c", "sleep 0.3; echo done"))
+	if len(res) != 3 || res[2].Stdout != "done\n" {
+		t.Fatalf("results %+v", res)
+	}
+	if agr, err := e.c.GetActivityAgreement(ctx, act.ActivityID); err != nil || agr != neg.agreement {
+		t.Errorf("GetActivityAgreement = %q, %v", agr, err)
+	}
+	res = e.exec(ctx, act.ActivityID, yagna.ExeScriptCommand{Terminate: &struct{}{}})
+	if len(res) != 1 || res[0].Result != yagna.ResultOk {
+		t.Errorf("terminate: %+v", res)
+	}
+	if st := e.state(ctx, act.ActivityID); st != yagna.StateTerminated {
+		t.Errorf("state after terminate: %s", st)
+	}
+	cs, _ := e.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "gcompose.devnet.activity="+act.ActivityID))})
+	if len(cs) != 0 {
+		t.Errorf("terminated activity's container still there")
+	}
+	if err := e.c.DestroyActivity(ctx, "nope"); !yagna.IsNotFound(err) {
+		t.Errorf("destroy unknown: %v, want 404", err)
+	}
+}
+
+// TestDebitNotes: debit notes arrive while an activity runs and accepting them charges the allocation;
+// once they go unaccepted past the timeout the provider terminates the agreement and invoices it.
+func TestDebitNotes(t *testing.T) {
+	e := start(t, devnet.Config{
+		DebitNoteInterval:      devnet.Duration{Duration: 300 * time.Millisecond},
+		DebitNoteAcceptTimeout: devnet.Duration{Duration: 1500 * time.Millisecond},
+		Providers:              []devnet.ProviderConfig{{Name: "p", Coeffs: []float64{0.01, 0.02, 0.5}}},
+	})
+	buildProviderImage(t, e.docker)
+	ctx := ctxT(t, 3*time.Minute)
+	neg := e.rent(ctx, taskPackage(testHash))
+	act, err := e.c.CreateActivity(ctx, neg.agreement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.exec(ctx, act.ActivityID, yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{}}, yagna.ExeScriptCommand{Start: &yagna.StartCommand{}})
+
+	// Accept debit notes for a while: longer than the accept timeout, the agreement stays.
+	var after time.Time
+	accepted := 0
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		evs, err := e.c.DebitNoteEvents(ctx, time.Second, after, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			after = ev.EventDate
+			if ev.EventType != "DebitNoteReceivedEvent" {
+				continue
+			}
+			dn, err := e.c.GetDebitNote(ctx, ev.DebitNoteID)
+			if err != nil || dn.AgreementID != neg.agreement || dn.ActivityID != act.ActivityID {
+				t.Fatalf("GetDebitNote = %+v, %v", dn, err)
+			}
+			if err := e.c.AcceptDebitNote(ctx, dn.DebitNoteID, yagna.DebitNoteAcceptance{TotalAmountAccepted: dn.TotalAmountDue, AllocationID: neg.alloc.AllocationID}, 5*time.Second); err != nil {
+				t.Fatalf("AcceptDebitNote: %v", err)
+			}
+			accepted++
+		}
+	}
+	if accepted < 3 {
+		t.Fatalf("%d debit notes in 3s at a 300ms interval", accepted)
+	}
+	ag, err := e.c.GetAgreement(ctx, neg.agreement)
+	if err != nil || ag.State != yagna.AgreementApproved {
+		t.Fatalf("agreement after accepting debit notes: %s, %v", ag.State, err)
+	}
+	alloc, err := e.c.GetAllocation(ctx, neg.alloc.AllocationID)
+	if err != nil || alloc.SpentAmount == "0" {
+		t.Errorf("allocation after accepting: %+v, %v", alloc, err)
+	}
+
+	// Stop accepting: the provider terminates the agreement.
+	start := time.Now()
+	var terminated *yagna.AgreementOperationEvent
+	for terminated == nil && time.Since(start) < 10*time.Second {
+		evs, err := e.c.AgreementEvents(ctx, time.Second, time.Time{}, 100, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range evs {
+			if evs[i].EventType == "AgreementTerminatedEvent" && evs[i].AgreementID == neg.agreement {
+				terminated = &evs[i]
+			}
+		}
+	}
+	if terminated == nil || terminated.Terminator != "Provider" {
+		t.Fatalf("no AgreementTerminatedEvent by the Provider: %+v", terminated)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("terminated after %s, before the 1.5s accept timeout could pass", d)
+	}
+	if st := e.state(ctx, act.ActivityID); st != yagna.StateTerminated {
+		t.Errorf("activity state after the provider terminated: %s", st)
+	}
+	invs, err := e.c.Invoices(ctx, time.Time{}, 10)
+	if err != nil || len(invs) != 1 || invs[0].AgreementID != neg.agreement {
+		t.Fatalf("Invoices = %+v, %v", invs, err)
+	}
+	if err := e.c.AcceptInvoice(ctx, invs[0].InvoiceID, yagna.Acceptance{TotalAmountAccepted: invs[0].Amount, AllocationID: neg.alloc.AllocationID}, 5*time.Second); err != nil {
+		t.Fatalf("AcceptInvoice: %v", err)
+	}
+	alloc, err = e.c.GetAllocation(ctx, neg.alloc.AllocationID)
+	if err != nil || alloc.SpentAmount != invs[0].Amount {
+		t.Errorf("allocation spent %s, invoice %s (%v)", alloc.SpentAmount, invs[0].Amount, err)
+	}
+}
