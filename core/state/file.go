@@ -40,7 +40,7 @@ type FileStore struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	sessions map[string]*session // by lock ID
+	sessions map[string]*session // by sessionKey
 }
 
 // session is what a FileStore knows about a lock it holds.
@@ -143,7 +143,7 @@ func (s *FileStore) Lock(ctx context.Context, app string, info LockInfo) (*Lock,
 	// Write the whole content to a private file, then link it into place:
 	// link fails if the lock exists, and a reader never sees a half-written
 	// lock file.
-	tmp := lockPath + ".tmp-" + info.ID
+	tmp := lockPath + ".tmp-" + NewID()
 	if err := writeFileSync(tmp, data); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
 	}
@@ -180,7 +180,7 @@ func (s *FileStore) Lock(ctx context.Context, app string, info LockInfo) (*Lock,
 		return nil, err
 	}
 	s.mu.Lock()
-	s.sessions[info.ID] = sess
+	s.sessions[sessionKey(app, info.ID)] = sess
 	s.mu.Unlock()
 	l := sess.lock
 	return &l, nil
@@ -260,12 +260,14 @@ func (s *FileStore) removeTemps(app string) {
 	}
 }
 
+func sessionKey(app, lockID string) string { return app + "/" + lockID }
+
 func (s *FileStore) session(l *Lock) (*session, error) {
 	if l == nil {
 		return nil, errors.New("state write without a lock")
 	}
 	s.mu.Lock()
-	sess := s.sessions[l.Info.ID]
+	sess := s.sessions[sessionKey(l.App, l.Info.ID)]
 	s.mu.Unlock()
 	if sess == nil || sess.lock.App != l.App {
 		return nil, fmt.Errorf("state for app %q, lock %s: %w (released, or taken by another store)", l.App, l.Info.ID, ErrLockNotHeld)
@@ -312,7 +314,7 @@ func (s *FileStore) Unlock(ctx context.Context, l *Lock) error {
 	})
 	if sess, serr := s.session(l); serr == nil {
 		s.mu.Lock()
-		delete(s.sessions, l.Info.ID)
+		delete(s.sessions, sessionKey(l.App, l.Info.ID))
 		s.mu.Unlock()
 		sess.syncMu.Lock()
 		sess.mu.Lock()
@@ -340,7 +342,7 @@ func (s *FileStore) ForceUnlock(ctx context.Context, app, lockID string) error {
 	}
 	held, err := s.readLock(app)
 	if err != nil {
-		return err
+		return fmt.Errorf("unlock: %w (if no gcompose works on app %q, delete that file)", err, app)
 	}
 	if held == nil {
 		return fmt.Errorf("unlock: state for app %q is not locked", app)
