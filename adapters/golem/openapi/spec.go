@@ -26,8 +26,9 @@
 // minItems/maxItems, minimum/maximum, allOf, oneOf (exactly one branch), anyOf,
 // format date-time (RFC 3339), readOnly/writeOnly (a readOnly member is not
 // required in — and must not be sent in — a request; writeOnly likewise for
-// responses), and discriminator with implicit mapping (eventType "ProposalEvent"
-// selects the component schema ProposalEvent of the same file). $refs are
+// responses), and discriminator with explicit mapping or the implicit one
+// (eventType "ProposalEvent" selects the component schema ProposalEvent of the
+// same file). $refs are
 // resolved within a file and into common.yaml; members next to a $ref override
 // the referenced ones (the market spec renames a shared parameter that way).
 //
@@ -36,7 +37,8 @@
 // unless additionalProperties allows them — OpenAPI would allow them, but an
 // unknown member is almost always a misspelled field name.
 //
-// Not checked: headers (Authorization), content types other than JSON, pattern,
+// Limits: recursive schemas are rejected at load time (there are none in the
+// yagna specs). Not checked: headers (Authorization), content types other than JSON, pattern,
 // string lengths, uniqueItems, multipleOf, formats other than date-time.
 package openapi
 
@@ -194,13 +196,15 @@ type resolver struct {
 	raw map[string]map[string]any
 }
 
-const maxRefDepth = 64
+// maxRefDepth bounds chains of $ref hops; a recursive schema (none in the
+// yagna specs) is reported as an error rather than inlined forever.
+const maxRefDepth = 32
 
 // resolve returns v with every $ref replaced (deep copy). Recursion through
 // discriminators does not happen because discriminators are looked up lazily.
 func (r *resolver) resolve(file string, v any, depth int) (any, error) {
 	if depth > maxRefDepth {
-		return nil, errors.New("$ref nesting too deep (cycle?)")
+		return nil, errors.New("$ref chain too deep (a recursive schema?)")
 	}
 	switch x := v.(type) {
 	case map[string]any:
@@ -225,7 +229,7 @@ func (r *resolver) resolve(file string, v any, depth int) (any, error) {
 				if k == "$ref" {
 					continue
 				}
-				re, err := r.resolve(file, e, depth+1)
+				re, err := r.resolve(file, e, depth)
 				if err != nil {
 					return nil, err
 				}
@@ -235,7 +239,7 @@ func (r *resolver) resolve(file string, v any, depth int) (any, error) {
 		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			re, err := r.resolve(file, e, depth+1)
+			re, err := r.resolve(file, e, depth)
 			if err != nil {
 				return nil, err
 			}
@@ -248,7 +252,7 @@ func (r *resolver) resolve(file string, v any, depth int) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			re, err := r.resolve(file, e, depth+1)
+			re, err := r.resolve(file, e, depth)
 			if err != nil {
 				return nil, err
 			}
