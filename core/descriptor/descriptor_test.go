@@ -143,3 +143,32 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestExamples loads the descriptors in examples/descriptor (what users copy
+// from) and keeps their canonical forms golden.
+func TestExamples(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "descriptor")
+	l := newTestLoader(t, Options{})
+	for name, files := range map[string][]string{
+		"webapp":            {"webapp.yaml"},
+		"webapp-prod":       {"webapp.yaml", "webapp.prod.yaml"},
+		"dapp-runner":       {"dapp-runner.yaml"},
+		"generic-resources": {"generic-resources.yaml"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			paths := make([]string, len(files))
+			for i, f := range files {
+				paths[i] = filepath.Join(dir, f)
+			}
+			app, ds := l.Load(context.Background(), paths...)
+			if len(ds) > 0 {
+				t.Fatal(ds)
+			}
+			out, err := Canonical(app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("golden", "examples", name+".canonical.yaml"), out)
+		})
+	}
+}

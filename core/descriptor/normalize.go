@@ -52,7 +52,7 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 		Plugs:     map[string]*Plug{},
 		Resources: map[string]*Resource{},
 		Files:     files,
-		Positions: map[string]source.Pos{},
+		Positions: make(map[string]source.Pos, tree.count()),
 	}}
 	app := n.app
 	n.rec("", tree)

@@ -159,6 +159,18 @@ func (v *value) plain() any {
 	}
 }
 
+// count is the number of values in the tree.
+func (v *value) count() int {
+	n := 1
+	for _, c := range v.m {
+		n += c.count()
+	}
+	for _, c := range v.items {
+		n += c.count()
+	}
+	return n
+}
+
 // lookup follows JSON pointer tokens (unescaped) down the tree.
 func (v *value) lookup(tokens []string) *value {
 	for _, t := range tokens {
