@@ -87,6 +87,7 @@ func (c *Client) ExecBatchResults(ctx context.Context, activityID, batchID strin
 // news yet". It stops with the context.
 func (c *Client) WaitBatch(ctx context.Context, activityID, batchID string, pollTimeout time.Duration) ([]ExeScriptCommandResult, error) {
 	for {
+		start := time.Now()
 		res, err := c.ExecBatchResults(ctx, activityID, batchID, pollTimeout, -1)
 		if err != nil && !IsTimeout(err) {
 			return res, err
@@ -99,16 +100,20 @@ func (c *Client) WaitBatch(ctx context.Context, activityID, batchID string, poll
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("waiting for batch %s of activity %s: %w", batchID, activityID, err)
 		}
-		if len(res) == 0 && err == nil && pollTimeout <= 0 {
-			// the server does not wait for us: do not spin
+		// a server that answers at once (timeout 0, or one that ignores it)
+		// must not make us spin
+		if time.Since(start) < minPollInterval {
 			select {
 			case <-ctx.Done():
 				return res, fmt.Errorf("waiting for batch %s of activity %s: %w", batchID, activityID, ctx.Err())
-			case <-time.After(200 * time.Millisecond):
+			case <-time.After(minPollInterval):
 			}
 		}
 	}
 }
+
+// minPollInterval is the least time between two polls of WaitBatch.
+const minPollInterval = 100 * time.Millisecond
 
 // FirstError returns the first result whose result is "Error", if any.
 func FirstError(results []ExeScriptCommandResult) (ExeScriptCommandResult, bool) {
