@@ -105,6 +105,13 @@ func TestGolden(t *testing.T) {
 				got = "load:\n" + loadDiags.Error() + "\n" + got
 			}
 			golden(t, filepath.Join("testdata", name+".golden"), []byte(got))
+			if !diags.HasErrors() { // what `gcompose graph` prints
+				var dot bytes.Buffer
+				if err := r.Graph.WriteDOT(&dot); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, filepath.Join("testdata", name+".dot"), dot.Bytes())
+			}
 		})
 	}
 }
