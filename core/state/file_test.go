@@ -718,11 +718,11 @@ func TestSecondProcessLockTimeoutWaits(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := newFileStore(t, dir)
 	h := startHolder(t, dir, "shop")
+	start := time.Now()
 	go func() {
 		time.Sleep(400 * time.Millisecond)
 		fmt.Fprintln(h.stdin, "release")
 	}()
-	start := time.Now()
 	l, err := state.Acquire(context.Background(), s, "shop", state.NewLockInfo("deploy", "test"), 30*time.Second)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
