@@ -172,12 +172,24 @@ func (n *normalizer) services(section *value) {
 		s.DependsOn = n.strings(ptr+"/depends_on", v.get("depends_on"))
 		n.rec(ptr+"/depends_on", v.get("depends_on"))
 		if inst := v.get("instances"); inst != nil {
-			if i, ok := inst.scalar.(int64); ok {
+			switch i := inst.scalar.(type) {
+			case int64:
+				s.Instances = int(min(max(i, 0), 1<<20))
+			case float64: // 2.0 is an integer to JSON Schema
 				s.Instances = int(min(max(i, 0), 1<<20))
 			}
 			n.rec(ptr+"/instances", inst)
 		}
 		s.Init = n.init(ptr+"/init", v.get("init"))
+		if ep := v.get("entrypoint"); ep != nil {
+			// dapp-runner's deprecated entrypoint: argv lists, run in order.
+			if v.get("init") != nil {
+				n.diags.Errorf(ep.keyPos, "service %s: entrypoint (deprecated) and init both given; use init only", name)
+			} else {
+				n.diags.Warnf(ep.keyPos, "service %s: entrypoint is deprecated; write init instead", name)
+				s.Init = n.init(ptr+"/init", ep)
+			}
+		}
 		s.HTTPProxy = n.proxy(ptr+"/http_proxy", v.get("http_proxy"))
 		s.TCPProxy = n.proxy(ptr+"/tcp_proxy", v.get("tcp_proxy"))
 		n.app.Services[name] = s

@@ -175,6 +175,8 @@ func (sv *schemaValidator) message(k jsonschema.ErrorKind) string {
 		return "missing required keys " + strings.Join(q, ", ")
 	case *jskind.Minimum:
 		return fmt.Sprintf("must be at least %s, got %s", k.Want.FloatString(0), k.Got.FloatString(0))
+	case *jskind.Maximum:
+		return fmt.Sprintf("must be at most %s, got %s", k.Want.FloatString(0), k.Got.FloatString(0))
 	default:
 		return k.LocalizedString(sv.printer)
 	}
