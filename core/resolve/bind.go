@@ -3,7 +3,6 @@ package resolve
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/gcompose/gcompose/core/expr"
 )
@@ -17,30 +16,16 @@ import (
 type Outputs func(nodeID string) (map[string]any, bool)
 
 // Bind returns a copy of the node's Spec with its runtime references
-// evaluated from outputs (a lone reference keeps the output's type). Those
-// whose value is not there yet are listed in unknown (their strings stay
-// templates): the engine asks the dependency again, or fails naming them.
+// evaluated from outputs (a lone reference keeps the output's type) and
+// "$${" escapes turned into text. Those whose value is not there yet are
+// listed in unknown (their strings stay templates): the engine asks the
+// dependency again, or fails naming them.
 func (n *Node) Bind(outputs Outputs) (spec map[string]any, unknown []expr.Unknown, err error) {
-	spec, _ = deepCopy(n.Spec).(map[string]any)
-	lookup := func(r expr.Ref) (any, bool, error) { return lookupOutput(outputs, r) }
-	for _, ptr := range n.Templates {
-		parent, key, s, ok := stringAt(spec, ptr)
-		if !ok {
-			return nil, nil, fmt.Errorf("%s: spec%s holds no template (internal)", n.ID, ptr)
-		}
-		t, perr := expr.Parse(s)
-		if perr != nil {
-			return nil, nil, fmt.Errorf("%s: spec%s: %w", n.ID, ptr, perr)
-		}
-		v, unk, eerr := t.Partial(lookup, nil)
-		if eerr != nil {
-			return nil, nil, fmt.Errorf("%s: spec%s: %w", n.ID, ptr, eerr)
-		}
-		for _, r := range unk {
-			unknown = append(unknown, expr.Unknown{Pointer: ptr, Ref: r})
-		}
-		parent(key, v)
+	out, unknown, err := expr.EvalTree(n.Spec, func(r expr.Ref) (any, bool, error) { return lookupOutput(outputs, r) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", n.ID, err)
 	}
+	spec, _ = out.(map[string]any)
 	return spec, unknown, nil
 }
 
@@ -102,54 +87,4 @@ func lookupOutput(outputs Outputs, r expr.Ref) (any, bool, error) {
 		}
 	}
 	return cur, true, nil
-}
-
-// stringAt finds the string at ptr in v and returns a setter for its slot.
-func stringAt(v any, ptr string) (set func(key string, val any), key, s string, ok bool) {
-	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	cur := v
-	for i, tok := range toks {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		last := i == len(toks)-1
-		switch c := cur.(type) {
-		case map[string]any:
-			if last {
-				s, ok = c[tok].(string)
-				return func(k string, val any) { c[k] = val }, tok, s, ok
-			}
-			cur = c[tok]
-		case []any:
-			idx, err := strconv.Atoi(tok)
-			if err != nil || idx < 0 || idx >= len(c) {
-				return nil, "", "", false
-			}
-			if last {
-				s, ok = c[idx].(string)
-				return func(_ string, val any) { c[idx] = val }, tok, s, ok
-			}
-			cur = c[idx]
-		default:
-			return nil, "", "", false
-		}
-	}
-	return nil, "", "", false
-}
-
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = deepCopy(e)
-		}
-		return l
-	default:
-		return v
-	}
 }

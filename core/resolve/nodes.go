@@ -28,6 +28,8 @@ type resolver struct {
 	// kept counts strings left as templates for apply, so a caller can tell
 	// whether resolving a value left any.
 	kept int
+	// failures counts strings whose resolution failed (and were reported).
+	failures int
 	// reported dedupes diagnostics: a payload shared by several services
 	// or instances is resolved once per instance.
 	reported map[source.Diagnostic]bool
@@ -149,7 +151,7 @@ func (rv *resolver) resolveSpecs() {
 		}
 	}
 	if meta, ok := rv.tree["meta"]; ok {
-		rv.resolveValue(&scope{}, "/meta", meta)
+		rv.resolveValue(&scope{}, "/meta", meta, false)
 	}
 }
 
@@ -158,7 +160,7 @@ func (rv *resolver) resolveSpecs() {
 func (rv *resolver) specOf(n *Node, section, name string) (map[string]any, []string) {
 	sub, _ := rv.tree[section].(map[string]any)
 	entry, _ := sub[name].(map[string]any)
-	v, templates := rv.resolveValue(&scope{node: n}, pointer(section, name), entry)
+	v, templates := rv.resolveValue(&scope{node: n}, pointer(section, name), entry, true)
 	out, _ := v.(map[string]any)
 	if out == nil {
 		out = map[string]any{}

@@ -57,17 +57,51 @@ func referenceRoots() []string {
 // resolveValue returns a copy of v (found at pointer ptr) with every string
 // template resolved in scope sc, and the pointers (relative to v) of the
 // strings that still hold runtime references.
-func (rv *resolver) resolveValue(sc *scope, ptr string, v any) (any, []string) {
+//
+// With final set (a node's Spec), every string is left in template form:
+// text that must stay a literal "${" is escaped as "$${", so the whole Spec
+// can be evaluated again at apply time (expr.EvalTree) without mistaking
+// text for a reference. Without it (a value read by a static reference),
+// fully known values are plain values, ready to be interpolated.
+func (rv *resolver) resolveValue(sc *scope, ptr string, v any, final bool) (any, []string) {
 	var templates []string
 	out, _ := expr.WalkTemplates(v, func(rel, s string) (any, error) {
-		before := rv.kept
+		before, failures := rv.kept, rv.failures
 		val := rv.resolveString(sc, ptr+rel, s)
-		if rv.kept > before {
+		switch {
+		case rv.failures > failures: // reported; kept as written
+		case rv.kept > before:
 			templates = append(templates, rel)
+		case final:
+			val = escapeDeep(val)
 		}
 		return val, nil
 	})
 	return out, templates
+}
+
+// escapeDeep returns v with "${" in every string written as "$${".
+func escapeDeep(v any) any {
+	if !holdsTemplate(v) {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, "${", "$${")
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = escapeDeep(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = escapeDeep(e)
+		}
+		return l
+	}
+	return v
 }
 
 // resolveString resolves one string value standing at ptr. Problems are
@@ -84,6 +118,7 @@ func (rv *resolver) resolveString(sc *scope, ptr, s string) any {
 			err = fmt.Errorf("%s", se.Msg)
 		}
 		rv.errorf(rv.refPos(ptr, s, off), "%v", err)
+		rv.failures++
 		return s
 	}
 	if t.IsLiteral() {
@@ -104,6 +139,7 @@ func (rv *resolver) resolveString(sc *scope, ptr, s string) any {
 		return v, known, nil
 	}, func(r expr.Ref) string { return keep[r.Offset] })
 	if failed {
+		rv.failures++
 		return s
 	}
 	if len(unknown) > 0 {
@@ -329,7 +365,7 @@ func (rv *resolver) static(sc *scope, label, base string, rest []expr.Step, runt
 	}
 	inner := &scope{node: sc.node, visiting: append(append([]string(nil), sc.visiting...), ptr)}
 	errorsBefore := len(rv.diags)
-	val, templates := rv.resolveValue(inner, ptr, cur)
+	val, templates := rv.resolveValue(inner, ptr, cur, false)
 	if len(rv.diags) > errorsBefore {
 		return nil, false, "", fmt.Errorf("%s cannot be resolved: it holds a reference in error (%s)", labelOf(label, rest), rv.app.Pos(ptr))
 	}

@@ -55,15 +55,16 @@ type Node struct {
 	Entry string
 	// Spec is the entry's canonical subtree with static references
 	// substituted and runtime references kept as ${...} templates in
-	// canonical form (${services.db.network_node.ip}). For a service,
+	// canonical form (${services.db.network_node.ip}). Every string in Spec
+	// is in template form: a literal "${" (written "$${" by the user) stays
+	// "$${", so evaluating the whole Spec at apply time (Node.Bind, or
+	// expr.EvalTree with your own lookup) gives the right text. For a service,
 	// "payload" holds the payload's subtree (with its "name") instead of its
 	// name, and "instances" is left out: an instance's spec does not change
 	// when the count does.
 	Spec map[string]any
 	// Templates are the JSON pointers, in Spec, of the strings that still
-	// hold runtime references (Bind evaluates exactly these; every other
-	// string in Spec is final text, even one containing "${" from a "$${"
-	// escape).
+	// hold runtime references.
 	Templates []string
 	// Runtime lists the runtime references kept in Spec.
 	Runtime []RuntimeRef
