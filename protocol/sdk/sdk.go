@@ -1,0 +1,269 @@
+// Package sdk lets an adapter author write three things — an init answer, a
+// state function and named action functions — instead of a main. It speaks
+// the wire protocol of docs/protocol.md: it dispatches on the arguments the
+// container was started with, reads the request from stdin, writes the
+// answer to stdout, logs to stderr, and exits non-zero with the error on
+// stderr when a call fails. The same adapter also runs as a long-lived
+// server (args "serve") without any change to its code.
+//
+//	func main() {
+//		sdk.Main(sdk.Adapter{
+//			Init:    sdk.Static(protocol.InitResult{...}),
+//			State:   state,
+//			Actions: map[string]sdk.ActionFunc{"create": create},
+//		})
+//	}
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/gcompose/gcompose/protocol"
+)
+
+// Arguments the SDK dispatches on. init has none (Deployster runs init with
+// the image's default entrypoint and no args).
+const (
+	// StateArg is the state call's only argument; the SDK puts it in the
+	// init answer's state_action unless the adapter set one itself.
+	StateArg = "state"
+	// ActionArg, followed by the action's name, runs that action; the SDK
+	// fills these args into every action of a STALE answer that names
+	// neither image, entrypoint nor args.
+	ActionArg = "action"
+	// ServeArg runs the adapter as a server of JSON-line requests.
+	ServeArg = protocol.ServeArg
+)
+
+// ActionFunc performs one action. What it prints to req.Out() is shown to
+// the user; it reports identifying attributes with req.ReportIdentity.
+type ActionFunc func(ctx context.Context, req *Request) error
+
+// Adapter is what an adapter author provides.
+type Adapter struct {
+	// Init answers the init call; use Static for a fixed answer. The SDK
+	// fills in the gcompose member (protocol version, serve) and a default
+	// state_action (args ["state"]).
+	Init func(ctx context.Context) (protocol.InitResult, error)
+	// State answers the state call: VALID with the state, or STALE with the
+	// actions (by name) that make it so. Check req.Desired(): Absent means
+	// the resource must be removed.
+	State func(ctx context.Context, req *Request) (*protocol.StateResult, error)
+	// Actions by name.
+	Actions map[string]ActionFunc
+	// NoServe keeps the adapter out of serve mode (the init answer will not
+	// offer it), e.g. when its actions must run in separate containers.
+	NoServe bool
+}
+
+// Static returns an Init function that always answers r.
+func Static(r protocol.InitResult) func(context.Context) (protocol.InitResult, error) {
+	return func(context.Context) (protocol.InitResult, error) { return r, nil }
+}
+
+// Main runs the adapter as the container's main and exits with its status.
+func Main(a Adapter) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := Run(ctx, a, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Run is Main without the process: it dispatches on args, reads stdin,
+// writes the answer to stdout and diagnostics to stderr, and returns the
+// exit status. Tests call it in-process.
+func Run(ctx context.Context, a Adapter, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	inv, err := parseArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
+	if inv.call == ServeArg {
+		if err := a.serve(ctx, stdin, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "error: serve: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	raw, err := io.ReadAll(stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: read request: %v\n", err)
+		return 1
+	}
+	var req protocol.Request
+	if len(bytes.TrimSpace(raw)) > 0 { // Deployster always sends one; be kind to a bare `docker run`
+		if err := json.Unmarshal(raw, &req); err != nil {
+			fmt.Fprintf(stderr, "error: request on stdin is not valid JSON: %v\n", err)
+			return 1
+		}
+	}
+	// An action's free text goes to stdout; a state or init call's stdout
+	// holds the answer only, so anything the adapter prints goes to stderr.
+	out := stderr
+	if inv.call == protocol.CallAction {
+		out = stdout
+	}
+	var v *protocol.Validator
+	if inv.call != protocol.CallAction {
+		if v, err = protocol.NewValidator(); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+	}
+	result, err := a.handle(ctx, v, inv, req, out, newLogger(stderr, req.Verbose))
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	if result != nil {
+		if _, err := stdout.Write(append(result, '\n')); err != nil {
+			fmt.Fprintf(stderr, "error: write answer: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// invocation is what the container was asked to do.
+type invocation struct {
+	call   string // protocol.CallInit, CallState, CallAction, or ServeArg
+	action string
+}
+
+func parseArgs(args []string) (invocation, error) {
+	switch {
+	case len(args) == 0:
+		return invocation{call: protocol.CallInit}, nil
+	case len(args) == 1 && args[0] == StateArg:
+		return invocation{call: protocol.CallState}, nil
+	case len(args) == 2 && args[0] == ActionArg && args[1] != "":
+		return invocation{call: protocol.CallAction, action: args[1]}, nil
+	case len(args) == 1 && args[0] == ServeArg:
+		return invocation{call: ServeArg}, nil
+	}
+	return invocation{}, fmt.Errorf("unknown invocation %q: want no args (init), %q, %q NAME or %q", args, StateArg, ActionArg, ServeArg)
+}
+
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// handle answers one call, whichever mode it came in. It returns the JSON
+// answer (nil for actions). A panic in adapter code becomes an error, so one
+// bad request does not take a served container down.
+func (a Adapter) handle(ctx context.Context, v *protocol.Validator, inv invocation, req protocol.Request, out io.Writer, log *slog.Logger) (result []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s call panicked: %v\n%s", inv.call, p, debug.Stack())
+		}
+	}()
+	r := &Request{Request: req, Call: inv.call, Action: inv.action, Log: log, out: out}
+	switch inv.call {
+	case protocol.CallInit:
+		raw, err := a.init(ctx)
+		return checked(raw, err, v.ValidateInitResult)
+	case protocol.CallState:
+		raw, err := a.state(ctx, r)
+		return checked(raw, err, v.ValidateStateResult)
+	case protocol.CallAction:
+		fn, ok := a.Actions[inv.action]
+		if !ok {
+			return nil, fmt.Errorf("unknown action %q", inv.action)
+		}
+		if err := fn(ctx, r); err != nil {
+			return nil, fmt.Errorf("action %s: %w", inv.action, err)
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("unknown call %q", inv.call)
+}
+
+// checked validates an answer before it goes out, so an adapter bug is
+// reported by the adapter, naming the field, rather than as a protocol error.
+func checked(raw []byte, err error, validate func([]byte) error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if err := validate(raw); err != nil {
+		return nil, fmt.Errorf("the adapter's answer breaks the protocol: %w", err)
+	}
+	return raw, nil
+}
+
+func (a Adapter) init(ctx context.Context) ([]byte, error) {
+	if a.Init == nil {
+		return nil, errors.New("init: the adapter has no Init")
+	}
+	res, err := a.Init(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("init: %w", err)
+	}
+	sa := &res.StateAction
+	if sa.Image == "" && sa.Entrypoint == "" && sa.Args == nil {
+		sa.Args = []string{StateArg}
+	}
+	ext := protocol.InitExt{}
+	if res.Gcompose != nil {
+		ext = *res.Gcompose
+	}
+	ext.Protocol = protocol.Version
+	ext.Serve = !a.NoServe
+	res.Gcompose = &ext
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("init: encode answer: %w", err)
+	}
+	return raw, nil
+}
+
+func (a Adapter) state(ctx context.Context, r *Request) ([]byte, error) {
+	if a.State == nil {
+		return nil, errors.New("state: the adapter has no State")
+	}
+	res, err := a.State(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	if res == nil {
+		return nil, errors.New("state: the adapter answered nothing")
+	}
+	switch res.Status {
+	case protocol.Valid:
+	case protocol.Stale:
+		if len(res.Actions) == 0 {
+			return nil, errors.New("state: a STALE answer needs at least one action")
+		}
+		actions := make([]protocol.ActionSpec, len(res.Actions))
+		for i, act := range res.Actions {
+			if act.Image == "" && act.Entrypoint == "" && act.Args == nil {
+				if _, ok := a.Actions[act.Name]; !ok {
+					return nil, fmt.Errorf("state: answer names action %q, which the adapter does not define", act.Name)
+				}
+				act.Args = []string{ActionArg, act.Name}
+			}
+			actions[i] = act
+		}
+		res.Actions = actions
+	default:
+		return nil, fmt.Errorf("state: status %q, want %q or %q", res.Status, protocol.Valid, protocol.Stale)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("state: encode answer: %w", err)
+	}
+	return raw, nil
+}
