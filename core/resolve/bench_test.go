@@ -80,4 +80,5 @@ func BenchmarkLoadAndResolve10k(b *testing.B) {
 		}
 	}
 	reportCPU(b, cpu)
+	reportPeakRSS(b)
 }

@@ -23,3 +23,12 @@ func cpuNow() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// reportPeakRSS adds the process's peak resident set size so far, in MB
+// (meaningful when the benchmark runs alone: -bench 'LoadAndResolve').
+func reportPeakRSS(b *testing.B) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB") // Maxrss is in KiB on Linux
+	}
+}
