@@ -5,7 +5,7 @@ BIN       := bin
 IMAGES    := $(filter-out gcompose,$(notdir $(wildcard cmd/*)))
 GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 
-.PHONY: all build binaries images test test-short bench lint fmt vet demo clean
+.PHONY: all build binaries images test test-short bench lint fmt vet demo clean devnet
 
 all: build
 
@@ -18,7 +18,11 @@ binaries: build
 	@for b in $(IMAGES); do echo "go build $$b"; $(GOFLAGS_STATIC) $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/$$b ./cmd/$$b || exit 1; done
 
 # Images are built by the Docker Engine from images/<name>.Dockerfile with bin/ as context.
-images: binaries
+# The devnet's provider images need a static /bin/sh: Debian's busybox-static (apt-get install -y busybox-static).
+$(BIN)/busybox:
+	@mkdir -p $(BIN) && cp /bin/busybox $@ || { echo "missing /bin/busybox: apt-get install -y busybox-static"; exit 1; }
+
+images: binaries $(BIN)/busybox
 	@for b in $(IMAGES); do if [ -f images/$$b.Dockerfile ]; then echo "image gcompose/$$b:dev"; docker build -q -f images/$$b.Dockerfile -t gcompose/$$b:dev $(BIN) >/dev/null || exit 1; fi; done
 
 lint: fmt vet
@@ -40,6 +44,10 @@ bench: images
 
 demo: images
 	@echo "make demo: the Golem devnet demo is coming (issue 4); meanwhile see examples/files/"
+
+# The local yagna-compatible devnet (adapters/golem/devnet) on 127.0.0.1:7465; key: $$YAGNA_APPKEY or devnet-appkey.
+devnet: images
+	docker-compose up -d devnet
 
 clean:
 	rm -rf $(BIN)

@@ -54,6 +54,9 @@ type ProviderConfig struct {
 	Coeffs []float64 `yaml:"coeffs"`
 	// Constraints is the offer's constraint expression; empty means "(golem.node.debug.subnet=<Subnet>)".
 	Constraints string `yaml:"constraints"`
+	// MaxAgreements is how many agreements (Pending or Approved) a provider takes at once (default 1): a
+	// busy provider makes no proposals, rejects counter-proposals and agreements.
+	MaxAgreements int `yaml:"maxAgreements"`
 	// Properties are extra offer properties (flat dotted keys), overriding the generated ones.
 	Properties map[string]any `yaml:"properties"`
 }
@@ -152,6 +155,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if p.Cores <= 0 {
 			p.Cores = 4
+		}
+		if p.MaxAgreements <= 0 {
+			p.MaxAgreements = 1
 		}
 		if p.Threads <= 0 {
 			p.Threads = p.Cores

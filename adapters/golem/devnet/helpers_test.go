@@ -116,8 +116,20 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 }
 
 // buildProviderImage builds images/devnet-db.Dockerfile through the Engine API (busybox, devnet-init,
-// devnet-db) and labels it with testHash.
+// devnet-db) as gcompose/devnet-db:test, labelled with testHash.
 func buildProviderImage(t *testing.T, docker *client.Client) {
+	t.Helper()
+	buildDemoImage(t, docker, "devnet-db", map[string]string{devnet.LabelImageHash: testHash, testimage.Label: "devnet"})
+}
+
+// buildWebImage builds images/devnet-web.Dockerfile as gcompose/devnet-web:test.
+func buildWebImage(t *testing.T, docker *client.Client) {
+	t.Helper()
+	buildDemoImage(t, docker, "devnet-web", map[string]string{devnet.LabelImageHash: "0000000000000000000000000000000000000000000000000000test", testimage.Label: "devnet"})
+}
+
+// buildDemoImage builds images/<name>.Dockerfile with busybox, devnet-init and cmd/<name> as context.
+func buildDemoImage(t *testing.T, docker *client.Client, name string, labels map[string]string) {
 	t.Helper()
 	if _, err := os.Stat("/bin/busybox"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -131,16 +143,16 @@ func buildProviderImage(t *testing.T, docker *client.Client) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"devnet-init", "devnet-db"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), "./cmd/"+name)
+	for _, bin := range []string{"devnet-init", name} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, bin), "./cmd/"+bin)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", name, err, out)
+			t.Fatalf("go build %s: %v\n%s", bin, err, out)
 		}
 	}
 	files := map[string]string{"busybox": "/bin/busybox", "devnet-init": filepath.Join(dir, "devnet-init"),
-		"devnet-db": filepath.Join(dir, "devnet-db"), "Dockerfile": filepath.Join(root, "images", "devnet-db.Dockerfile")}
+		name: filepath.Join(dir, name), "Dockerfile": filepath.Join(root, "images", name+".Dockerfile")}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for name, path := range files {
@@ -159,8 +171,8 @@ func buildProviderImage(t *testing.T, docker *client.Client) {
 		t.Fatal(err)
 	}
 	resp, err := docker.ImageBuild(ctx, &buf, build.ImageBuildOptions{
-		Tags: []string{"gcompose/devnet-db:test"}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true,
-		Labels: map[string]string{devnet.LabelImageHash: testHash, testimage.Label: "devnet"},
+		Tags: []string{"gcompose/" + name + ":test"}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true,
+		Labels: labels,
 	})
 	if err != nil {
 		t.Fatalf("image build: %v", err)
@@ -220,6 +232,7 @@ func (e *env) rent(ctx context.Context, taskPackage string) negotiated {
 	if err != nil {
 		t.Fatalf("SubscribeDemand: %v", err)
 	}
+	t.Cleanup(func() { _ = e.c.UnsubscribeDemand(context.Background(), sub) })
 	evs, err := e.c.CollectOffers(ctx, sub, 2*time.Second, 10)
 	if err != nil || len(evs) == 0 || evs[0].Proposal == nil {
 		t.Fatalf("CollectOffers: %v %+v", err, evs)

@@ -297,7 +297,7 @@ func (s *Server) subscribeDemand(w http.ResponseWriter, r *http.Request) {
 	d := &demand{id: newID(), props: props, constraints: cons, created: s.now()}
 	s.demands[d.id] = d
 	for _, p := range s.providers {
-		if !s.matches(p, props, cons) {
+		if s.busy(p) || !s.matches(p, props, cons) {
 			continue
 		}
 		pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, props: p.props, constraints: p.constraints, state: "Initial", created: s.now()}
@@ -437,6 +437,10 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 		counter.state = "Rejected"
 		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
 			Reason: reasonJSON{"message": "provider rejects proposals (devnet fault knob rejectProposals)"}})
+	case s.busy(prov):
+		counter.state = "Rejected"
+		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
+			Reason: reasonJSON{"message": "provider is busy (no free capacity for another agreement)"}})
 	case !s.matches(prov, props, cons):
 		counter.state = "Rejected"
 		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
@@ -601,11 +605,14 @@ func (s *Server) confirmAgreement(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusGone, "agreement %s is not in Proposal state: %s", a.id, a.state)
 		return
 	}
-	a.state = "Pending"
 	// The simulated provider decides at once.
-	if s.faults.RejectAgreements {
+	busy := s.busy(a.provider)
+	if s.faults.RejectAgreements || busy {
 		a.state = "Rejected"
 		a.reason = map[string]any{"message": "provider rejects agreements (devnet fault knob rejectAgreements)"}
+		if busy {
+			a.reason = map[string]any{"message": "provider is busy (no free capacity for another agreement)"}
+		}
 		s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementRejectedEvent", EventDate: s.now(), AgreementID: a.id, Reason: a.reason})
 	} else {
 		a.state = "Approved"
@@ -614,6 +621,17 @@ func (s *Server) confirmAgreement(w http.ResponseWriter, r *http.Request) {
 	}
 	s.notify()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// busy reports whether a provider has no capacity for another agreement; the caller holds s.mu.
+func (s *Server) busy(p *provider) bool {
+	n := 0
+	for _, a := range s.agreements {
+		if a.provider == p && (a.state == "Pending" || a.state == "Approved") {
+			n++
+		}
+	}
+	return n >= p.cfg.MaxAgreements
 }
 
 func (s *Server) waitForApproval(w http.ResponseWriter, r *http.Request) {
