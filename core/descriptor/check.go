@@ -42,7 +42,7 @@ func checkNames(a *App, ds *source.Diagnostics) {
 // netInfo is a checked network: its prefix and the addresses taken in it.
 type netInfo struct {
 	prefix netip.Prefix
-	taken  map[netip.Addr]string // address -> what holds it, for messages
+	taken  map[netip.Addr]holder // address -> what holds it, for messages
 }
 
 func checkNetworks(a *App, ds *source.Diagnostics) map[string]*netInfo {
@@ -54,7 +54,7 @@ func checkNetworks(a *App, ds *source.Diagnostics) map[string]*netInfo {
 		if !ok {
 			continue
 		}
-		info := &netInfo{prefix: prefix, taken: map[netip.Addr]string{}}
+		info := &netInfo{prefix: prefix, taken: map[netip.Addr]holder{}}
 		nets[name] = info
 		for _, f := range []struct{ key, val string }{{"owner_ip", n.OwnerIP}, {"gateway", n.Gateway}} {
 			if f.val == "" {
@@ -69,10 +69,23 @@ func checkNetworks(a *App, ds *source.Diagnostics) map[string]*netInfo {
 				ds.Errorf(at, "%s %s is already used by %s", f.key, addr, prev)
 				continue
 			}
-			info.taken[addr] = "network " + name + " " + f.key
+			info.taken[addr] = holder{what: "network " + name + " " + f.key}
 		}
 	}
 	return nets
+}
+
+// holder says what holds an address or port, rendered only on a conflict.
+type holder struct {
+	what string
+	at   source.Pos
+}
+
+func (h holder) String() string {
+	if !h.at.IsValid() {
+		return h.what
+	}
+	return h.what + " (" + h.at.String() + ")"
 }
 
 // parseNetwork reads a network's ip: CIDR, host/prefix, or an address with mask.
@@ -154,7 +167,7 @@ func broadcast(p netip.Prefix) netip.Addr {
 }
 
 func checkServices(a *App, nets map[string]*netInfo, ds *source.Diagnostics) {
-	localPorts := map[int]string{}
+	localPorts := map[int]holder{}
 	for _, name := range sortedKeys(a.Services) {
 		s := a.Services[name]
 		base := pointer("services", name)
@@ -188,7 +201,7 @@ func checkServices(a *App, nets map[string]*netInfo, ds *source.Diagnostics) {
 					ds.Errorf(at, "local port %d is already used by %s", pm.Local, prev)
 					continue
 				}
-				localPorts[pm.Local] = "service " + name + " (" + a.Pos(base+"/"+px.key+"/ports/"+strconv.Itoa(i)).String() + ")"
+				localPorts[pm.Local] = holder{what: "service " + name, at: at}
 			}
 		}
 	}
@@ -216,7 +229,7 @@ func checkServiceIPs(a *App, s *Service, base string, nets map[string]*netInfo, 
 			ds.Errorf(at, "ip %s is already used in network %s by %s", addr, s.Network, prev)
 			continue
 		}
-		info.taken[addr] = "service " + s.Name + " (" + at.String() + ")"
+		info.taken[addr] = holder{what: "service " + s.Name, at: at}
 	}
 }
 

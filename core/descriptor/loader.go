@@ -122,13 +122,35 @@ func (l *Loader) LoadSources(ctx context.Context, srcs ...Source) (app *App, dia
 	if diags.HasErrors() || merged == nil {
 		return nil, diags
 	}
-	diags = append(diags, l.schema.check(merged, l.opts.IgnoreUnknown)...)
-	if diags.HasErrors() {
-		return nil, diags
+	var later source.Diagnostics // from normalizing and checking
+	build := func() {
+		var nds source.Diagnostics
+		app, nds = normalize(merged, files, srcs[0].Name)
+		later = append(nds, checkApp(app)...)
 	}
-	app, nds := normalize(merged, files, srcs[0].Name)
-	diags = append(diags, nds...)
-	diags = append(diags, checkApp(app)...)
+	if l.opts.IgnoreUnknown {
+		// The schema pass drops unknown keys: it must come first.
+		diags = append(diags, l.schema.check(merged, true)...)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+		build()
+	} else {
+		// Both only read the tree: validate while normalizing, and keep the
+		// App only when the schema is satisfied.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			build()
+		}()
+		sds := l.schema.check(merged, false)
+		<-done
+		diags = append(diags, sds...)
+		if diags.HasErrors() {
+			return nil, diags
+		}
+	}
+	diags = append(diags, later...)
 	app.Warnings = diags.Warnings()
 	app.Warnings.Sort()
 	return app, diags

@@ -162,8 +162,8 @@ func (v *value) plain() any {
 // count is the number of values in the tree.
 func (v *value) count() int {
 	n := 1
-	for _, c := range v.m {
-		n += c.count()
+	for _, k := range v.keys {
+		n += v.m[k].count()
 	}
 	for _, c := range v.items {
 		n += c.count()

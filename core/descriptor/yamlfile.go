@@ -284,7 +284,6 @@ func (c *converter) mapping(n *yaml.Node, v *value, depth int) error {
 	v.kind = kindMap
 	v.m = make(map[string]*value, len(n.Content)/2)
 	v.keys = make([]string, 0, len(n.Content)/2)
-	firstLine := make(map[string]source.Pos, len(n.Content)/2)
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		kn, vn := n.Content[i], n.Content[i+1]
@@ -298,11 +297,10 @@ func (c *converter) mapping(n *yaml.Node, v *value, depth int) error {
 		}
 		key := kn.Value
 		kp := c.pos(kn)
-		if first, dup := firstLine[key]; dup {
-			c.diags.Errorf(kp, "duplicate key %q (first defined at line %d)", key, first.Line)
+		if first, dup := v.m[key]; dup {
+			c.diags.Errorf(kp, "duplicate key %q (first defined at line %d)", key, first.keyPos.Line)
 			continue
 		}
-		firstLine[key] = kp
 		child, err := c.convert(vn, depth+1)
 		if err != nil {
 			return err
