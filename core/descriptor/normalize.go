@@ -203,7 +203,11 @@ func (n *normalizer) init(ptr string, v *value) []Command {
 		return nil
 	}
 	n.rec(ptr, v)
-	if len(v.items) > 0 && v.items[0].kind == kindScalar {
+	bare := false // a list holding a string is one argv list (the schema made them all strings)
+	for _, it := range v.items {
+		bare = bare || it.kind == kindScalar
+	}
+	if bare {
 		n.rec(ptr+"/0", v)
 		n.rec(ptr+"/0/run", v)
 		n.rec(ptr+"/0/run/args", v)
