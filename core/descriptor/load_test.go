@@ -243,3 +243,26 @@ func TestNoQuadraticInputs(t *testing.T) {
 		})
 	}
 }
+
+// One Loader serves concurrent loads (run with -race).
+func TestLoaderConcurrent(t *testing.T) {
+	l := newTestLoader(t, Options{})
+	files, _ := filepath.Glob("testdata/conformance/*/*.yaml")
+	files = append(files, "testdata/cases/type-errors/app.yaml")
+	done := make(chan string)
+	for _, f := range files {
+		go func() {
+			app, ds := l.Load(context.Background(), f)
+			if app != nil {
+				if _, err := Canonical(app); err != nil {
+					done <- err.Error()
+					return
+				}
+			}
+			done <- ds.Error()
+		}()
+	}
+	for range files {
+		<-done
+	}
+}
