@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -113,7 +114,8 @@ func (rv *resolver) resolveString(sc *scope, ptr, s string) any {
 	t, err := expr.Parse(s)
 	if err != nil {
 		off := 0
-		if se, ok := err.(*expr.SyntaxError); ok {
+		var se *expr.SyntaxError
+		if errors.As(err, &se) {
 			off = se.Offset
 			err = fmt.Errorf("%s", se.Msg)
 		}
@@ -126,7 +128,7 @@ func (rv *resolver) resolveString(sc *scope, ptr, s string) any {
 	}
 	failed := false
 	keep := map[int]string{} // ref offset -> canonical text kept for apply
-	val, unknown, _ := t.Partial(func(r expr.Ref) (any, bool, error) {
+	val, unknown, perr := t.Partial(func(r expr.Ref) (any, bool, error) {
 		v, known, kept, err := rv.lookup(sc, ptr, s, r)
 		if err != nil {
 			failed = true
@@ -138,6 +140,10 @@ func (rv *resolver) resolveString(sc *scope, ptr, s string) any {
 		}
 		return v, known, nil
 	}, func(r expr.Ref) string { return keep[r.Offset] })
+	if perr != nil && !failed {
+		failed = true
+		rv.errorf(rv.app.Pos(ptr), "%v", perr)
+	}
 	if failed {
 		rv.failures++
 		return s
