@@ -85,6 +85,9 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs 
 		for n, res := range in.State.Resources {
 			r.doc[n] = res.Clone()
 		}
+		if o, ok := plan.AppOutputsOf(in.App, in.State.Lineage); ok {
+			r.outs[plan.AppOutputs] = o
+		}
 	}
 	var removals, converges []*plan.Step
 	for _, s := range pl.Steps {

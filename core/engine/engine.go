@@ -97,6 +97,16 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if err != nil {
 		return nil, fmt.Errorf("loading state of %s: %w", req.App, err)
 	}
+	if doc.Lineage == "" && req.Mode == plan.Deploy && !req.PlanOnly {
+		// A first deploy: write once so the application gets its lineage,
+		// which is ${app.id} for every resource that references it.
+		if err := e.Store.Replace(ctx, lock, doc, false); err != nil {
+			return nil, fmt.Errorf("initializing state of %s: %w", req.App, err)
+		}
+		if doc, err = e.Store.Load(ctx, req.App); err != nil {
+			return nil, fmt.Errorf("loading state of %s: %w", req.App, err)
+		}
+	}
 	out = &Outcome{Pending: doc.PendingResources()}
 	in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc}
 	planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}

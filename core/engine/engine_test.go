@@ -225,3 +225,21 @@ func TestSecondRunIsRefusedByTheLock(t *testing.T) {
 		t.Fatal("a refused run changed something")
 	}
 }
+
+func TestAppIDIsTheStateLineage(t *testing.T) {
+	ad := memadapter.New()
+	e, st := newEngine(t, ad)
+	want := map[string]*plan.Resource{"resources.x": {Name: "resources.x", Type: "mem", Config: map[string]any{"label": "app-${app.id}"}}}
+	out, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: want, PlanOnly: true})
+	if err != nil || !out.Plan.Step("resources.x").KnownAfterApply {
+		t.Fatalf("plan of a new app: err %v; ${app.id} must be known after apply", err)
+	}
+	deploy(t, e, want)
+	doc, _ := st.Load(context.Background(), "app")
+	if got := ad.Objects()["resources.x"]["label"]; doc.Lineage == "" || got != "app-"+doc.Lineage {
+		t.Fatalf("label = %v, want app-%s", got, doc.Lineage)
+	}
+	if out := deploy(t, e, want); out.Plan.HasChanges() {
+		t.Fatal("${app.id} changed between runs")
+	}
+}

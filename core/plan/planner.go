@@ -128,6 +128,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, *Observations, err
 	// as a knock-on whose inputs are known only after apply. An update may
 	// leave outputs as they were; apply finds out and skips the dependent.
 	outs := func(name string) (map[string]any, bool) {
+		if name == AppOutputs {
+			return appOutputs(in.App, doc.Lineage)
+		}
 		s := stepOf(name)
 		if s != nil && (s.Op.Changes() || s.KnownAfterApply) {
 			return nil, false

@@ -15,8 +15,12 @@ import (
 //	services.web[1].agreement.id   -> services.web[1], agreement.id
 //	networks.default.network_id    -> networks.default, network_id
 //	resources.files.state.sha256   -> resources.files, sha256
+//	app.id                         -> app,            id  (the state lineage)
 func OutputRef(r expr.Ref) (resource string, field []expr.Step, err error) {
 	p := r.Path
+	if len(p) == 2 && !p[1].IsIndex && p[0].Name == AppOutputs && p[1].Name == "id" {
+		return AppOutputs, p[1:], nil
+	}
 	if len(p) < 3 || p[0].IsIndex || p[1].IsIndex {
 		return "", nil, fmt.Errorf("%s does not name a resource output", r.Text())
 	}
@@ -45,6 +49,22 @@ func OutputRef(r expr.Ref) (resource string, field []expr.Step, err error) {
 	}
 	return resource, rest, nil
 }
+
+// AppOutputs is the pseudo-resource whose outputs are the application's own:
+// id (the state lineage, stable for the application's whole history) and name.
+const AppOutputs = "app"
+
+// appOutputs returns the application's outputs, or false while it has no
+// lineage yet (nothing was ever written).
+func appOutputs(app, lineage string) (map[string]any, bool) {
+	if lineage == "" {
+		return nil, false
+	}
+	return map[string]any{"id": lineage, "name": app}, true
+}
+
+// AppOutputsOf is appOutputs for the executor.
+func AppOutputsOf(app, lineage string) (map[string]any, bool) { return appOutputs(app, lineage) }
 
 // lookupField finds a field path in an output tree.
 func lookupField(v any, path []expr.Step) (any, bool) {
