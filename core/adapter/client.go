@@ -65,6 +65,9 @@ type Options struct {
 	InitTimeout time.Duration
 	// StdoutLimit caps each answer in bytes (0: the runner's default).
 	StdoutLimit int64
+	// NoServe keeps every call in its own container even when an adapter
+	// offers serve mode.
+	NoServe bool
 	// LookupEnv reads the environment variables an adapter asks for in its
 	// init answer (gcompose.env); their values go on stdin only. nil:
 	// os.LookupEnv.
@@ -140,6 +143,7 @@ type Client struct {
 	mu    sync.Mutex
 	ids   map[string]*flight[string] // image ref -> image ID
 	inits map[string]*flight[*Info]  // image ID -> init answer
+	slots map[string]*slot           // serve-mode servers by serveKey
 }
 
 // flight is one computation shared by every caller that asks for the same
@@ -173,7 +177,7 @@ func New(opts Options) (*Client, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Client{opts: opts, v: v, log: log, ids: map[string]*flight[string]{}, inits: map[string]*flight[*Info]{}}, nil
+	return &Client{opts: opts, v: v, log: log, ids: map[string]*flight[string]{}, inits: map[string]*flight[*Info]{}, slots: map[string]*slot{}}, nil
 }
 
 // do runs fn once per key among concurrent callers and remembers a success;
@@ -432,7 +436,7 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 	if a.Name != "" {
 		call = protocol.CallAction + " " + a.Name
 	}
-	res, err := c.run(ctx, t, info, a, call, req, mounts)
+	res, err := c.run(ctx, t, info, a, protocol.CallAction, req, mounts)
 	if err != nil {
 		return nil, err
 	}
@@ -475,7 +479,37 @@ func (c *Client) env(info *Info) map[string]string {
 // run runs a state or action container as spec says: each of image,
 // entrypoint and args defaults to the resource's image, its entrypoint, no
 // args.
-func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.ActionSpec, call string, req protocol.Request, mounts []runner.Mount) (*runner.Result, error) {
+//
+// kind is protocol.CallState or protocol.CallAction; an action's name is
+// spec.Name. Calls go to the adapter's server when it offers serve mode.
+func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.ActionSpec, kind string, req protocol.Request, mounts []runner.Mount) (*runner.Result, error) {
+	call := kind
+	if kind == protocol.CallAction && spec.Name != "" {
+		call = kind + " " + spec.Name
+	}
+	network := ""
+	if info.Ext {
+		network = info.Init.Gcompose.Network
+	}
+	if c.canServe(info, spec) {
+		sr := protocol.ServeRequest{Call: kind, Args: spec.Args, Request: req}
+		if kind == protocol.CallAction {
+			sr.Action = spec.Name
+		}
+		resp, tail, err := c.serveCall(ctx, t, info, network, mounts, sr, call)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Error != "" {
+			return nil, fmt.Errorf("adapter %s call %s for %s failed (served): %s; %s", t.Image, call, t.Name, resp.Error, runner.FormatTail(tail))
+		}
+		out := []byte(resp.Result)
+		if kind == protocol.CallAction {
+			out = []byte(resp.Stdout)
+		}
+		return &runner.Result{Stdout: out, StderrTail: tail}, nil
+	}
+
 	stdin, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s call: encode request: %w", t.Name, call, err)
@@ -487,10 +521,6 @@ func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.Ac
 	var entrypoint []string
 	if spec.Entrypoint != "" {
 		entrypoint = []string{spec.Entrypoint}
-	}
-	network := ""
-	if info.Ext {
-		network = info.Init.Gcompose.Network
 	}
 	res, err := c.opts.Runner.Run(ctx, runner.Spec{
 		Image: image, Entrypoint: entrypoint, Args: spec.Args, Stdin: stdin, Mounts: mounts, Network: network,

@@ -37,6 +37,14 @@ func (c *countingRunner) Run(ctx context.Context, s runner.Spec) (*runner.Result
 	return c.Runner.Run(ctx, s)
 }
 
+// Start counts a serve-mode container as a call named "serve".
+func (c *countingRunner) Start(ctx context.Context, s runner.Spec) (*runner.Session, error) {
+	c.mu.Lock()
+	c.specs = append(c.specs, s)
+	c.mu.Unlock()
+	return c.Runner.(adapter.SessionStarter).Start(ctx, s)
+}
+
 func (c *countingRunner) calls() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

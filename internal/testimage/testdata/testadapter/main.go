@@ -6,7 +6,9 @@
 // the request: the resource name at init ("plain*": a Deployster-only
 // adapter, "badproto*": protocol 99, "badinit*": an init answer of the wrong
 // shape), config.mode on state calls ("garbage", "wrongschema", "exit",
-// "hang", "huge", "echo").
+// "hang", "huge", "echo", ...). "serve" runs it as a long-lived server of
+// JSON-line requests (offered in the init answer for resources named
+// "*serve*").
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -59,6 +62,8 @@ func main() {
 		stateCall()
 	case "action":
 		actionCall(arg(args, 1))
+	case "serve":
+		serve()
 	default:
 		fmt.Fprintf(os.Stderr, "unknown command %q\n", args[0])
 		os.Exit(2)
@@ -127,32 +132,131 @@ type request struct {
 	Gcompose   map[string]any  `json:"gcompose"`
 }
 
-func readRequest() (request, json.RawMessage) {
+// outcome is what one call produced, written by the one-shot main or the
+// server.
+type outcome struct {
+	result any    // the JSON answer (init, state)
+	raw    string // printed instead of an answer (garbage, huge)
+	stdout string // an action's free text
+	err    error  // failure: stderr and exit 1 (one-shot), error (served)
+	exit   int    // exit at once with this code, in both modes
+	hang   bool
+}
+
+func readRequest() ([]byte, request) {
 	raw, err := io.ReadAll(os.Stdin)
 	if err != nil {
-		fail("read stdin: %v", err)
+		fmt.Fprintf(os.Stderr, "read stdin: %v\n", err)
+		os.Exit(1)
 	}
 	var req request
 	if err := json.Unmarshal(raw, &req); err != nil {
-		fail("stdin is not a request: %v: %q", err, raw)
+		fmt.Fprintf(os.Stderr, "stdin is not a request: %v: %q\n", err, raw)
+		os.Exit(1)
 	}
-	return req, raw
+	return raw, req
 }
 
-func fail(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, format+"\n", a...)
-	os.Exit(1)
-}
-
-func answer(v any) {
-	if err := json.NewEncoder(os.Stdout).Encode(v); err != nil {
-		fail("write answer: %v", err)
+func oneShot(o outcome) {
+	if o.hang {
+		time.Sleep(time.Hour)
+	}
+	if o.exit != 0 {
+		os.Exit(o.exit)
+	}
+	if o.raw != "" {
+		fmt.Print(o.raw)
+	} else if o.result != nil {
+		json.NewEncoder(os.Stdout).Encode(o.result)
+	}
+	fmt.Print(o.stdout)
+	if o.err != nil {
+		fmt.Fprintln(os.Stderr, o.err)
+		os.Exit(1)
 	}
 }
 
 func initCall() {
-	req, _ := readRequest()
+	_, req := readRequest()
+	oneShot(initAnswer(req))
+}
+
+func stateCall() {
+	raw, req := readRequest()
+	oneShot(stateAnswer(raw, req))
+}
+
+func actionCall(name string) {
+	_, req := readRequest()
+	oneShot(actionAnswer(name, req))
+}
+
+// serve answers JSON-line requests ({id, call, action, args, request}) with
+// JSON-line responses ({id, result|error, stdout}), each in its own
+// goroutine, until stdin closes.
+func serve() {
+	fmt.Fprintln(os.Stderr, "serving")
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var sr struct {
+			ID      uint64          `json:"id"`
+			Call    string          `json:"call"`
+			Action  string          `json:"action"`
+			Request json.RawMessage `json:"request"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &sr); err != nil {
+			fmt.Fprintf(os.Stderr, "bad request line: %v\n", err)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var req request
+			json.Unmarshal(sr.Request, &req)
+			var o outcome
+			switch sr.Call {
+			case "init":
+				o = initAnswer(req)
+			case "state":
+				o = stateAnswer(sr.Request, req)
+			case "action":
+				o = actionAnswer(sr.Action, req)
+			}
+			if o.hang {
+				time.Sleep(time.Hour)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if o.exit != 0 {
+				os.Exit(o.exit)
+			}
+			if o.raw != "" {
+				fmt.Print(o.raw)
+				return
+			}
+			resp := map[string]any{"id": sr.ID}
+			if o.err != nil {
+				resp["error"] = o.err.Error()
+			} else if o.result != nil {
+				resp["result"] = o.result
+			}
+			if o.stdout != "" {
+				resp["stdout"] = o.stdout
+			}
+			line, _ := json.Marshal(resp)
+			os.Stdout.Write(append(line, '\n'))
+		}()
+	}
+	wg.Wait()
+	fmt.Fprintln(os.Stderr, "stdin closed, server exits")
+}
+
+func initAnswer(req request) outcome {
 	fmt.Fprintf(os.Stderr, "init for %s\n", req.Name)
+	ext := map[string]any{"protocol": 1}
 	res := map[string]any{
 		"plugs": map[string]any{
 			"data":   map[string]any{"container_path": "/data", "optional": true},
@@ -168,52 +272,53 @@ func initCall() {
 			},
 		},
 		"state_action": map[string]any{"args": []string{"state"}},
-		"gcompose":     map[string]any{"protocol": 1},
+		"gcompose":     ext,
+	}
+	if strings.Contains(req.Name, "serve") {
+		ext["serve"] = true
 	}
 	switch {
 	case strings.Contains(req.Name, "plain"):
 		delete(res, "gcompose")
 	case strings.Contains(req.Name, "badproto"):
-		res["gcompose"] = map[string]any{"protocol": 99}
+		ext["protocol"] = 99
 	case strings.Contains(req.Name, "badinit"):
 		delete(res, "state_action")
 	case strings.Contains(req.Name, "withenv"):
-		res["gcompose"] = map[string]any{"protocol": 1, "env": []string{"TESTADAPTER_KEY", "TESTADAPTER_UNSET"}}
+		ext["env"] = []string{"TESTADAPTER_KEY", "TESTADAPTER_UNSET"}
 	case strings.Contains(req.Name, "garbageinit"):
-		fmt.Println("hello, I am not JSON")
-		return
+		return outcome{raw: "hello, I am not JSON\n"}
 	}
-	answer(res)
+	return outcome{result: res}
 }
 
-func stateCall() {
-	req, raw := readRequest()
+func stateAnswer(raw []byte, req request) outcome {
 	fmt.Fprintf(os.Stderr, "state for %s\n", req.Name)
 	mode, _ := req.Config["mode"].(string)
 	switch mode {
 	case "garbage":
-		fmt.Println("this is not JSON {")
-		return
+		return outcome{raw: "this is not JSON {\n"}
 	case "wrongschema":
-		answer(map[string]any{"status": "STALE", "actions": []any{map[string]any{"description": "no name"}}})
-		return
+		return outcome{result: map[string]any{"status": "STALE", "actions": []any{map[string]any{"description": "no name"}}}}
 	case "badstatus":
-		answer(map[string]any{"status": "MAYBE"})
-		return
+		return outcome{result: map[string]any{"status": "MAYBE"}}
 	case "exit":
 		fmt.Fprintln(os.Stderr, "state: cannot reach the backend")
-		os.Exit(3)
+		return outcome{exit: 3}
+	case "fail":
+		return outcome{err: fmt.Errorf("state: backend said no")}
 	case "hang":
 		fmt.Fprintln(os.Stderr, "state: hanging")
-		time.Sleep(time.Hour)
+		return outcome{hang: true}
 	case "huge":
-		huge(8 << 20)
-		return
+		return outcome{raw: strings.Repeat(strings.Repeat("x", 1023)+"\n", 8<<10)}
+	case "sleep":
+		time.Sleep(200 * time.Millisecond)
+		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"slept": true}}}
 	case "echo":
 		var m map[string]any
 		json.Unmarshal(raw, &m)
-		answer(map[string]any{"status": "VALID", "state": map[string]any{"request": m}})
-		return
+		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"request": m}}}
 	}
 	content, _ := req.Config["content"].(string)
 	path := filepath.Join("/data", req.Name)
@@ -221,49 +326,47 @@ func stateCall() {
 	absent := req.Gcompose != nil && req.Gcompose["desired"] == "absent"
 	switch {
 	case absent && err != nil:
-		answer(map[string]any{"status": "VALID", "state": map[string]any{}})
+		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{}}}
 	case absent:
-		answer(map[string]any{"status": "STALE", "actions": []any{map[string]any{"name": "delete", "args": []string{"action", "delete"}}},
-			"gcompose": map[string]any{"change": "delete"}})
+		return outcome{result: map[string]any{"status": "STALE", "actions": []any{map[string]any{"name": "delete", "args": []string{"action", "delete"}}},
+			"gcompose": map[string]any{"change": "delete"}}}
 	case err == nil && string(got) == content:
-		answer(map[string]any{"status": "VALID", "state": map[string]any{"path": path, "content": content}})
-	default:
-		change := "create"
-		if err == nil {
-			change = "update"
-		}
-		res := map[string]any{"status": "STALE", "staleState": map[string]any{"old": string(got)},
-			"actions": []any{map[string]any{"name": "write", "description": "write " + path, "args": []string{"action", "write"}}}}
-		if req.Gcompose != nil {
-			res["gcompose"] = map[string]any{"change": change}
-		}
-		answer(res)
+		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"path": path, "content": content}}}
 	}
+	change := "create"
+	if err == nil {
+		change = "update"
+	}
+	res := map[string]any{"status": "STALE", "staleState": map[string]any{"old": string(got)},
+		"actions": []any{map[string]any{"name": "write", "description": "write " + path, "args": []string{"action", "write"}}}}
+	if req.Gcompose != nil {
+		res["gcompose"] = map[string]any{"change": change}
+	}
+	return outcome{result: res}
 }
 
-func actionCall(name string) {
-	req, _ := readRequest()
+func actionAnswer(name string, req request) outcome {
 	fmt.Fprintf(os.Stderr, "action %s for %s (staleState %s)\n", name, req.Name, req.StaleState)
 	path := filepath.Join("/data", req.Name)
 	switch name {
 	case "write":
 		content, _ := req.Config["content"].(string)
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			fail("write %s: %v", path, err)
+			return outcome{err: fmt.Errorf("write %s: %v", path, err)}
 		}
-		fmt.Printf("wrote %d bytes to %s\n", len(content), path)
+		out := fmt.Sprintf("wrote %d bytes to %s\n", len(content), path)
 		if req.Gcompose != nil {
 			id, _ := json.Marshal(map[string]any{"path": path})
-			fmt.Printf("gcompose:identity %s\n", id)
+			out += fmt.Sprintf("gcompose:identity %s\n", id)
 		}
+		return outcome{stdout: out}
 	case "delete":
 		if err := os.Remove(path); err != nil {
-			fail("delete %s: %v", path, err)
+			return outcome{err: fmt.Errorf("delete %s: %v", path, err)}
 		}
-		fmt.Printf("deleted %s\n", path)
+		return outcome{stdout: fmt.Sprintf("deleted %s\n", path)}
 	case "fail":
-		fail("action failed on purpose")
-	default:
-		fail("unknown action %q", name)
+		return outcome{err: fmt.Errorf("action failed on purpose")}
 	}
+	return outcome{err: fmt.Errorf("unknown action %q", name)}
 }
