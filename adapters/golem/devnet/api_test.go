@@ -100,6 +100,19 @@ func TestMarketNegotiation(t *testing.T) {
 		t.Errorf("second CollectOffers = %v, %v after %s; want [] after the timeout", more, err, time.Since(start))
 	}
 	initial := evs[0].Proposal
+	if got, err := e.c.GetProposal(ctx, sub, initial.ProposalID); err != nil || got.ProposalID != initial.ProposalID {
+		t.Errorf("GetProposal = %+v, %v", got, err)
+	}
+	second := evs[1].Proposal
+	if err := e.c.RejectProposal(ctx, sub, second.ProposalID, &yagna.Reason{Message: "no thanks"}); err != nil {
+		t.Errorf("RejectProposal: %v", err)
+	}
+	if err := e.c.RejectProposal(ctx, sub, second.ProposalID, nil); !yagna.IsGone(err) {
+		t.Errorf("RejectProposal twice: %v, want 410", err)
+	}
+	if _, err := e.c.GetProposal(ctx, sub, second.ProposalID); !yagna.IsGone(err) {
+		t.Errorf("GetProposal of a rejected one: %v, want 410", err)
+	}
 	if _, err := e.c.CreateAgreement(ctx, initial.ProposalID, time.Now().Add(time.Hour)); !yagna.IsConflict(err) {
 		t.Errorf("agreement from an Initial proposal: %v, want 409", err)
 	}
@@ -236,6 +249,12 @@ func TestNetAPI(t *testing.T) {
 	addrs, err := e.c.Addresses(ctx, n.ID)
 	if err != nil || len(addrs) != 1 || addrs[0].IP != "10.213.7.1" {
 		t.Errorf("Addresses = %+v, %v", addrs, err)
+	}
+	if got, err := e.c.GetNetwork(ctx, n.ID); err != nil || got != n {
+		t.Errorf("GetNetwork = %+v, %v", got, err)
+	}
+	if conns, err := e.c.Connections(ctx, n.ID); err != nil || len(conns) != 0 {
+		t.Errorf("Connections = %+v, %v", conns, err)
 	}
 	list, err := e.c.Networks(ctx)
 	if err != nil || len(list) != 1 {

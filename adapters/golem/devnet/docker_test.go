@@ -208,6 +208,9 @@ func TestActivityLifecycle(t *testing.T) {
 	if len(res) != 3 || res[2].Stdout != "done\n" {
 		t.Fatalf("results %+v", res)
 	}
+	if u, err := e.c.GetActivityUsage(ctx, act.ActivityID); err != nil || len(u.CurrentUsage) != 2 {
+		t.Errorf("GetActivityUsage = %+v, %v", u, err)
+	}
 	if agr, err := e.c.GetActivityAgreement(ctx, act.ActivityID); err != nil || agr != neg.agreement {
 		t.Errorf("GetActivityAgreement = %q, %v", agr, err)
 	}

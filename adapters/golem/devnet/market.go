@@ -325,7 +325,7 @@ func (s *Server) unsubscribeDemand(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		writeError(w, http.StatusNotFound, "demand subscription %s not found", r.PathValue("sub"))
 	case d.unsubscribed:
-		writeError(w, http.StatusGone, "demand subscription %s already unsubscribed", d.id)
+		writeBare(w, http.StatusGone) // already unsubscribed; the spec declares no body
 	default:
 		d.unsubscribed = true
 		d.events = nil
@@ -403,7 +403,7 @@ func (s *Server) getProposalOffer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.state == "Rejected" {
-		writeError(w, http.StatusGone, "proposal %s was rejected", p.id)
+		writeBare(w, http.StatusGone) // rejected; the spec declares no body
 		return
 	}
 	writeJSON(w, http.StatusOK, s.proposalJSON(p))
@@ -425,7 +425,7 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.state == "Rejected" || p.state == "Expired" || p.state == "Accepted" {
-		writeError(w, http.StatusGone, "proposal %s is %s", p.id, p.state)
+		writeBare(w, http.StatusGone) // the spec declares no body
 		return
 	}
 	p.state = "Draft"
@@ -462,7 +462,7 @@ func (s *Server) rejectProposal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.state == "Rejected" {
-		writeError(w, http.StatusGone, "proposal %s already rejected", p.id)
+		writeBare(w, http.StatusGone) // already rejected; the spec declares no body
 		return
 	}
 	p.state = "Rejected"
@@ -583,14 +583,16 @@ func (s *Server) listAgreements(w http.ResponseWriter, r *http.Request) {
 		if state != "" && a.state != state {
 			continue
 		}
-		e := map[string]any{"id": a.id, "creationTs": a.created, "timestamp": a.created, "role": "Requestor", "approveTs": nil}
+		// The spec's AgreementListEntry requires id, creationTs, approveTs, role but declares id, timestamp,
+		// approvedDate, role; yagna answers the required names. Both are given.
+		e := map[string]any{"id": a.id, "creationTs": a.created, "timestamp": a.created, "approveTs": nil, "role": "Requestor"}
 		if !a.approved.IsZero() {
 			e["approveTs"] = a.approved
 			e["approvedDate"] = a.approved
 		}
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i]["creationTs"].(time.Time).Before(out[j]["creationTs"].(time.Time)) })
+	sort.Slice(out, func(i, j int) bool { return out[i]["timestamp"].(time.Time).Before(out[j]["timestamp"].(time.Time)) })
 	writeJSON(w, http.StatusOK, out)
 }
 

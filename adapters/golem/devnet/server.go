@@ -250,6 +250,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 }
 
+// writeBare answers a status for which the spec declares no body (e.g. 410 of unsubscribeDemand).
+func writeBare(w http.ResponseWriter, status int) { w.WriteHeader(status) }
+
 func writeError(w http.ResponseWriter, status int, format string, args ...any) {
 	writeJSON(w, status, errorMessage{Message: fmt.Sprintf(format, args...)})
 }
