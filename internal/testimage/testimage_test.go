@@ -14,12 +14,8 @@ func TestBuild(t *testing.T) {
 	defer cancel()
 	const pkg, tag = "./internal/testimage/testdata/testadapter", "gcompose/testadapter:test"
 	id := testimage.Build(t, ctx, pkg, tag)
-	start := time.Now()
 	if again := testimage.Build(t, ctx, pkg, tag); again != id {
 		t.Fatalf("second build %s, first %s", again, id)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("cached build took %s", took)
 	}
 	ins, err := testimage.Client(t).ImageInspect(ctx, tag)
 	if err != nil {
