@@ -180,9 +180,11 @@ func New(opts Options) (*Client, error) {
 	return &Client{opts: opts, v: v, log: log, ids: map[string]*flight[string]{}, inits: map[string]*flight[*Info]{}, slots: map[string]*slot{}}, nil
 }
 
-// do runs fn once per key among concurrent callers and remembers a success;
-// a failure is shared with the callers waiting for it but not remembered, so
-// a later call tries again (a canceled context must not poison the cache).
+// do runs fn once per key among concurrent callers and remembers its
+// outcome for the life of the Client: a success, and a failure too (an
+// image that is missing or answers init wrongly does so for every resource
+// of the run; nothing is asked twice for one answer). Only a failure of the
+// caller's own context is forgotten, so that a later call tries again.
 func do[T any](ctx context.Context, c *Client, m map[string]*flight[T], key string, fn func() (T, error)) (T, error) {
 	c.mu.Lock()
 	f, ok := m[key]
@@ -191,7 +193,7 @@ func do[T any](ctx context.Context, c *Client, m map[string]*flight[T], key stri
 		m[key] = f
 		c.mu.Unlock()
 		f.val, f.err = fn()
-		if f.err != nil {
+		if f.err != nil && ctx.Err() != nil {
 			c.mu.Lock()
 			delete(m, key)
 			c.mu.Unlock()
@@ -222,18 +224,36 @@ func (c *Client) Init(ctx context.Context, image, resourceName string) (*Info, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", resourceName, err)
 	}
-	return do(ctx, c, c.inits, id, func() (*Info, error) {
+	info, err := do(ctx, c, c.inits, id, func() (*Info, error) {
 		if info := c.loadInit(id, image); info != nil {
 			return info, nil
 		}
 		info, raw, err := c.runInit(ctx, image, id, resourceName)
 		if err != nil {
-			return nil, err
+			return nil, &initError{resource: resourceName, err: err}
 		}
 		c.saveInit(id, raw)
 		return info, nil
 	})
+	var ie *initError
+	if errors.As(err, &ie) {
+		if ie.resource != resourceName {
+			// The init that failed ran for another resource of the image.
+			return nil, fmt.Errorf("%s: adapter image %s unusable: %w", resourceName, image, ie.err)
+		}
+		return nil, ie.err
+	}
+	return info, err
 }
+
+// initError remembers which resource a failed init ran for.
+type initError struct {
+	resource string
+	err      error
+}
+
+func (e *initError) Error() string { return e.err.Error() }
+func (e *initError) Unwrap() error { return e.err }
 
 func (c *Client) runInit(ctx context.Context, image, id, resource string) (*Info, []byte, error) {
 	req := protocol.Request{Name: resource, Type: image, Version: c.opts.Version, Verbose: c.opts.Verbose, Workspace: c.opts.Workspace}

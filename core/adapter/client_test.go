@@ -409,3 +409,28 @@ func TestEnvOnStdinOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestInitFailureRemembered(t *testing.T) {
+	e := setup(t, nil)
+	_, err := e.client.Init(e.ctx, adapterTag, "files.badproto")
+	if err == nil || !strings.HasPrefix(err.Error(), "files.badproto: init call:") {
+		t.Fatalf("first: %v", err)
+	}
+	_, err = e.client.State(e.ctx, e.target("files.other", nil, nil), protocol.Present, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "files.other: adapter image "+adapterTag+" unusable: files.badproto: init call:") {
+		t.Fatalf("second: %v", err)
+	}
+	if got := e.count.calls(); len(got) != 1 {
+		t.Fatalf("a failed init ran again: %v", got)
+	}
+	// A failure of the caller's own context is not remembered.
+	c, _ := adapter.New(adapter.Options{Runner: e.count})
+	canceled, cancel := context.WithCancel(e.ctx)
+	cancel()
+	if _, err := c.Init(canceled, adapterTag, "files.x"); err == nil {
+		t.Fatal("init with a canceled context succeeded")
+	}
+	if _, err := c.Init(e.ctx, adapterTag, "files.x"); err != nil {
+		t.Fatalf("init after a canceled one: %v", err)
+	}
+}
