@@ -12,6 +12,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
@@ -316,5 +317,34 @@ func TestDebitNotes(t *testing.T) {
 	alloc, err = e.c.GetAllocation(ctx, neg.alloc.AllocationID)
 	if err != nil || alloc.SpentAmount != invs[0].Amount {
 		t.Errorf("allocation spent %s, invoice %s (%v)", alloc.SpentAmount, invs[0].Amount, err)
+	}
+}
+
+// TestLeftoversRemovedAtStart: a devnet removes the containers and networks of its instance that an
+// earlier run left behind.
+func TestLeftoversRemovedAtStart(t *testing.T) {
+	base := start(t, devnet.Config{}) // builds nothing; gives a Docker client and an instance name
+	buildProviderImage(t, base.docker)
+	ctx := ctxT(t, time.Minute)
+	docker, instance := base.docker, base.instance+"-old"
+	labels := map[string]string{"gcompose.devnet": instance, "gcompose.test": t.Name()}
+	nw, err := docker.NetworkCreate(ctx, "gcompose-devnet-"+instance, network.CreateOptions{Internal: true, Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := docker.ContainerCreate(ctx, &container.Config{Image: "gcompose/devnet-db:test", Labels: labels}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := devnet.New(ctx, devnet.Options{Config: devnet.Config{Instance: instance}, AppKey: testKey, Docker: docker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	if _, err := docker.ContainerInspect(ctx, c.ID); err == nil {
+		t.Errorf("leftover container %s still there", c.ID[:12])
+	}
+	if _, err := docker.NetworkInspect(ctx, nw.ID, network.InspectOptions{}); err == nil {
+		t.Errorf("leftover network %s still there", nw.ID[:12])
 	}
 }

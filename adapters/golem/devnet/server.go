@@ -1,6 +1,3 @@
-// Package devnet is a local yagna-compatible daemon: it serves the subset of the yagna REST API that a
-// requestor uses (identity, market, activity, payment, net) and simulates providers whose activities are
-// Docker containers and whose VPNs are Docker networks. See docs in doc.go.
 package devnet
 
 import (

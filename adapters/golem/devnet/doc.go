@@ -1,0 +1,111 @@
+/*
+Package devnet is gcompose's local yagna-compatible daemon: a Go server that speaks the subset of the
+yagna REST API a requestor uses, with simulated providers whose activities are Docker containers. It is
+a product feature (try a Golem deployment locally, for free, in CI) and the test bed of the Golem adapters.
+
+# Starting it
+
+	make devnet                                   # builds the images, docker-compose up -d devnet
+	YAGNA_API_URL=http://127.0.0.1:7465 YAGNA_APPKEY=devnet-appkey gcompose ...
+
+The compose service mounts the Docker socket, reads adapters/golem/devnet/devnet.yaml and publishes the
+API on 127.0.0.1:7465 only; its key is $YAGNA_APPKEY (default devnet-appkey). Outside Docker:
+
+	YAGNA_APPKEY=secret go run ./cmd/devnet -listen 127.0.0.1:7465 -config adapters/golem/devnet/devnet.yaml
+
+The app key comes from YAGNA_APPKEY, -appkey-file or -appkey (visible in process lists) and is never
+logged. SIGTERM/SIGINT stop the devnet and remove every container and network it created; at start it
+removes the leftovers of its own instance (label gcompose.devnet=<instance>).
+
+# The API served
+
+Same paths, field names, status codes and auth (Authorization: Bearer <key>; 401 {"message"} without it;
+the websocket also takes ?authToken=) as the OpenAPI files in ya-client/specs (checked by the tests with
+adapters/golem/openapi):
+  - GET /me, GET /version/get (open, as in the spec)
+  - market: demands subscribe/list/unsubscribe, events long poll (timeout, maxEvents), proposals
+    get/counter/reject, agreements create/list/get/confirm/wait/cancel/terminate, agreementEvents, offers
+  - activity: create ({agreementId} or a bare id → 201 {activityId}), exec (ExeScript: deploy with net,
+    start, run with capture, terminate; transfer and sign answer Error), batch results (cumulative, long
+    poll until the batch finishes or commandIndex is reached), state, usage, agreement, destroy
+  - payment: allocations create/list/get/amend/release, demandDecorations, debit notes and invoices
+    (list/get/accept, events with afterTimestamp/timeout/maxEvents)
+  - net: networks create/list/get/delete, addresses, nodes add/list/remove, connections, and the
+    websocket TCP tunnel GET /net-api/v1/net/{id}/tcp/{ip}/{port} (binary messages)
+
+Not served: scans, provider-side market/activity calls, property queries, SSE batch results,
+payments/accounts, encrypted exec.
+
+# Providers and the market
+
+The config file lists provider kinds (count, cores, threads, memGib, storageGib, runtime, capabilities,
+subnet, paymentPlatforms, linear coeffs, offer constraints, extra properties, maxAgreements). Each
+provider publishes one offer with flat dotted properties (golem.inf.cpu.cores, golem.inf.mem.gib,
+golem.inf.storage.gib, golem.runtime.name, golem.runtime.capabilities, golem.node.debug.subnet,
+golem.node.id.name, golem.com.pricing.model.linear.coeffs, golem.com.usage.vector,
+golem.com.payment.platform.<platform>.address, ...). Its constraints default to
+(golem.node.debug.subnet=<subnet>), so a demand must name the subnet ("public" by default).
+
+Offers and demands match both ways with adapters/golem/constraint. A new demand gets one Initial
+ProposalEvent per matching free provider; a counter-proposal gets a Draft ProposalEvent whose
+prevProposalId is the counter-proposal's id (or a ProposalRejectedEvent when the provider is busy, no
+longer matches, or the rejectProposals knob is on); an agreement is made from that Draft (409 from an
+Initial one, 410 from a rejected/used one) and approved at confirm. A provider takes maxAgreements
+(default 1) agreements at a time: a busy provider makes no proposals and rejects agreements.
+
+# Activities: which image runs (the image-hash rule)
+
+An activity is one Docker container, created by deploy, started by start. The image is the one the
+agreement's golem.srv.comp.task_package = "hash:sha3:<sha3-224 hex>:<url>" maps to:
+ 1. the config's images map, hash → image reference, if it has the hash; else
+ 2. the newest local image carrying the label golem.image.hash=<hex>.
+
+The URL is ignored (nothing is ever downloaded). An unknown hash makes deploy answer Error with a message
+saying how to label an image. The devnet's demo images carry their hash:
+
+	gcompose/devnet-db:dev   golem.image.hash=31f814403334f67b62dc243ef54431551d376744d40eed7ae86f8408
+	gcompose/devnet-web:dev  golem.image.hash=6dae7f268c5ae29ffa06386915da1d7f5bc2ea26b6834fd66638747b
+
+run executes entry_point + args in the container through the Engine API exec with stdout/stderr
+captured; a non-zero exit is Error ("ExeScript command exited with code N") and ends the batch. A run
+returns when its process exits even if it left a child in the background (`sh -c "server &"`); the
+images' PID 1 (devnet-init) keeps the container, and such servers, alive. The container's death (exit,
+removal, POST /devnet/v1/activities/{id}/kill) shows as activity state Terminated.
+
+Demo images (FROM scratch): devnet-db serves a key-value store over HTTP on :4001; devnet-web
+(--db-address IP --db-port 4001 initdb|run) serves on :80 a page built from the records it writes to and
+reads back from devnet-db across the VPN. Both have busybox (/bin/sh), e.g. for examples/webapp:
+
+	db-service init:  ["/bin/sh", "-c", "/devnet-db -listen :4001 > /tmp/db.out 2> /tmp/db.err &"]
+	web init:         ["/devnet-web", "--db-address", "${services.db-service.network_node.ip}", "--db-port", "4001", "initdb"]
+	                  ["/bin/sh", "-c", "/devnet-web --db-address ${services.db-service.network_node.ip} --db-port 4001 run > /tmp/web.out 2> /tmp/web.err &"]
+
+# VPNs and the TCP tunnel
+
+A Net API network is an internal Docker bridge network with exactly the requested range (ip + mask, or
+CIDR). The Docker bridge gateway takes the last usable address (x.x.x.254 in a /24) so that the low
+addresses requestors hand out stay free; addresses and nodes are bookkeeping (409 on a taken IP). deploy
+with net attaches the container with exactly its nodeIp (else the IP given to addNode for the provider).
+
+The tunnel dials ip:port directly. When the devnet runs in a container (the compose service), it joins
+every VPN network it creates at the address before the gateway (x.x.x.253 in a /24), found with
+-self-container (auto: the container's hostname); on the Docker host it reaches the bridge directly.
+Docker refuses two networks with overlapping ranges: two VPNs (of any devnet on the host) cannot use the
+same range at once (createNetwork answers 500 with Docker's message).
+
+# Payments
+
+Allocations track total/spent/remaining. Each Ready activity gets a debit note every debitNoteInterval
+(totalAmountDue cumulative, from the offer's linear coeffs: per duration second, per CPU second counted
+as duration, start price). Accepting one (totalAmountAccepted equal to its amount due) charges the
+allocation the difference from what the agreement had accepted. A debit note left unaccepted longer than
+debitNoteAcceptTimeout makes the provider terminate the agreement (AgreementTerminatedEvent, terminator
+Provider); every terminated agreement gets an invoice (InvoiceReceivedEvent) for the activities' total.
+
+# Fault knobs and the admin API
+
+Under /devnet/v1 (same auth): GET/PUT /faults {"rejectProposals", "rejectAgreements", "slow": "250ms"}
+(slow delays every yagna answer), POST /activities/{id}/kill (SIGKILL the container), GET /summary
+(live demands, approved agreements, running activities, allocations, networks, providers).
+*/
+package devnet
