@@ -16,7 +16,8 @@ import (
 // Reads need no lock. Every write takes the *Lock returned by Lock and is
 // refused with ErrLockNotHeld once that lock is no longer held (released,
 // force-unlocked, or on etcd, its lease expired): a process that lost its
-// lock can never overwrite a newer state.
+// lock can never overwrite a newer state. A backend may lose a lock on its
+// own (a lease); callers learn it from that error on their next write.
 type Store interface {
 	// Lock takes the application's lock once, without waiting. When someone
 	// holds it, the error is a *LockedError (errors.Is ErrLocked) saying
