@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -432,5 +433,24 @@ func TestInitFailureRemembered(t *testing.T) {
 	}
 	if _, err := c.Init(e.ctx, adapterTag, "files.x"); err != nil {
 		t.Fatalf("init after a canceled one: %v", err)
+	}
+}
+
+func TestNetworkAsInitSays(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{{"files.isolated", `["lo"]`}, {"files.bridged", `["eth0","lo"]`}} {
+		e := setup(t, nil)
+		st, err := e.client.State(e.ctx, e.target(tc.name, map[string]any{"mode": "ifaces"}, nil), protocol.Present, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.State["interfaces"].([]any)
+		names := make([]string, len(got))
+		for i, n := range got {
+			names[i] = n.(string)
+		}
+		sort.Strings(names)
+		if js(names) != tc.want {
+			t.Errorf("%s: interfaces %v, want %s", tc.name, names, tc.want)
+		}
 	}
 }

@@ -284,6 +284,8 @@ func initAnswer(req request) outcome {
 		ext["protocol"] = 99
 	case strings.Contains(req.Name, "badinit"):
 		delete(res, "state_action")
+	case strings.Contains(req.Name, "bridged"):
+		ext["network"] = "bridge"
 	case strings.Contains(req.Name, "withenv"):
 		ext["env"] = []string{"TESTADAPTER_KEY", "TESTADAPTER_UNSET"}
 	case strings.Contains(req.Name, "garbageinit"):
@@ -315,6 +317,13 @@ func stateAnswer(raw []byte, req request) outcome {
 	case "sleep":
 		time.Sleep(200 * time.Millisecond)
 		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"slept": true}}}
+	case "ifaces":
+		ifaces, _ := net.Interfaces()
+		var names []string
+		for _, i := range ifaces {
+			names = append(names, i.Name)
+		}
+		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"interfaces": names}}}
 	case "echo":
 		var m map[string]any
 		json.Unmarshal(raw, &m)
