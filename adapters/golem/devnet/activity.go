@@ -50,7 +50,9 @@ func (a *activity) terminate(reason, errMsg string) {
 
 type batch struct {
 	id       string
+	cmds     []map[string]json.RawMessage
 	results  []cmdResult
+	codes    []int // exit code per result (0 for non-run commands, -1 when unknown)
 	finished bool
 }
 
@@ -235,7 +237,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "activity %s is Terminated", act.id)
 		return
 	}
-	b := &batch{id: newID()}
+	b := &batch{id: newID(), cmds: cmds}
 	act.batches[b.id] = b
 	s.mu.Unlock()
 	s.bg.Add(1)
@@ -273,6 +275,10 @@ func (s *Server) batchResults(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		s.streamBatch(w, r, b)
+		return
+	}
 	results := longPoll(s, r.Context(), timeout, func() ([]cmdResult, bool) {
 		out := append([]cmdResult{}, b.results...)
 		if b.finished {
@@ -294,7 +300,7 @@ func (s *Server) runBatch(act *activity, b *batch, cmds []map[string]json.RawMes
 			name, arg = k, v
 		}
 		res := cmdResult{Index: i, Result: "Ok"}
-		stdout, stderr, err := s.runCommand(act, name, arg)
+		stdout, stderr, code, err := s.runCommand(act, name, arg)
 		if err != nil {
 			res.Result = "Error"
 			msg := err.Error()
@@ -305,6 +311,7 @@ func (s *Server) runBatch(act *activity, b *batch, cmds []map[string]json.RawMes
 		res.EventDate = s.now()
 		res.IsBatchFinished = err != nil || i == len(cmds)-1
 		b.results = append(b.results, res)
+		b.codes = append(b.codes, code)
 		b.finished = res.IsBatchFinished
 		s.notify()
 		s.mu.Unlock()
@@ -348,7 +355,15 @@ type deployBody struct {
 	Nodes map[string]string `json:"nodes"`
 }
 
-func (s *Server) runCommand(act *activity, name string, arg json.RawMessage) (stdout, stderr *string, err error) {
+func (s *Server) runCommand(act *activity, name string, arg json.RawMessage) (stdout, stderr *string, code int, err error) {
+	stdout, stderr, err = s.runCommandOut(act, name, arg, &code)
+	if err != nil && code == 0 {
+		code = -1
+	}
+	return stdout, stderr, code, err
+}
+
+func (s *Server) runCommandOut(act *activity, name string, arg json.RawMessage, exit *int) (stdout, stderr *string, err error) {
 	s.mu.Lock()
 	state := act.state
 	s.mu.Unlock()
@@ -383,6 +398,7 @@ func (s *Server) runCommand(act *activity, name string, arg json.RawMessage) (st
 			return nil, nil, fmt.Errorf("run: activity is %s, not Ready", state)
 		}
 		so, se, code, err := s.execIn(act.ctx, act.containerID, append([]string{rb.EntryPoint}, rb.Args...))
+		*exit = code
 		if rb.Capture != nil && rb.Capture.Stdout != nil {
 			stdout = &so
 		}
@@ -503,4 +519,63 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	}
 	s.notify()
 	return nil
+}
+
+// streamBatch is the text/event-stream variant of the batch results: for each command, RuntimeEvents
+// "started", "stdout", "stderr" (when captured) and "finished" {returnCode, message}, as "event: runtime".
+func (s *Server) streamBatch(w http.ResponseWriter, r *http.Request, b *batch) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	sent := 0
+	for {
+		type item struct {
+			res  cmdResult
+			code int
+			cmd  map[string]json.RawMessage
+		}
+		var items []item
+		var finished bool
+		longPoll(s, r.Context(), 30*time.Second, func() (struct{}, bool) {
+			items = items[:0]
+			for i := sent; i < len(b.results); i++ {
+				items = append(items, item{b.results[i], b.codes[i], b.cmds[b.results[i].Index]})
+			}
+			finished = b.finished
+			return struct{}{}, len(items) > 0 || finished
+		})
+		if r.Context().Err() != nil {
+			return
+		}
+		for _, it := range items {
+			ts := it.res.EventDate.Format(time.RFC3339Nano)
+			emit := func(kind map[string]any) {
+				data, _ := json.Marshal(map[string]any{"batchId": b.id, "index": it.res.Index, "timestamp": ts, "kind": kind})
+				fmt.Fprintf(w, "event: runtime\ndata: %s\n\n", data)
+			}
+			emit(map[string]any{"started": map[string]any{"command": it.cmd}})
+			if it.res.Stdout != nil {
+				emit(map[string]any{"stdout": map[string]any{"str": *it.res.Stdout}})
+			}
+			if it.res.Stderr != nil {
+				emit(map[string]any{"stderr": map[string]any{"str": *it.res.Stderr}})
+			}
+			fin := map[string]any{"returnCode": it.code}
+			if it.res.Message != nil {
+				fin["message"] = *it.res.Message
+			}
+			emit(map[string]any{"finished": fin})
+		}
+		sent += len(items)
+		flusher.Flush()
+		if finished && sent == len(b.results) {
+			return
+		}
+	}
 }

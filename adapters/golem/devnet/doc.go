@@ -27,13 +27,14 @@ adapters/golem/openapi):
     get/counter/reject, agreements create/list/get/confirm/wait/cancel/terminate, agreementEvents, offers
   - activity: create ({agreementId} or a bare id → 201 {activityId}), exec (ExeScript: deploy with net,
     start, run with capture, terminate; transfer and sign answer Error), batch results (cumulative, long
-    poll until the batch finishes or commandIndex is reached), state, usage, agreement, destroy
+    poll until the batch finishes or commandIndex is reached; Accept: text/event-stream gives RuntimeEvents),
+    state, usage, agreement, destroy
   - payment: allocations create/list/get/amend/release, demandDecorations, debit notes and invoices
     (list/get/accept, events with afterTimestamp/timeout/maxEvents)
   - net: networks create/list/get/delete, addresses, nodes add/list/remove, connections, and the
     websocket TCP tunnel GET /net-api/v1/net/{id}/tcp/{ip}/{port} (binary messages)
 
-Not served: scans, provider-side market/activity calls, property queries, SSE batch results,
+Not served: scans, provider-side market/activity calls, property queries,
 payments/accounts, encrypted exec.
 
 # Providers and the market

@@ -209,6 +209,25 @@ func TestActivityLifecycle(t *testing.T) {
 	if len(res) != 3 || res[2].Stdout != "done\n" {
 		t.Fatalf("results %+v", res)
 	}
+	// The same results as an event stream.
+	batch, err := e.c.ExecCommands(ctx, act.ActivityID, run("/bin/sh", "-c", "echo streamed"), run("/bin/sh", "-c", "exit 4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.url+"/activity-api/v1/activity/"+act.ActivityID+"/exec/"+batch, nil)
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"event: runtime\ndata: {", `"stdout":{"str":"streamed\n"}`, `"returnCode":4`, `"started":{"command":{"run":`} {
+		if !strings.Contains(string(stream), want) {
+			t.Errorf("event stream lacks %s:\n%s", want, stream)
+		}
+	}
 	if u, err := e.c.GetActivityUsage(ctx, act.ActivityID); err != nil || len(u.CurrentUsage) != 2 {
 		t.Errorf("GetActivityUsage = %+v, %v", u, err)
 	}
