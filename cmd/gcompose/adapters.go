@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/adapter"
+	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/runner"
@@ -55,6 +56,13 @@ func newAdapters(c *cli.Context, app string, p *project) (plan.Adapters, *runner
 				path = abs
 			}
 			plugs[name] = adapter.Plug{Path: path, ReadOnly: pl.ReadOnly, ResourceNames: pl.ResourceNames, ResourceTypes: pl.ResourceTypes}
+		}
+	}
+	// The Golem adapters that run long-lived containers get the Docker
+	// socket without the descriptor naming it (core/desired, docs/golem.md).
+	for name, pl := range desired.ImplicitPlugs(desired.Images{Network: c.String("network-image"), Service: c.String("service-image")}) {
+		if _, ok := plugs[name]; !ok {
+			plugs[name] = pl
 		}
 	}
 	return &engine.ContainerAdapters{Client: cl, Plugs: plugs}, r, func() { r.Close() }, nil

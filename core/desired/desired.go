@@ -1,30 +1,114 @@
 // Package desired turns a resolved application into the resources the engine
 // converges: generic resources as written, and GAP-16 networks and services
 // as resources of the Golem adapter images.
+//
+// The Golem lowering (docs/golem.md) adds, for an app with services:
+//   - resources.golem-payments (golem-payments): the app's allocation and its
+//     long-lived payments keeper; every rented service depends on it and
+//     reads ${resources.golem-payments.state.allocation_id};
+//   - resources.golem-proxy-<service>[-<i>] (golem-proxy) per instance of a
+//     service with http_proxy / tcp_proxy: a long-lived local proxy that
+//     depends on the service and reads its node address and VPN id;
+//   - a service whose payload runtime is local-http-proxy is not rented: it
+//     becomes a golem-proxy resource (keeping its services.<name> id) in
+//     front of the service it depends on.
+//
+// The two adapters that run long-lived containers declare the plug
+// payments.DockerPlug (the Docker socket); ImplicitPlugs offers it to those
+// adapter images only, without the descriptor naming it.
 package desired
 
 import (
 	"fmt"
 	"maps"
+	"regexp"
+	"sort"
+	"strconv"
 
+	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/resolve"
 )
 
 // Images names the adapter images that GAP-16 entries map to.
 type Images struct {
-	Network string
-	Service string
+	Network  string
+	Service  string
+	Payments string
+	Proxy    string
 }
 
 // DefaultImages are the adapters this repository builds (make images).
 func DefaultImages() Images {
-	return Images{Network: "gcompose/golem-network:dev", Service: "gcompose/golem-service:dev"}
+	return Images{
+		Network: "gcompose/golem-network:dev", Service: "gcompose/golem-service:dev",
+		Payments: "gcompose/golem-payments:dev", Proxy: "gcompose/golem-proxy:dev",
+	}
+}
+
+func (img Images) withDefaults() Images {
+	d := DefaultImages()
+	if img.Network == "" {
+		img.Network = d.Network
+	}
+	if img.Service == "" {
+		img.Service = d.Service
+	}
+	if img.Payments == "" {
+		img.Payments = d.Payments
+	}
+	if img.Proxy == "" {
+		img.Proxy = d.Proxy
+	}
+	return img
+}
+
+// Names of the resources the Golem lowering adds.
+const (
+	PaymentsResource = "resources.golem-payments"
+	proxyPrefix      = "resources.golem-proxy-"
+)
+
+// ProxyResource is the name of the proxy resource of a service instance.
+func ProxyResource(service string, index, instances int) string {
+	if instances <= 1 {
+		return proxyPrefix + service
+	}
+	return proxyPrefix + service + "-" + strconv.Itoa(index)
+}
+
+// Payment defaults of the lowering (docs/golem.md).
+const (
+	DefaultBudget   = "5"
+	DefaultPlatform = "erc20-holesky-tglm"
+	// LocalProxyRuntime is GAP-16's runtime for a requestor-side proxy.
+	LocalProxyRuntime = "local-http-proxy"
+)
+
+// DockerPlug is the plug the golem-payments and golem-proxy adapters declare.
+const DockerPlug = "golem-docker-socket"
+
+// ImplicitPlugs are the plugs the Golem lowering offers without the
+// descriptor naming them: the Docker socket, to the payments and proxy
+// adapter images only (they run the long-lived containers).
+func ImplicitPlugs(img Images) map[string]adapter.Plug {
+	img = img.withDefaults()
+	return map[string]adapter.Plug{DockerPlug: {
+		Path:          "/var/run/docker.sock",
+		ResourceTypes: []string{regexp.QuoteMeta(img.Payments) + "$", regexp.QuoteMeta(img.Proxy) + "$"},
+	}}
 }
 
 // Resources returns the desired resources of r by name.
 func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, error) {
+	img = img.withDefaults()
 	out := make(map[string]*plan.Resource, len(r.Nodes))
+	rented := 0
+	for _, n := range r.Nodes {
+		if n.Kind == resolve.ServiceNode && !isLocalProxy(n) {
+			rented++
+		}
+	}
 	for _, n := range r.Nodes {
 		res := &plan.Resource{Name: n.ID, DependsOn: r.Graph.DependenciesOf(n.ID), Pos: n.Pos}
 		switch n.Kind {
@@ -41,6 +125,14 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 			res.Config = maps.Clone(n.Spec)
 			res.Config["name"] = n.Name
 		case resolve.ServiceNode:
+			if isLocalProxy(n) {
+				p, err := localProxy(r, n, img)
+				if err != nil {
+					return nil, err
+				}
+				out[n.ID] = p
+				continue
+			}
 			res.Type = img.Service
 			res.Config = maps.Clone(n.Spec)
 			res.Config["name"] = n.Name
@@ -50,6 +142,14 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 				// adapter created: its id is an output of that resource.
 				res.Config["network"] = map[string]any{"name": net, "id": "${networks." + net + ".network_id}"}
 			}
+			// Paid from the app's allocation.
+			res.Config["allocation_id"] = "${" + PaymentsResource + ".state.allocation_id}"
+			res.DependsOn = appendDep(res.DependsOn, PaymentsResource)
+			if p, err := proxyOf(n, img); err != nil {
+				return nil, err
+			} else if p != nil {
+				out[p.Name] = p
+			}
 		default:
 			return nil, fmt.Errorf("%s: unknown node kind %q", n.ID, n.Kind)
 		}
@@ -58,5 +158,114 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 		}
 		out[n.ID] = res
 	}
+	if rented > 0 {
+		if _, taken := out[PaymentsResource]; taken {
+			return nil, fmt.Errorf("%s: the name is reserved for the Golem payments resource; rename the descriptor's resource", PaymentsResource)
+		}
+		out[PaymentsResource] = &plan.Resource{Name: PaymentsResource, Type: img.Payments,
+			Config: map[string]any{"budget": DefaultBudget, "platform": DefaultPlatform}}
+	}
 	return out, nil
+}
+
+func appendDep(deps []string, d string) []string {
+	for _, x := range deps {
+		if x == d {
+			return deps
+		}
+	}
+	out := append(append([]string(nil), deps...), d)
+	sort.Strings(out)
+	return out
+}
+
+func isLocalProxy(n *resolve.Node) bool {
+	p, _ := n.Spec["payload"].(map[string]any)
+	rt, _ := p["runtime"].(string)
+	return rt == LocalProxyRuntime
+}
+
+// ports reads a service's http_proxy / tcp_proxy ports.
+func ports(spec map[string]any, key string) []any {
+	m, _ := spec[key].(map[string]any)
+	l, _ := m["ports"].([]any)
+	return l
+}
+
+// proxyOf is the proxy resource of a rented service instance with
+// http_proxy / tcp_proxy, nil when it has none.
+func proxyOf(n *resolve.Node, img Images) (*plan.Resource, error) {
+	http, tcp := ports(n.Spec, "http_proxy"), ports(n.Spec, "tcp_proxy")
+	if len(http) == 0 && len(tcp) == 0 {
+		return nil, nil
+	}
+	net, _ := n.Spec["network"].(string)
+	if net == "" {
+		return nil, fmt.Errorf("%s: %s: http_proxy/tcp_proxy need the service on a network (the proxy tunnels through its VPN)", n.Pos, n.ID)
+	}
+	if n.Instances > 1 {
+		for _, p := range append(append([]any(nil), http...), tcp...) {
+			if s, _ := p.(string); containsColon(s) {
+				return nil, fmt.Errorf("%s: %s: a fixed local port (%q) cannot serve %d instances; give the remote port only", n.Pos, n.ID, s, n.Instances)
+			}
+		}
+	}
+	cfg := map[string]any{
+		"service":    n.ID,
+		"network_id": "${networks." + net + ".network_id}",
+		"ip":         "${" + n.ID + ".network_node.ip}",
+	}
+	if len(http) > 0 {
+		cfg["http"] = http
+	}
+	if len(tcp) > 0 {
+		cfg["tcp"] = tcp
+	}
+	return &plan.Resource{Name: ProxyResource(n.Name, n.Index, n.Instances), Type: img.Proxy, Config: cfg,
+		DependsOn: []string{"networks." + net, n.ID}, Pos: n.Pos}, nil
+}
+
+func containsColon(s string) bool {
+	for _, c := range s {
+		if c == ':' {
+			return true
+		}
+	}
+	return false
+}
+
+// localProxy lowers a local-http-proxy service: a proxy in front of the
+// (first) service it depends on, on that service's network.
+func localProxy(r *resolve.Resolved, n *resolve.Node, img Images) (*plan.Resource, error) {
+	deps, _ := n.Spec["depends_on"].([]any)
+	if len(deps) == 0 {
+		return nil, fmt.Errorf("%s: %s: a %s service proxies the service it depends on: add depends_on", n.Pos, n.ID, LocalProxyRuntime)
+	}
+	target, _ := deps[0].(string)
+	t := r.Node(resolve.ServiceID(target, 0, 1))
+	if t == nil {
+		return nil, fmt.Errorf("%s: %s: depends_on %q must name a single-instance service", n.Pos, n.ID, target)
+	}
+	net, _ := t.Spec["network"].(string)
+	if net == "" {
+		net, _ = n.Spec["network"].(string)
+	}
+	if net == "" {
+		return nil, fmt.Errorf("%s: %s: the proxied service %s is on no network", n.Pos, n.ID, target)
+	}
+	http := ports(n.Spec, "http_proxy")
+	if len(http) == 0 {
+		http = ports(t.Spec, "http_proxy")
+	}
+	if len(http) == 0 {
+		http = []any{"80"}
+	}
+	cfg := map[string]any{
+		"service":    t.ID,
+		"network_id": "${networks." + net + ".network_id}",
+		"ip":         "${" + t.ID + ".network_node.ip}",
+		"http":       http,
+	}
+	return &plan.Resource{Name: n.ID, Type: img.Proxy, Config: cfg,
+		DependsOn: appendDep(appendDep(r.Graph.DependenciesOf(n.ID), t.ID), "networks."+net), Pos: n.Pos}, nil
 }

@@ -1,0 +1,299 @@
+// Package payments is the golem-payments adapter: the resource that pays for
+// a Golem app. It creates the app's allocation (its budget) and runs the
+// app's payments keeper, a long-lived container that accepts the debit notes
+// and invoices of the app's agreements against that allocation for as long
+// as the app runs (providers terminate agreements whose debit notes go
+// unanswered). Destroy stops the keeper and releases the allocation.
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/gcompose/gcompose/adapters/golem/network"
+	"github.com/gcompose/gcompose/adapters/golem/payments/longlived"
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/protocol"
+	"github.com/gcompose/gcompose/protocol/sdk"
+)
+
+// Config is the payments resource config core/desired builds.
+type Config struct {
+	// App is the application; gcompose sends it with every call, and that
+	// one wins.
+	App string `json:"app,omitempty"`
+	// Budget is the allocation's total amount (GLM, a decimal string).
+	Budget string `json:"budget"`
+	// Platform is the payment platform (erc20-holesky-tglm, erc20-polygon-glm).
+	Platform string `json:"platform,omitempty"`
+	// Address is the paying address; empty lets yagna use the default one.
+	Address string `json:"address,omitempty"`
+}
+
+// DockerPlug is the plug name under which Golem adapters that run
+// long-lived containers ask for the Docker socket.
+const DockerPlug = "golem-docker-socket"
+
+// DockerSocket is where that plug is mounted in the adapter container.
+const DockerSocket = "/var/run/docker.sock"
+
+const configSchema = `{
+  "type": "object",
+  "required": ["budget"],
+  "properties": {
+    "app": {"type": "string"},
+    "budget": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$"},
+    "platform": {"type": "string"},
+    "address": {"type": "string"}
+  }
+}`
+
+// KeepArg is the argument that runs the image as the keeper.
+const KeepArg = "keep"
+
+// Adapter is the golem-payments adapter.
+func Adapter() sdk.Adapter {
+	return sdk.Adapter{
+		Init: sdk.Static(protocol.InitResult{
+			Plugs:        map[string]protocol.PlugSpec{DockerPlug: {ContainerPath: DockerSocket}},
+			ConfigSchema: json.RawMessage(configSchema),
+			Gcompose:     &protocol.InitExt{Network: "host", Env: network.EnvVars},
+		}),
+		State:   state,
+		Actions: map[string]sdk.ActionFunc{"create": create, "keeper": keeper, "amend": amend, "delete": remove},
+		NoServe: true,
+	}
+}
+
+// decode reads the config; the app is the one gcompose names.
+func decode(req *sdk.Request) (Config, error) {
+	var cfg Config
+	if err := req.DecodeConfig(&cfg); err != nil {
+		return cfg, err
+	}
+	if a := req.App(); a != "" {
+		cfg.App = a
+	}
+	if cfg.App == "" {
+		return cfg, fmt.Errorf("%s: no application name", req.Name)
+	}
+	return cfg, nil
+}
+
+func desired(req *sdk.Request) string {
+	if req.Gcompose != nil && req.Gcompose.Desired != "" {
+		return req.Gcompose.Desired
+	}
+	return protocol.Present
+}
+
+func allocationID(req *sdk.Request) string {
+	id, _ := req.Persisted().Identity["allocation_id"].(string)
+	return id
+}
+
+// keeperConfig is what the keeper container is started for.
+func keeperConfig(cfg Config, alloc string) map[string]string {
+	return map[string]string{"app": cfg.App, "allocation": alloc}
+}
+
+func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error) {
+	cfg, err := decode(req)
+	if err != nil {
+		return nil, err
+	}
+	yc, err := network.Client(req)
+	if err != nil {
+		return nil, err
+	}
+	d, err := longlived.Docker()
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	id := allocationID(req)
+	var alloc *yagna.Allocation
+	if id != "" {
+		a, err := yc.GetAllocation(ctx, id)
+		switch {
+		case err == nil:
+			alloc = &a
+		case yagna.IsNotFound(err) || yagna.IsGone(err):
+		default:
+			return nil, fmt.Errorf("payments %s: reading allocation %s: %w", cfg.App, id, err)
+		}
+	}
+	c, err := longlived.Find(ctx, d, cfg.App, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	if desired(req) == protocol.Absent {
+		if alloc == nil && c == nil {
+			return &protocol.StateResult{Status: protocol.Valid}, nil
+		}
+		return stale(protocol.ChangeDelete, "allocation or keeper still there", nil, "delete"), nil
+	}
+	if alloc == nil {
+		reason := "no allocation yet"
+		if id != "" {
+			reason = "allocation " + id + " is gone"
+		}
+		return stale(protocol.ChangeCreate, reason, []string{"/allocation_id", "/keeper"}, "create"), nil
+	}
+	if !sameAmount(alloc.TotalAmount, cfg.Budget) {
+		return stale(protocol.ChangeUpdate, fmt.Sprintf("budget %s, allocation has %s", cfg.Budget, alloc.TotalAmount), nil, "amend"), nil
+	}
+	if c == nil || !c.Running || c.Config != longlived.Fingerprint(keeperConfig(cfg, alloc.AllocationID)) {
+		why := "the payments keeper is not running"
+		if c != nil && c.Running {
+			why = "the payments keeper runs for another allocation"
+		} else if c != nil {
+			why = "the payments keeper is " + c.State
+		}
+		return stale(protocol.ChangeUpdate, why, []string{"/keeper"}, "keeper"), nil
+	}
+	platform := cfg.Platform
+	if alloc.PaymentPlatform != nil && alloc.PaymentPlatform.Name != "" {
+		platform = alloc.PaymentPlatform.Name
+	}
+	return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{
+		"allocation_id": alloc.AllocationID, "budget": alloc.TotalAmount, "spent": alloc.SpentAmount,
+		"remaining": alloc.RemainingAmount, "platform": platform, "keeper": c.ID[:12], "state": "running",
+	}}, nil
+}
+
+func sameAmount(a, b string) bool {
+	var x, y float64
+	_, e1 := fmt.Sscanf(a, "%g", &x)
+	_, e2 := fmt.Sscanf(b, "%g", &y)
+	return e1 == nil && e2 == nil && x == y
+}
+
+func stale(change, reason string, unknown []string, actions ...string) *protocol.StateResult {
+	res := &protocol.StateResult{Status: protocol.Stale, Gcompose: &protocol.StateExt{Change: change, Reason: reason, Unknown: unknown}}
+	for _, a := range actions {
+		res.Actions = append(res.Actions, protocol.ActionSpec{Name: a})
+	}
+	return res
+}
+
+func create(ctx context.Context, req *sdk.Request) error {
+	cfg, err := decode(req)
+	if err != nil {
+		return err
+	}
+	yc, err := network.Client(req)
+	if err != nil {
+		return err
+	}
+	na := yagna.NewAllocation{TotalAmount: cfg.Budget, Address: cfg.Address, MakeDeposit: false}
+	if cfg.Platform != "" {
+		na.PaymentPlatform = &yagna.PaymentPlatform{Name: cfg.Platform}
+	}
+	a, err := yc.CreateAllocation(ctx, na)
+	if err != nil {
+		return fmt.Errorf("payments %s: creating an allocation of %s: %w", cfg.App, cfg.Budget, err)
+	}
+	if err := req.ReportIdentity(map[string]any{"allocation_id": a.AllocationID}); err != nil {
+		return err
+	}
+	req.Printf("allocation %s: %s GLM", a.AllocationID, a.TotalAmount)
+	req.Gcompose.Persisted = withIdentity(req.Persisted(), "allocation_id", a.AllocationID)
+	return keeper(ctx, req)
+}
+
+func withIdentity(p protocol.Persisted, k string, v any) *protocol.Persisted {
+	id := map[string]any{}
+	for a, b := range p.Identity {
+		id[a] = b
+	}
+	id[k] = v
+	p.Identity = id
+	return &p
+}
+
+// keeper (re)starts the payments keeper container.
+func keeper(ctx context.Context, req *sdk.Request) error {
+	cfg, err := decode(req)
+	if err != nil {
+		return err
+	}
+	alloc := allocationID(req)
+	if alloc == "" {
+		return fmt.Errorf("payments %s: no allocation recorded", cfg.App)
+	}
+	d, err := longlived.Docker()
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := longlived.Remove(ctx, d, cfg.App, req.Name); err != nil {
+		return err
+	}
+	id, err := longlived.Start(ctx, d, longlived.Spec{
+		App: cfg.App, Resource: req.Name, Image: req.Type,
+		Args:    []string{KeepArg, "--app", cfg.App, "--allocation", alloc},
+		Secrets: req.Gcompose.Env, Config: keeperConfig(cfg, alloc),
+	}, 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("payments %s: starting the keeper: %w", cfg.App, err)
+	}
+	req.Printf("payments keeper %s accepts debit notes and invoices of app %s against allocation %s", id[:12], cfg.App, alloc)
+	return nil
+}
+
+func amend(ctx context.Context, req *sdk.Request) error {
+	cfg, err := decode(req)
+	if err != nil {
+		return err
+	}
+	yc, err := network.Client(req)
+	if err != nil {
+		return err
+	}
+	id := allocationID(req)
+	if _, err := yc.AmendAllocation(ctx, id, yagna.AllocationUpdate{TotalAmount: cfg.Budget}); err != nil {
+		return fmt.Errorf("payments %s: amending allocation %s to %s: %w", cfg.App, id, cfg.Budget, err)
+	}
+	return nil
+}
+
+func remove(ctx context.Context, req *sdk.Request) error {
+	cfg, err := decode(req)
+	if err != nil {
+		return err
+	}
+	d, err := longlived.Docker()
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	id := allocationID(req)
+	yc, err := network.Client(req)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		// The services went first (they depend on this resource): accept
+		// the invoices their terminated agreements produced.
+		k := &Keeper{YC: yc, App: cfg.App, Allocation: id, Log: req.Log}
+		if err := k.Sweep(ctx); err != nil {
+			req.Log.Warn("final sweep of debit notes and invoices", "err", err)
+		}
+	}
+	// The keeper goes first, then the allocation: nothing can be accepted
+	// against a released allocation anyway.
+	if err := longlived.Remove(ctx, d, cfg.App, req.Name); err != nil {
+		return err
+	}
+	if id == "" {
+		return nil
+	}
+	if err := yc.ReleaseAllocation(ctx, id); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
+		return fmt.Errorf("payments %s: releasing allocation %s: %w", cfg.App, id, err)
+	}
+	req.Printf("payments keeper removed, allocation %s released", id)
+	return nil
+}
