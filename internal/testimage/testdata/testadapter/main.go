@@ -254,6 +254,12 @@ func serve() {
 	fmt.Fprintln(os.Stderr, "stdin closed, server exits")
 }
 
+// barrier counts the calls of mode "barrier" seen by this process.
+var barrier struct {
+	sync.Mutex
+	n int
+}
+
 func initAnswer(req request) outcome {
 	fmt.Fprintf(os.Stderr, "init for %s\n", req.Name)
 	ext := map[string]any{"protocol": 1}
@@ -317,6 +323,26 @@ func stateAnswer(raw []byte, req request) outcome {
 	case "sleep":
 		time.Sleep(200 * time.Millisecond)
 		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"slept": true}}}
+	case "barrier":
+		// Answers only once config.count calls are in flight together in
+		// this process (serve mode), proving they are concurrent.
+		n, _ := req.Config["count"].(float64)
+		barrier.Lock()
+		barrier.n++
+		barrier.Unlock()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			barrier.Lock()
+			seen := barrier.n
+			barrier.Unlock()
+			if seen >= int(n) {
+				return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"seen": seen}}}
+			}
+			if time.Now().After(deadline) {
+				return outcome{err: fmt.Errorf("only %d of %d calls arrived together", seen, int(n))}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	case "ifaces":
 		ifaces, _ := net.Interfaces()
 		var names []string
