@@ -7,6 +7,11 @@
 // adapter's config_schema before the state call; a violation is an error
 // naming the resource, the call and the JSON pointer, with the adapter's
 // stderr tail.
+//
+// Adapters whose init answer offers serve mode get one long-lived container
+// per image, network and set of plugs for the whole run (serve.go); call
+// Client.Close when the run ends so that those finish gracefully (if
+// gcompose dies instead, their stdin closes and they go away by themselves).
 package adapter
 
 import (
