@@ -187,11 +187,8 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("devnet config: provider %s: coeffs must be [per duration sec, per cpu sec, start]", p.Name)
 		}
 	}
-	for k, v := range c.Labels {
-		if k == labelInstance {
-			return c, fmt.Errorf("devnet config: label %s is reserved", k)
-		}
-		_ = v
+	if _, ok := c.Labels[labelInstance]; ok {
+		return c, fmt.Errorf("devnet config: label %s is reserved", labelInstance)
 	}
 	return c, nil
 }

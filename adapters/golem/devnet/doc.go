@@ -52,7 +52,8 @@ ProposalEvent per matching free provider; a counter-proposal gets a Draft Propos
 prevProposalId is the counter-proposal's id (or a ProposalRejectedEvent when the provider is busy, no
 longer matches, or the rejectProposals knob is on); an agreement is made from that Draft (409 from an
 Initial one, 410 from a rejected/used one) and approved at confirm. A provider takes maxAgreements
-(default 1) agreements at a time: a busy provider makes no proposals and rejects agreements.
+(default 1) agreements at a time: a busy provider makes no proposals and rejects agreements; when one of
+its agreements ends it proposes again to every live demand it matches.
 
 # Activities: which image runs (the image-hash rule)
 

@@ -30,6 +30,10 @@ func TestFaultsAndLists(t *testing.T) {
 	if err := e.c.TerminateAgreement(ctx, neg.agreement, nil); err != nil {
 		t.Fatal(err)
 	}
+	// Free again: the provider's offer reaches the waiting demand.
+	if evs, err := e.c.CollectOffers(ctx, sub, time.Second, 10); err != nil || len(evs) != 1 || evs[0].Proposal.State != yagna.ProposalInitial {
+		t.Errorf("after the agreement ended: %+v, %v; want one Initial proposal", evs, err)
+	}
 	if status, body := e.raw("GET", "/market-api/v1/agreements", testKey, nil); status != http.StatusOK || len(body) < 10 {
 		t.Errorf("list agreements: %d %s", status, body)
 	}

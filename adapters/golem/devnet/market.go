@@ -297,16 +297,35 @@ func (s *Server) subscribeDemand(w http.ResponseWriter, r *http.Request) {
 	d := &demand{id: newID(), props: props, constraints: cons, created: s.now()}
 	s.demands[d.id] = d
 	for _, p := range s.providers {
-		if s.busy(p) || !s.matches(p, props, cons) {
-			continue
+		if !s.busy(p) {
+			s.proposeLocked(p, d)
 		}
-		pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, props: p.props, constraints: p.constraints, state: "Initial", created: s.now()}
-		s.proposals[pr.id] = pr
-		d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: pr.created, Proposal: s.proposalJSON(pr)})
 	}
 	s.log.Info("demand subscribed", "demand", d.id, "proposals", len(d.events))
 	s.notify()
 	writeJSON(w, http.StatusCreated, d.id)
+}
+
+// proposeLocked sends d an Initial proposal from p's offer if they match both ways.
+func (s *Server) proposeLocked(p *provider, d *demand) {
+	if d.unsubscribed || !s.matches(p, d.props, d.constraints) {
+		return
+	}
+	pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, props: p.props, constraints: p.constraints, state: "Initial", created: s.now()}
+	s.proposals[pr.id] = pr
+	d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: pr.created, Proposal: s.proposalJSON(pr)})
+}
+
+// providerFreedLocked re-publishes a provider's offer once it has capacity again (an agreement ended):
+// every live demand it matches gets a new Initial proposal, as a requestor keeping its demand expects.
+func (s *Server) providerFreedLocked(p *provider) {
+	if s.busy(p) {
+		return
+	}
+	for _, d := range s.sortedDemands() {
+		s.proposeLocked(p, d)
+	}
+	s.notify()
 }
 
 func (s *Server) proposalJSON(p *proposal) *proposalJSON {
@@ -677,6 +696,7 @@ func (s *Server) cancelAgreement(w http.ResponseWriter, r *http.Request) {
 	}
 	a.state = "Cancelled"
 	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementCancelledEvent", EventDate: s.now(), AgreementID: a.id})
+	s.providerFreedLocked(a.provider)
 	s.notify()
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -737,6 +757,7 @@ func (s *Server) terminateLocked(a *agreement, terminator string, reason map[str
 		}
 	}
 	s.issueInvoiceLocked(a)
+	s.providerFreedLocked(a.provider)
 	s.log.Info("agreement terminated", "agreement", a.id, "by", terminator, "reason", reason["message"])
 	s.notify()
 	return containers

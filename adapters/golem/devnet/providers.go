@@ -57,7 +57,7 @@ func (s *Server) paymentsTick(now time.Time) {
 	for _, a := range s.agreements {
 		if (a.state == "Proposal" || a.state == "Pending") && now.After(a.validTo) {
 			a.state = "Expired"
-			s.notify()
+			s.providerFreedLocked(a.provider)
 		}
 		if a.state != "Approved" {
 			continue
