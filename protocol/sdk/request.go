@@ -57,6 +57,17 @@ func (r *Request) Persisted() protocol.Persisted {
 	return *r.Gcompose.Persisted
 }
 
+// Env returns the value of an environment variable the adapter named in
+// its init answer (InitExt.Env). gcompose sends these on stdin only, never
+// in the container's environment; ok is false when it sent none.
+func (r *Request) Env(name string) (value string, ok bool) {
+	if r.Gcompose == nil {
+		return "", false
+	}
+	value, ok = r.Gcompose.Env[name]
+	return value, ok
+}
+
 // App is the application's name, when the engine sent one.
 func (r *Request) App() string {
 	if r.Gcompose == nil {

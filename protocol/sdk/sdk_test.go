@@ -58,6 +58,9 @@ func example() sdk.Adapter {
 					return err
 				}
 				req.Log.Debug("creating", "was", ss.Have)
+				if key, ok := req.Env("APPKEY"); ok {
+					req.Printf("using key of %d bytes", len(key))
+				}
 				req.Printf("created (was %s)", ss.Have)
 				return req.ReportIdentity(map[string]any{"id": "i-2"})
 			},
