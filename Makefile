@@ -42,8 +42,9 @@ test-short:
 bench: images
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m ./...
 
+# Starts the devnet, deploys examples/webapp on it, prints the local URL and fetches the page (docs/golem.md).
 demo: images
-	@echo "make demo: the Golem devnet demo is coming (issue 4); meanwhile see examples/files/"
+	@sh examples/webapp/demo.sh
 
 # The local yagna-compatible devnet (adapters/golem/devnet) on 127.0.0.1:7465; key: $$YAGNA_APPKEY or devnet-appkey.
 devnet: images
