@@ -104,7 +104,7 @@ func TestServe(t *testing.T) {
 		{1, "{}", "", "released\n"},
 		{2, `"serve":true`, "", ""},
 		{3, `"status":"STALE"`, "", ""},
-		{4, "{}", "", "created (was old)\n" + protocol.IdentityPrefix + `{"id":"i-2"}` + "\n"},
+		{4, "{}", "", "using key of 6 bytes\ncreated (was old)\n" + protocol.IdentityPrefix + `{"id":"i-2"}` + "\n"},
 		{5, "", "cannot delete", ""},
 		{6, "", "panicked: boom", ""},
 		{7, "", `unknown call "destroy"`, ""},
