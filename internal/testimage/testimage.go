@@ -30,6 +30,7 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 )
 
@@ -179,7 +180,29 @@ func buildImage(ctx context.Context, pkg, tag string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("inspect built image %s: %w", tag, err)
 	}
+	pruneOld(ctx, cli, pkg)
 	return ins.ID, nil
+}
+
+// pruneAge: untagged test images older than this are removed. Younger ones
+// may still be in use by another test binary that built the same tag at the
+// same time.
+const pruneAge = 15 * time.Minute
+
+// pruneOld removes untagged images an earlier build of pkg left behind, so
+// that rebuilding test images does not fill the disk. Failures are ignored
+// (an image in use stays).
+func pruneOld(ctx context.Context, cli *client.Client, pkg string) {
+	list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", Label+"="+pkg), filters.Arg("dangling", "true"))})
+	if err != nil {
+		return
+	}
+	for _, img := range list {
+		if time.Since(time.Unix(img.Created, 0)) > pruneAge {
+			_, _ = cli.ImageRemove(ctx, img.ID, image.RemoveOptions{PruneChildren: true})
+		}
+	}
 }
 
 // readBuildStream drains the build's JSON message stream and returns the
