@@ -60,7 +60,7 @@ func newAdapters(c *cli.Context, app string, p *project) (plan.Adapters, *runner
 	}
 	// The Golem adapters that run long-lived containers get the Docker
 	// socket without the descriptor naming it (core/desired, docs/golem.md).
-	for name, pl := range desired.ImplicitPlugs(desired.Images{Network: c.String("network-image"), Service: c.String("service-image")}) {
+	for name, pl := range desired.ImplicitPlugs(golemImages(c)) {
 		if _, ok := plugs[name]; !ok {
 			plugs[name] = pl
 		}

@@ -35,6 +35,8 @@ func engineFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "output-timeout", Value: 2 * time.Minute, Usage: "wait this long for a dependency output that is not reported yet"},
 		&cli.StringFlag{Name: "network-image", Value: desired.DefaultImages().Network, Usage: "adapter image for GAP-16 networks"},
 		&cli.StringFlag{Name: "service-image", Value: desired.DefaultImages().Service, Usage: "adapter image for GAP-16 services"},
+		&cli.StringFlag{Name: "payments-image", Value: desired.DefaultImages().Payments, Usage: "adapter image for a Golem app's payments (allocation and keeper)"},
+		&cli.StringFlag{Name: "proxy-image", Value: desired.DefaultImages().Proxy, Usage: "adapter image for the local HTTP/TCP proxies of Golem services"},
 		&cli.BoolFlag{Name: "verbose", Usage: "pass verbose to adapters and show their stderr"},
 	)
 }
@@ -144,7 +146,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	}
 	var want map[string]*plan.Resource
 	if mode == plan.Deploy {
-		want, err = desired.Resources(p.resolved, desired.Images{Network: c.String("network-image"), Service: c.String("service-image")})
+		want, err = desired.Resources(p.resolved, golemImages(c))
 		if err != nil {
 			return nil, withCode(exitError, err)
 		}
@@ -283,4 +285,10 @@ func (p *progress) observe(ev apply.Event) {
 			fmt.Fprintf(p.w, "%s: | %s\n", ev.Resource, l)
 		}
 	}
+}
+
+// golemImages are the adapter images of the Golem lowering (core/desired).
+func golemImages(c *cli.Context) desired.Images {
+	return desired.Images{Network: c.String("network-image"), Service: c.String("service-image"),
+		Payments: c.String("payments-image"), Proxy: c.String("proxy-image")}
 }

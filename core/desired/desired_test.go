@@ -1,0 +1,91 @@
+package desired
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/gcompose/gcompose/core/descriptor"
+	"github.com/gcompose/gcompose/core/resolve"
+)
+
+func load(t *testing.T, files ...string) *resolve.Resolved {
+	t.Helper()
+	app, diags := descriptor.Load(context.Background(), descriptor.Options{}, files...)
+	if len(diags.Errors()) > 0 {
+		t.Fatalf("load: %v", diags)
+	}
+	r, rd := resolve.Resolve(app, resolve.Options{})
+	if len(rd.Errors()) > 0 {
+		t.Fatalf("resolve: %v", rd)
+	}
+	return r
+}
+
+func TestGolemLowering(t *testing.T) {
+	res, err := Resources(load(t, "../../examples/webapp/webapp.yaml"), Images{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(res))
+	for n := range res {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	want := []string{"networks.default", "resources.golem-payments", "resources.golem-proxy-web-service", "services.db-service", "services.web-service"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("resources %v, want %v", names, want)
+	}
+	web := res["services.web-service"]
+	if web.Type != DefaultImages().Service || web.Config["allocation_id"] != "${resources.golem-payments.state.allocation_id}" ||
+		!slices.Contains(web.DependsOn, PaymentsResource) || !slices.Contains(web.DependsOn, "services.db-service") {
+		t.Fatalf("web: %+v", web)
+	}
+	px := res["resources.golem-proxy-web-service"]
+	if px.Type != DefaultImages().Proxy || px.Config["ip"] != "${services.web-service.network_node.ip}" ||
+		px.Config["network_id"] != "${networks.default.network_id}" || !slices.Contains(px.DependsOn, "services.web-service") {
+		t.Fatalf("proxy: %+v", px)
+	}
+	if p := res[PaymentsResource]; p.Type != DefaultImages().Payments || p.Config["budget"] != DefaultBudget {
+		t.Fatalf("payments: %+v", p)
+	}
+}
+
+func TestLocalHTTPProxyRuntime(t *testing.T) {
+	// A local-http-proxy service is not rented: it proxies the service it depends on.
+	res, err := Resources(load(t, "testdata/local-proxy.yaml"), Images{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := res["services.proxy"]
+	if px == nil || px.Type != DefaultImages().Proxy || px.Config["ip"] != "${services.web.network_node.ip}" {
+		t.Fatalf("services.proxy: %+v", px)
+	}
+	if _, ok := res["resources.golem-proxy-web"]; ok {
+		t.Fatal("web has no http_proxy of its own")
+	}
+}
+
+func TestImplicitPlugsOnlyForLongLivedAdapters(t *testing.T) {
+	pl := ImplicitPlugs(Images{})[DockerPlug]
+	if pl.Path != "/var/run/docker.sock" {
+		t.Fatal(pl.Path)
+	}
+	match := func(image string) bool {
+		for _, p := range pl.ResourceTypes {
+			if regexp.MustCompile("^(?:" + p + ")").MatchString(image) {
+				return true
+			}
+		}
+		return false
+	}
+	for img, want := range map[string]bool{
+		"gcompose/golem-payments:dev": true, "gcompose/golem-proxy:dev": true,
+		"gcompose/golem-service:dev": false, "gcompose/golem-network:dev": false, "gcompose/golem-proxy:dev-evil": false,
+	} {
+		if match(img) != want {
+			t.Errorf("%s: offered %v, want %v", img, !want, want)
+		}
+	}
+}
