@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,7 +37,7 @@ const testKey = "test-app-key-0123456789"
 const testHash = "e059865e432cf052f886b2c85601efe74b783eb7fc9d886896fb871f"
 
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	srv      *devnet.Server
 	url      string
 	c        *yagna.Client
@@ -48,7 +49,7 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 // start runs a devnet on a real loopback listener; when the test ends it is closed and the test checks
 // that no labelled container or network is left.
-func start(t *testing.T, cfg devnet.Config) *env {
+func start(t testing.TB, cfg devnet.Config) *env {
 	t.Helper()
 	testimage.RequireDocker(t)
 	docker := testimage.Client(t)
@@ -57,7 +58,8 @@ func start(t *testing.T, cfg devnet.Config) *env {
 	cfg.Labels = testimage.Labels(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker})
+	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker, Logger: log})
 	if err != nil {
 		t.Fatalf("devnet.New: %v", err)
 	}
@@ -109,6 +111,14 @@ func start(t *testing.T, cfg devnet.Config) *env {
 	return e
 }
 
+// testLog sends the devnet's logs to t.Log (shown for failing tests and with -v).
+type testLog struct{ t testing.TB }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
 // raw sends a request with the given key ("" for none) and returns status and body.
 func (e *env) raw(method, path, key string, body any) (int, []byte) {
 	e.t.Helper()
@@ -136,7 +146,7 @@ func (e *env) raw(method, path, key string, body any) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
+func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
@@ -144,19 +154,19 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 
 // buildProviderImage builds images/devnet-db.Dockerfile through the Engine API (busybox, devnet-init,
 // devnet-db) as gcompose/devnet-db:test, labelled with testHash.
-func buildProviderImage(t *testing.T, docker *client.Client) {
+func buildProviderImage(t testing.TB, docker *client.Client) {
 	t.Helper()
 	buildDemoImage(t, docker, "devnet-db", map[string]string{devnet.LabelImageHash: testHash, testimage.Label: "devnet"})
 }
 
 // buildWebImage builds images/devnet-web.Dockerfile as gcompose/devnet-web:test.
-func buildWebImage(t *testing.T, docker *client.Client) {
+func buildWebImage(t testing.TB, docker *client.Client) {
 	t.Helper()
 	buildDemoImage(t, docker, "devnet-web", map[string]string{devnet.LabelImageHash: "0000000000000000000000000000000000000000000000000000test", testimage.Label: "devnet"})
 }
 
 // buildDemoImage builds images/<name>.Dockerfile with busybox, devnet-init and cmd/<name> as context.
-func buildDemoImage(t *testing.T, docker *client.Client, name string, labels map[string]string) {
+func buildDemoImage(t testing.TB, docker *client.Client, name string, labels map[string]string) {
 	t.Helper()
 	if _, err := os.Stat("/bin/busybox"); err != nil {
 		if os.Getenv("CI") != "" {
