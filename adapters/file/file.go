@@ -260,10 +260,11 @@ func (a *adapter) state(ctx context.Context, req *sdk.Request) (*protocol.StateR
 	return &protocol.StateResult{
 		Status: protocol.Valid,
 		State: map[string]any{
-			"path":   c.Path,
-			"sha256": hex.EncodeToString(sum[:]),
-			"size":   len(cur.data),
-			"mode":   fmt.Sprintf("%04o", cur.mode),
+			"path":    c.Path,
+			"content": string(cur.data),
+			"sha256":  hex.EncodeToString(sum[:]),
+			"size":    len(cur.data),
+			"mode":    fmt.Sprintf("%04o", cur.mode),
 		},
 		Gcompose: &protocol.StateExt{Identity: map[string]any{"path": c.Path}},
 	}, nil

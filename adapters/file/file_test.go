@@ -197,7 +197,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("create did not report its identity: %q", out)
 	}
 	assertFile(t, dir, "sub/a.txt", "one\n", 0o644)
-	if st.State["size"] != 4.0 || st.State["mode"] != "0644" || st.State["sha256"] == "" {
+	if st.State["size"] != 4.0 || st.State["content"] != "one\n" || st.State["mode"] != "0644" || st.State["sha256"] == "" {
 		t.Errorf("state %v", st.State)
 	}
 
