@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
@@ -158,6 +159,34 @@ func TestRentVMWithVPN(t *testing.T) {
 	resp.Body.Close()
 	if len(body) != len(big) || string(body) != big {
 		t.Errorf("big payload: %d bytes back, want %d", len(body), len(big))
+	}
+	// The websocket also takes the key as ?authToken= (no Authorization header).
+	wsURL, err := e.c.TCPURL(n.ID, "10.213.9.7", 4001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _, err := websocket.Dial(ctx, wsURL+"?authToken="+testKey, nil)
+	if err != nil {
+		t.Fatalf("websocket with ?authToken=: %v", err)
+	}
+	conn := websocket.NetConn(ctx, ws, websocket.MessageBinary)
+	if _, err := io.WriteString(conn, "GET /db/greeting HTTP/1.0\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(conn)
+	conn.Close()
+	if !strings.HasPrefix(string(raw), "HTTP/1.0 200") || !strings.HasSuffix(string(raw), "hello through the tunnel") {
+		t.Errorf("raw HTTP through the tunnel: %q", raw)
+	}
+	var conns []yagna.Connection
+	for i := 0; i < 40; i++ { // the server side ends shortly after the client closes
+		if conns, err = e.c.Connections(ctx, n.ID); err != nil || len(conns) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || len(conns) != 0 {
+		t.Errorf("connections after close: %+v, %v", conns, err)
 	}
 	if _, err := e.c.DialTCPConn(ctx, n.ID, "10.213.9.99", 4001); !yagna.IsNotFound(err) {
 		t.Errorf("tunnel to an address nobody holds: %v, want 404", err)
