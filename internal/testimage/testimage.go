@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,81 @@ func Build(t testing.TB, ctx context.Context, pkg, tag string) string {
 	return b.id
 }
 
+// Derive builds an image tagged tag from a Dockerfile given as text, whose
+// FROM names a local image (usually one made by Build), e.g. to bake an
+// environment variable into an adapter image:
+//
+//	testimage.Derive(t, ctx, "FROM gcompose/misbehave-adapter:test\nENV MODE=hang\n", "gcompose/misbehave-adapter:init-hang")
+//
+// The build context is empty (no COPY). It returns the image ID; results
+// are cached per test binary run like Build's.
+func Derive(t testing.TB, ctx context.Context, dockerfile, tag string) string {
+	t.Helper()
+	v, _ := builds.LoadOrStore("derive\x00"+dockerfile+"\x00"+tag, &buildOnce{})
+	b := v.(*buildOnce)
+	b.once.Do(func() { b.id, b.err = deriveImage(ctx, dockerfile, tag) })
+	if b.err != nil {
+		t.Fatalf("build test image %s: %v", tag, b.err)
+	}
+	return b.id
+}
+
+func deriveImage(ctx context.Context, dockerfile, tag string) (string, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return "", fmt.Errorf("docker engine client: %w", err)
+	}
+	defer cli.Close()
+	tarball, err := tarOf(map[string][]byte{"Dockerfile": []byte(dockerfile)})
+	if err != nil {
+		return "", err
+	}
+	resp, err := cli.ImageBuild(ctx, tarball, build.ImageBuildOptions{
+		Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true,
+		Labels: map[string]string{Label: "derived"},
+	})
+	if err != nil {
+		return "", fmt.Errorf("image build: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := readBuildStream(resp.Body); err != nil {
+		return "", err
+	}
+	ins, err := cli.ImageInspect(ctx, tag)
+	if err != nil {
+		return "", fmt.Errorf("inspect built image %s: %w", tag, err)
+	}
+	return ins.ID, nil
+}
+
+// tarOf makes an in-memory build context (Dockerfile 0644, others 0755).
+func tarOf(files map[string][]byte) (*bytes.Buffer, error) {
+	var tarball bytes.Buffer
+	tw := tar.NewWriter(&tarball)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		mode := int64(0o755)
+		if name == "Dockerfile" {
+			mode = 0o644
+		}
+		data := files[name]
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), ModTime: time.Unix(0, 0)}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return &tarball, nil
+}
+
 func buildImage(ctx context.Context, pkg, tag string) (string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
@@ -143,26 +219,12 @@ func buildImage(ctx context.Context, pkg, tag string) (string, error) {
 	}
 
 	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [\"/%s\"]\n", name, name, name)
-	var tarball bytes.Buffer
-	tw := tar.NewWriter(&tarball)
-	files := []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {name, 0o755, binary}}
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0)}); err != nil {
-			return "", err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return "", err
-		}
-	}
-	if err := tw.Close(); err != nil {
+	tarball, err := tarOf(map[string][]byte{"Dockerfile": []byte(dockerfile), name: binary})
+	if err != nil {
 		return "", err
 	}
 
-	resp, err := cli.ImageBuild(ctx, &tarball, build.ImageBuildOptions{
+	resp, err := cli.ImageBuild(ctx, tarball, build.ImageBuildOptions{
 		Tags:        []string{tag},
 		Dockerfile:  "Dockerfile",
 		Remove:      true,
