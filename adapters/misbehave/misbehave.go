@@ -21,7 +21,10 @@
 // init has no config, so init misbehaves by the environment variable
 // EnvInit (and EnvSleepMS for slow), baked into a derived image so that
 // its image ID — the key of gcompose's init cache — differs from the plain
-// image's: see InitVariantDockerfile.
+// image's: see InitVariantDockerfile. The init mode "serve" offers serve
+// mode, whose calls misbehave by config like one-shot ones (see serve.go:
+// exit-nonzero kills the whole server, garbage breaks the framing, hang
+// leaves one request unanswered).
 package misbehave
 
 import (
@@ -61,6 +64,9 @@ const (
 	// member); its state and action calls then fail if their request
 	// carries a gcompose member, which checks the compatibility rule.
 	InitDeployster = "deployster"
+	// InitServe offers serve mode; the served calls then misbehave by
+	// config as one-shot ones do (see serve).
+	InitServe = "serve"
 )
 
 // Environment variables read by init (and, for InitDeployster, by every call).
@@ -128,11 +134,20 @@ type Env func(string) string
 // Run is the adapter's main without the process: it returns the exit code.
 // Hanging modes block until ctx is done; Main never cancels it.
 func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, stderr io.Writer) int {
-	m := &misbehaver{ctx: ctx, env: env, stdout: stdout, stderr: stderr}
+	if len(args) == 1 && args[0] == protocol.ServeArg {
+		return serve(ctx, env, stdin, stdout, stderr)
+	}
 	raw, err := io.ReadAll(stdin)
 	if err != nil {
-		return m.fail("read request: %v", err)
+		fmt.Fprintf(stderr, "misbehave: read request: %v\n", err)
+		return 1
 	}
+	return call(ctx, args, env, raw, stdout, stderr)
+}
+
+// call answers one call whose request is raw, as a one-shot container would.
+func call(ctx context.Context, args []string, env Env, raw []byte, stdout, stderr io.Writer) int {
+	m := &misbehaver{ctx: ctx, env: env, stdout: stdout, stderr: stderr}
 	var req protocol.Request
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &req); err != nil {
@@ -192,6 +207,8 @@ func (m *misbehaver) init() int {
 	case "", ModeOK:
 	case InitDeployster:
 		res.Gcompose = nil
+	case InitServe:
+		res.Gcompose.Serve = true
 	case InitWrongProtocol:
 		res.Gcompose.Protocol = protocol.Version + 1
 	case ModeSlow:
