@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/adapters/golem/devnet"
+)
+
+const (
+	db    = "services.db-service"
+	web   = "services.web-service"
+	proxy = "resources.golem-proxy-web-service"
+	pay   = "resources.golem-payments"
+	vpn   = "networks.default"
+)
+
+// TestWebapp is the life of examples/webapp on the devnet: deploy and use it
+// through the local proxy, a no-op re-deploy, debit notes answered past the
+// provider's timeout, a changed init rebuilding web only, a db killed behind
+// gcompose's back rebuilt with web by knock-on, and a destroy that leaves
+// nothing.
+func TestWebapp(t *testing.T) {
+	// Debit notes every second, agreements terminated after 4 s without an
+	// answer: only the long-lived keeper can keep the app alive.
+	e := start(t, devnet.Config{DebitNoteInterval: devnet.Duration{Duration: time.Second}, DebitNoteAcceptTimeout: devnet.Duration{Duration: 4 * time.Second}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	src, err := os.ReadFile(filepath.Join(moduleRoot(t), "examples", "webapp", "webapp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := filepath.Join(e.dir, "webapp.yaml")
+	if err := os.WriteFile(desc, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	page := func(what string) string {
+		t.Helper()
+		url := e.field(ctx, proxy, "url")
+		var body string
+		var err error
+		for i := 0; i < 20; i++ {
+			if body, err = get(ctx, url); err == nil {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if err != nil || !strings.Contains(body, "records read back from the database") || !strings.Contains(body, "greeting") {
+			t.Fatalf("%s: page at %s: %v\n%s", what, url, err, body)
+		}
+		return body
+	}
+
+	t.Log("deploy")
+	e.must(ctx, "deploy", "-f", desc, "--yes")
+	page("after deploy")
+	list := e.must(ctx, "state", "list", "-f", desc)
+	for _, r := range []string{vpn, pay, db, web, proxy} {
+		if !strings.Contains(list, r) {
+			t.Fatalf("state list lacks %s:\n%s", r, list)
+		}
+	}
+	if s := e.summary(ctx); s.Agreements != 2 || s.Activities != 2 || s.Allocations != 1 || s.Networks != 1 {
+		t.Fatalf("after deploy: %+v", s)
+	}
+
+	t.Log("re-deploy is a no-op")
+	for r, op := range e.planOps(ctx, desc) {
+		if op != "noop" {
+			t.Errorf("re-deploy plans %s for %s", op, r)
+		}
+	}
+	if out := e.must(ctx, "deploy", "-f", desc, "--yes"); !strings.Contains(out, "up to date") {
+		t.Fatalf("re-deploy:\n%s", out)
+	}
+
+	t.Log("debit notes are answered for longer than the provider's timeout")
+	dbAgreement := e.field(ctx, db, "agreement_id")
+	time.Sleep(7 * time.Second)
+	if s := e.summary(ctx); s.Agreements != 2 {
+		t.Fatalf("agreements terminated while the keeper runs: %+v", s)
+	}
+	if a, err := e.yc.GetAgreement(ctx, dbAgreement); err != nil || a.State != "Approved" {
+		t.Fatalf("db agreement: %v %v", a.State, err)
+	}
+	page("after 7 s of debit notes")
+
+	t.Log("changing web's init rebuilds web only")
+	changed := strings.Replace(string(src), `"initdb"]`, `"initdb"]
+      - run:
+          args: ["/bin/sh", "-c", "echo changed > /tmp/changed"]`, 1)
+	if changed == string(src) {
+		t.Fatal("could not change the init of web-service")
+	}
+	if err := os.WriteFile(desc, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ops := e.planOps(ctx, desc)
+	if ops[web] != "rebuild" || ops[db] != "noop" || ops[vpn] != "noop" || ops[pay] != "noop" {
+		t.Fatalf("plan after an init change: %v", ops)
+	}
+	webAgreement := e.field(ctx, web, "agreement_id")
+	e.must(ctx, "deploy", "-f", desc, "--yes")
+	if e.field(ctx, web, "agreement_id") == webAgreement {
+		t.Fatal("web was not rebuilt")
+	}
+	if e.field(ctx, db, "agreement_id") != dbAgreement {
+		t.Fatal("db was rebuilt by a change of web's init")
+	}
+	page("after the init change")
+
+	t.Log("a db killed behind gcompose's back is rebuilt, and web with it")
+	webAgreement = e.field(ctx, web, "agreement_id")
+	oldIP := e.field(ctx, db, "ip")
+	e.kill(ctx, e.field(ctx, db, "activity_id"))
+	ops = e.planOps(ctx, desc)
+	if ops[db] != "rebuild" || ops[web] == "noop" || ops[vpn] != "noop" {
+		t.Fatalf("plan after the db died: %v", ops)
+	}
+	e.must(ctx, "deploy", "-f", desc, "--yes")
+	if e.field(ctx, db, "agreement_id") == dbAgreement || e.field(ctx, web, "agreement_id") == webAgreement {
+		t.Fatal("db and web were not both rebuilt")
+	}
+	if e.field(ctx, db, "ip") == oldIP {
+		t.Fatalf("the rebuilt db took back its old address %s", oldIP)
+	}
+	body := page("after the db rebuild")
+	if !strings.Contains(body, e.field(ctx, db, "ip")) {
+		t.Fatalf("web does not use the new db address %s:\n%s", e.field(ctx, db, "ip"), body)
+	}
+	for r, op := range e.planOps(ctx, desc) {
+		if op != "noop" {
+			t.Errorf("after the recovery, plan still has %s for %s", op, r)
+		}
+	}
+
+	t.Log("destroy leaves no container, network, agreement or allocation")
+	e.must(ctx, "destroy", "-f", desc, "--yes")
+	if s := e.summary(ctx); s.Agreements != 0 || s.Activities != 0 || s.Allocations != 0 || s.Networks != 0 || s.Demands != 0 {
+		t.Fatalf("after destroy: %+v", s)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for e.appContainers(ctx) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after destroy: %d containers of the app left", e.appContainers(ctx))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out := e.must(ctx, "state", "list", "-f", desc); strings.Contains(out, "services.") {
+		t.Fatalf("state after destroy:\n%s", out)
+	}
+}
+
+// TestConformancePlans plans every shared conformance descriptor against the devnet.
+func TestConformancePlans(t *testing.T) {
+	files, _ := filepath.Glob("/work/shared/conformance/*/*.yaml")
+	if dir := os.Getenv("GCOMPOSE_CONFORMANCE"); dir != "" {
+		files, _ = filepath.Glob(filepath.Join(dir, "*", "*.yaml"))
+	}
+	if len(files) == 0 {
+		t.Skip("no conformance descriptors (set GCOMPOSE_CONFORMANCE to their folder)")
+	}
+	e := start(t, devnet.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for _, f := range files {
+		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) {
+			out, err := e.gcompose(ctx, "plan", "-f", f)
+			if err != nil {
+				t.Fatalf("gcompose plan %s: %v\n%s", f, err, out)
+			}
+			if !strings.Contains(out, "Plan:") {
+				t.Fatalf("no plan:\n%s", out)
+			}
+		})
+	}
+}
