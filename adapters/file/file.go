@@ -56,6 +56,10 @@ type Config struct {
 	// Fail, when not empty, makes every action fail with this message
 	// (after the delay).
 	Fail string `json:"fail,omitempty"`
+	// Journal, when set, names a file (relative to the plug directory) to
+	// which every action that changed something appends "ACTION PATH\n":
+	// tests count creations with it to prove nothing is created twice.
+	Journal string `json:"journal,omitempty"`
 }
 
 // segment is one path element other than "." and "..".
@@ -77,7 +81,8 @@ func ConfigSchema() json.RawMessage {
     "content": {"type": "string", "description": "the whole content of the file"},
     "mode": {"type": "string", "pattern": "` + modePattern + `", "description": "octal permissions, default ` + DefaultMode + `"},
     "delay_ms": {"type": "integer", "minimum": 0, "description": "every action sleeps this long first"},
-    "fail": {"type": "string", "description": "every action fails with this message"}
+    "fail": {"type": "string", "description": "every action fails with this message"},
+    "journal": {"type": "string", "pattern": "` + jsonEscape(pathPattern) + `", "description": "append ACTION PATH to this file after every change (for tests)"}
   }
 }`)
 }
@@ -341,6 +346,9 @@ func (a *adapter) write(ctx context.Context, req *sdk.Request) error {
 		return fmt.Errorf("write %s: %w", c.Path, werr)
 	}
 	req.Printf("wrote %s (%d bytes, mode %04o)", c.Path, len(c.Content), mode)
+	if err := journal(root, c, req.Action, c.Path); err != nil {
+		return err
+	}
 	return req.ReportIdentity(map[string]any{"path": c.Path})
 }
 
@@ -388,6 +396,28 @@ func (a *adapter) remove(ctx context.Context, req *sdk.Request) error {
 			return fmt.Errorf("delete %s: %w", p, err)
 		}
 		req.Printf("deleted %s", p)
+		if err := journal(root, c, req.Action, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// journal appends "action path" to the configured journal file, if any.
+func journal(root *os.Root, c Config, action, p string) error {
+	if c.Journal == "" {
+		return nil
+	}
+	f, err := root.OpenFile(c.Journal, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", c.Journal, err)
+	}
+	_, err = fmt.Fprintf(f, "%s %s\n", action, p)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", c.Journal, err)
 	}
 	return nil
 }
