@@ -34,9 +34,6 @@ type SessionStarter interface {
 // serveRestarts is how many times a dead server is replaced in one run.
 const serveRestarts = 1
 
-// shutdownGrace is how long Close lets servers finish what is in flight.
-const shutdownGrace = 10 * time.Second
-
 // slot holds the server of one key across restarts.
 type slot struct {
 	mu       sync.Mutex
@@ -269,7 +266,7 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.slots = map[string]*slot{}
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, shutdownGrace)
+	ctx, cancel := context.WithTimeout(ctx, runner.SessionGrace)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(slots))

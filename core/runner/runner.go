@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -45,6 +46,7 @@ const (
 	DefaultPids        = 256
 	DefaultTmpfsSize   = "16m"
 	StderrTailSize     = 4 << 10 // bytes kept for error messages
+	SessionGrace       = 10 * time.Second
 	cleanupTimeout     = 30 * time.Second
 )
 
@@ -181,6 +183,9 @@ type Runner struct {
 	own  bool
 	opts Options
 	log  *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[*Session]struct{} // started and not yet stopped
 }
 
 // New connects to the Docker Engine from the environment (DOCKER_HOST, ...),
@@ -222,15 +227,35 @@ func NewWithClient(cli *client.Client, opts Options) *Runner {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Runner{cli: cli, opts: opts, log: log}
+	return &Runner{cli: cli, opts: opts, log: log, sessions: map[*Session]struct{}{}}
 }
 
 // Close releases the Engine client if the Runner created it.
+// It first stops the sessions (serve-mode containers) still running,
+// letting each finish what it has in flight for up to SessionGrace.
 func (r *Runner) Close() error {
-	if r.own {
-		return r.cli.Close()
+	r.mu.Lock()
+	open := make([]*Session, 0, len(r.sessions))
+	for s := range r.sessions {
+		open = append(open, s)
 	}
-	return nil
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), SessionGrace)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(open))
+	for i, s := range open {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	if r.own {
+		errs = append(errs, r.cli.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // Client is the underlying Engine client.

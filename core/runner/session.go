@@ -65,6 +65,9 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Session, error) {
 	pr, pw := io.Pipe()
 	ss := &Session{r: r, id: id, spec: s, hj: hj, stdout: pr, done: make(chan struct{}),
 		stderr: &lineWriter{w: s.Stderr, prefix: "[" + s.Resource + "] ", tail: &tail{max: StderrTailSize}}}
+	r.mu.Lock()
+	r.sessions[ss] = struct{}{}
+	r.mu.Unlock()
 	go func() {
 		_, err := stdcopy.StdCopy(pw, lockedW{&ss.tailMu, ss.stderr}, hj.Reader)
 		ss.tailMu.Lock()
@@ -154,6 +157,11 @@ func (s *Session) Kill(ctx context.Context) error {
 }
 
 func (s *Session) kill(ctx context.Context) error {
+	defer func() {
+		s.r.mu.Lock()
+		delete(s.r.sessions, s)
+		s.r.mu.Unlock()
+	}()
 	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	err := s.r.cli.ContainerRemove(rmCtx, s.id, container.RemoveOptions{Force: true})

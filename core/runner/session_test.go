@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/internal/testimage"
 )
 
 func TestSession(t *testing.T) {
@@ -65,4 +68,31 @@ func TestSessionEndsByItself(t *testing.T) {
 	if err := sess.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestRunnerCloseStopsSessions(t *testing.T) {
+	ctx, _, img := setup(t)
+	r, err := runner.New(ctx, runner.Options{Labels: testimage.Labels(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sessions []*runner.Session
+	for i := 0; i < 2; i++ {
+		s, err := r.Start(ctx, spec(img, "serve"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
+		select {
+		case <-s.Done():
+		default:
+			t.Error("a session still runs after the runner closed")
+		}
+	}
+	// setup's cleanup checks that no container is left.
 }
