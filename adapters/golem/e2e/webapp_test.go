@@ -116,7 +116,7 @@ func TestWebapp(t *testing.T) {
 
 	t.Log("a db killed behind gcompose's back is rebuilt, and web with it")
 	webAgreement = e.field(ctx, web, "agreement_id")
-	oldIP := e.field(ctx, db, "ip")
+	oldIP, oldProvider := e.field(ctx, db, "ip"), e.field(ctx, db, "provider_id")
 	e.kill(ctx, e.field(ctx, db, "activity_id"))
 	ops = e.planOps(ctx, desc)
 	if ops[db] != "rebuild" || ops[web] == "noop" || ops[vpn] != "noop" {
@@ -129,6 +129,12 @@ func TestWebapp(t *testing.T) {
 	if e.field(ctx, db, "ip") == oldIP {
 		t.Fatalf("the rebuilt db took back its old address %s", oldIP)
 	}
+	if e.field(ctx, db, "provider_id") == oldProvider {
+		t.Fatalf("the rebuilt db went back to provider %s, which failed it", oldProvider)
+	}
+	if !strings.Contains(e.must(ctx, "state", "show", db), oldProvider) {
+		t.Fatalf("the failed provider %s is not remembered in db's identity", oldProvider)
+	}
 	body := page("after the db rebuild")
 	if !strings.Contains(body, e.field(ctx, db, "ip")) {
 		t.Fatalf("web does not use the new db address %s:\n%s", e.field(ctx, db, "ip"), body)
@@ -139,12 +145,38 @@ func TestWebapp(t *testing.T) {
 		}
 	}
 
+	t.Log("without the keeper, unanswered debit notes end the agreements, and the next deploy sees it")
+	keeper := e.field(ctx, pay, "keeper")
+	if err := e.docker.ContainerKill(ctx, keeper, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for e.summary(ctx).Agreements != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("agreements still approved 30 s after the keeper died: %+v", e.summary(ctx))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	ops = e.planOps(ctx, desc)
+	// The keeper is restarted; the services depend on the payments
+	// resource, so they are knock-ons that apply asks again: their
+	// agreements are gone, so they are rebuilt.
+	if ops[pay] != "update" || ops[db] == "noop" || ops[web] == "noop" || ops[vpn] != "noop" {
+		t.Fatalf("plan after the keeper died: %v", ops)
+	}
+	dbAgreement = e.field(ctx, db, "agreement_id")
+	e.must(ctx, "deploy", "-f", desc, "--yes")
+	if e.field(ctx, db, "agreement_id") == dbAgreement {
+		t.Fatal("db was not rebuilt after its agreement ended")
+	}
+	page("after the keeper and the services came back")
+
 	t.Log("destroy leaves no container, network, agreement or allocation")
 	e.must(ctx, "destroy", "-f", desc, "--yes")
 	if s := e.summary(ctx); s.Agreements != 0 || s.Activities != 0 || s.Allocations != 0 || s.Networks != 0 || s.Demands != 0 {
 		t.Fatalf("after destroy: %+v", s)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for e.appContainers(ctx) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("after destroy: %d containers of the app left", e.appContainers(ctx))
