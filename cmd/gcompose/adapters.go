@@ -10,13 +10,12 @@ import (
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/engine"
-	"github.com/gcompose/gcompose/core/plan"
-	"github.com/gcompose/gcompose/core/runner"
+		"github.com/gcompose/gcompose/core/runner"
 )
 
 // newAdapters connects to the Docker Engine and returns the engine's
 // adapters; the descriptor (if any) contributes its plugs.
-func newAdapters(c *cli.Context, app string, p *project) (plan.Adapters, *runner.Runner, func(), error) {
+func newAdapters(c *cli.Context, app string, p *project) (*engine.ContainerAdapters, *runner.Runner, func(), error) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r, err := runner.New(c.Context, runner.Options{Timeout: c.Duration("call-timeout"), Logger: log})
 	if err != nil {

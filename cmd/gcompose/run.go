@@ -173,6 +173,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		OutputTimeout: c.Duration("output-timeout"),
 		Observer:      prog.observe,
 		Cleanup:       rn.Cleanup,
+		Release:       ad.Client.Close,
 		Log: func(format string, args ...any) {
 			fmt.Fprintf(c.App.ErrWriter, "note: "+format+"\n", args...)
 		},

@@ -30,6 +30,10 @@ type Engine struct {
 	// application left behind. It runs once the lock is held, so no other
 	// gcompose is working on the application. Nil skips it.
 	Cleanup func(ctx context.Context, app string) (int, error)
+	// Release runs at the end of a run while the lock is still held: it
+	// stops what the run started (served adapter containers), so the next
+	// run, once it gets the lock, finds nothing of this one running.
+	Release func(ctx context.Context) error
 	// Log receives notes (leftovers removed); nil discards them.
 	Log func(format string, args ...any)
 }
@@ -72,7 +76,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if req.PlanOnly {
 		op = "plan"
 	}
-	lock, err := state.Acquire(ctx, e.Store, req.App, state.NewLockInfo(op, e.Version), e.LockTimeout)
+	lock, err := e.lock(ctx, req.App, op)
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +84,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		// Unlock with a fresh context: a cancelled run must still release.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
+		if e.Release != nil {
+			if rerr := e.Release(uctx); rerr != nil && err == nil {
+				err = fmt.Errorf("stopping adapter servers: %w", rerr)
+			}
+		}
 		if uerr := e.Store.Unlock(uctx, lock); uerr != nil && err == nil {
 			err = fmt.Errorf("releasing the state lock: %w", uerr)
 		}
@@ -143,6 +152,26 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		applyErr = fmt.Errorf("compacting state: %w", cerr)
 	}
 	return out, applyErr
+}
+
+// lock takes the application's lock. A lock whose holder was a process on
+// this host that no longer exists (killed with -9, the machine rebooted) is
+// taken over with a note: a crash must not stop the next run, which is the
+// one that repairs what the crash left.
+func (e *Engine) lock(ctx context.Context, app, op string) (*state.Lock, error) {
+	info := state.NewLockInfo(op, e.Version)
+	lock, err := state.Acquire(ctx, e.Store, app, info, e.LockTimeout)
+	var le *state.LockedError
+	if err == nil || !errors.As(err, &le) || !le.Stale {
+		return lock, err
+	}
+	if uerr := e.Store.ForceUnlock(ctx, app, le.Info.ID); uerr != nil {
+		return nil, fmt.Errorf("%w (taking over the stale lock failed: %v)", err, uerr)
+	}
+	if e.Log != nil {
+		e.Log("took over the lock of %s for %s since %s: that process no longer exists", le.Info.Holder, le.Info.Operation, le.Info.Created.Format(time.RFC3339))
+	}
+	return state.Acquire(ctx, e.Store, app, info, e.LockTimeout)
 }
 
 // persister writes each change through the held lock.

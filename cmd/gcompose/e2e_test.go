@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+// These tests run the real CLI against the real Docker Engine with the file
+// adapter image built from this repository.
+
+const fileAdapterTag = "gcompose-test/file-adapter:e2e"
+
+type env struct {
+	t     *testing.T
+	dir   string // descriptor and plug directory live here
+	state string
+	files string
+	app   string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	testimage.RequireDocker(t)
+	testimage.Build(t, context.Background(), "./cmd/file-adapter", fileAdapterTag)
+	dir := t.TempDir()
+	e := &env{t: t, dir: dir, state: filepath.Join(dir, "state"), files: filepath.Join(dir, "out"), app: appNameFor(t)}
+	if err := os.MkdirAll(e.files, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	// The adapter runs as root in a container; let the test read what it writes.
+	os.Chmod(e.files, 0o777)
+	t.Cleanup(func() { e.assertNoContainers() })
+	return e
+}
+
+func appNameFor(t *testing.T) string {
+	s := strings.ToLower(regexp.MustCompile(`[^a-zA-Z0-9]+`).ReplaceAllString(t.Name(), "-"))
+	if len(s) > 50 {
+		s = s[:50]
+	}
+	return strings.Trim("e2e-"+s, "-")
+}
+
+// write puts a descriptor in the env's directory and returns its path.
+func (e *env) write(name, body string) string {
+	e.t.Helper()
+	body = strings.ReplaceAll(body, "APP", e.app)
+	body = strings.ReplaceAll(body, "IMAGE", fileAdapterTag)
+	p := filepath.Join(e.dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// gc runs the CLI in-process.
+func (e *env) gc(args ...string) result {
+	e.t.Helper()
+	var out, errb bytes.Buffer
+	full := append([]string{"gcompose"}, args...)
+	full = append(full, "--state", e.state)
+	code := run(context.Background(), full, strings.NewReader(""), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func (e *env) must(args ...string) result {
+	e.t.Helper()
+	r := e.gc(args...)
+	if r.code != 0 {
+		e.t.Fatalf("gcompose %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+func (e *env) read(name string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.files, name))
+	if err != nil {
+		e.t.Fatalf("read %s: %v", name, err)
+	}
+	return string(b)
+}
+
+func (e *env) exists(name string) bool {
+	_, err := os.Stat(filepath.Join(e.files, name))
+	return err == nil
+}
+
+func (e *env) assertNoContainers() {
+	e.t.Helper()
+	ids := testimage.ContainersLabelled(e.t, context.Background(), "gcompose.app", e.app)
+	if len(ids) > 0 {
+		e.t.Errorf("containers of %s left behind: %v", e.app, ids)
+	}
+}
+
+// dag: d depends on b and c; b reads a's output; c depends on a explicitly.
+// b and c sleep so that their overlap shows.
+const dag = `
+meta:
+  name: APP
+plugs:
+  files:
+    path: ./out
+resources:
+  a:
+    type: IMAGE
+    config: {path: a.txt, content: "alpha-CONTENT"}
+  b:
+    type: IMAGE
+    config: {path: b.txt, content: "a is ${resources.a.state.sha256}", delay_ms: 1500}
+  c:
+    type: IMAGE
+    dependencies: {first: a}
+    config: {path: c.txt, content: "gamma", delay_ms: 1500}
+  d:
+    type: IMAGE
+    dependencies: {x: b, y: c}
+    config: {path: d.txt, content: "delta"}
+`
+
+type event struct {
+	Type     string    `json:"type"`
+	Time     time.Time `json:"time"`
+	Resource string    `json:"resource"`
+	Phase    string    `json:"phase"`
+	Message  string    `json:"message"`
+}
+
+func events(t *testing.T, out string) []event {
+	var evs []event
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		var ev event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == "event" {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
+}
+
+// span returns when a resource's first action started and its last ended.
+func span(evs []event, res string) (start, end time.Time) {
+	for _, ev := range evs {
+		if ev.Resource != res {
+			continue
+		}
+		if ev.Phase == "action" && start.IsZero() {
+			start = ev.Time
+		}
+		if ev.Phase == "action-done" {
+			end = ev.Time
+		}
+	}
+	return
+}
+
+func TestE2EDeployRedeployUpdateDestroy(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("app.yaml", strings.ReplaceAll(dag, "CONTENT", "1"))
+
+	plan := e.gc("plan", f, "--detailed-exitcode")
+	if plan.code != exitChanges || !strings.Contains(plan.stdout, "Plan: 4 to create") {
+		t.Fatalf("plan: exit %d, want 2 with 4 creates:\n%s%s", plan.code, plan.stdout, plan.stderr)
+	}
+	if !strings.Contains(plan.stdout, "known after apply") {
+		t.Fatalf("plan does not show b's input as known after apply:\n%s", plan.stdout)
+	}
+
+	r := e.must("deploy", f, "--yes", "--json")
+	evs := events(t, r.stderr)
+	aStart, aEnd := span(evs, "resources.a")
+	bStart, bEnd := span(evs, "resources.b")
+	cStart, cEnd := span(evs, "resources.c")
+	dStart, _ := span(evs, "resources.d")
+	if aStart.IsZero() || bStart.IsZero() || cStart.IsZero() || dStart.IsZero() {
+		t.Fatalf("missing action events:\n%s", r.stderr)
+	}
+	if bStart.Before(aEnd) || cStart.Before(aEnd) || dStart.Before(bEnd) || dStart.Before(cEnd) {
+		t.Fatalf("dependency order violated: a %v-%v b %v-%v c %v-%v d %v", aStart, aEnd, bStart, bEnd, cStart, cEnd, dStart)
+	}
+	if !(bStart.Before(cEnd) && cStart.Before(bEnd)) {
+		t.Fatalf("independent b and c did not overlap: b %v-%v c %v-%v", bStart, bEnd, cStart, cEnd)
+	}
+	sum := strings.TrimSpace(e.read("a.txt"))
+	if got := e.read("b.txt"); !strings.HasPrefix(got, "a is ") || len(got) < 20 {
+		t.Fatalf("b.txt = %q, want a's sha256 resolved in", got)
+	}
+	_ = sum
+
+	// Re-deploy: nothing to do, no action runs.
+	r = e.must("deploy", f, "--yes")
+	if !strings.Contains(r.stdout, "Nothing to do") || strings.Contains(r.stderr, " action ") {
+		t.Fatalf("re-deploy was not a no-op:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if p := e.gc("plan", f, "--detailed-exitcode"); p.code != exitOK {
+		t.Fatalf("plan after deploy: exit %d, want 0\n%s", p.code, p.stdout)
+	}
+
+	// A config change: a is updated, b (which reads a's output) follows; c and d stay.
+	bBefore := e.read("b.txt")
+	f = e.write("app.yaml", strings.ReplaceAll(dag, "CONTENT", "2"))
+	p := e.gc("plan", f)
+	for _, want := range []string{"~ update    resources.a", "knock-on"} {
+		if !strings.Contains(p.stdout, want) {
+			t.Fatalf("plan after change lacks %q:\n%s", want, p.stdout)
+		}
+	}
+	r = e.must("deploy", f, "--yes", "--json")
+	evs = events(t, r.stderr)
+	touched := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Phase == "action" {
+			touched[ev.Resource] = true
+		}
+	}
+	if !touched["resources.a"] || !touched["resources.b"] || touched["resources.c"] || touched["resources.d"] {
+		t.Fatalf("update touched %v, want exactly a and b", touched)
+	}
+	if e.read("a.txt") != "alpha-2" || e.read("b.txt") == bBefore {
+		t.Fatalf("files not updated: a=%q b=%q", e.read("a.txt"), e.read("b.txt"))
+	}
+
+	// state list / show.
+	ls := e.must("state", "list", "--app", e.app)
+	for _, n := range []string{"resources.a", "resources.d", "Active"} {
+		if !strings.Contains(ls.stdout, n) {
+			t.Fatalf("state list lacks %s:\n%s", n, ls.stdout)
+		}
+	}
+	show := e.must("state", "show", "resources.a", "--app", e.app)
+	if !strings.Contains(show.stdout, `"sha256"`) {
+		t.Fatalf("state show lacks outputs:\n%s", show.stdout)
+	}
+
+	// Destroy removes everything, dependents first, and the state empties.
+	r = e.must("destroy", f, "--yes")
+	for _, n := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
+		if e.exists(n) {
+			t.Fatalf("%s survived destroy", n)
+		}
+	}
+	ls = e.must("state", "list", "--app", e.app)
+	if strings.Contains(ls.stdout, "resources.") {
+		t.Fatalf("state not empty after destroy:\n%s", ls.stdout)
+	}
+}
+
+func TestE2EConfirmationNeedsTerminalOrYes(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("app.yaml", strings.ReplaceAll(dag, "CONTENT", "1"))
+	r := e.gc("deploy", f)
+	if r.code != exitError || !strings.Contains(r.stderr, "--yes") {
+		t.Fatalf("deploy without a terminal: exit %d, want 1 asking for --yes\n%s", r.code, r.stderr)
+	}
+	if e.exists("a.txt") {
+		t.Fatal("deploy changed something without confirmation")
+	}
+}
+
+// The crash and lock tests need a separate process.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func gcomposeBinary(t *testing.T) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gcompose-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "gcompose")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func (e *env) start(args ...string) (*exec.Cmd, *bytes.Buffer) {
+	e.t.Helper()
+	cmd := exec.Command(gcomposeBinary(e.t), append(args, "--state", e.state)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	return cmd, &out
+}
+
+// chain is n resources in a line, each with an action that takes a while.
+func chain(n int) string {
+	var b strings.Builder
+	b.WriteString("meta:\n  name: APP\nplugs:\n  files:\n    path: ./out\nresources:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  r%d:\n    type: IMAGE\n    config: {path: r%d.txt, content: \"%d\", delay_ms: 300, journal: .file-adapter.log}\n", i, i, i)
+		if i > 0 {
+			fmt.Fprintf(&b, "    dependencies: {prev: r%d}\n", i-1)
+		}
+	}
+	return b.String()
+}
+
+func TestE2EKillDuringDeployConverges(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("app.yaml", chain(6))
+	for _, after := range []time.Duration{1500 * time.Millisecond, 3 * time.Second} {
+		cmd, out := e.start("deploy", f, "--yes")
+		time.Sleep(after)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		t.Logf("killed after %s; output so far:\n%s", after, out.String())
+	}
+	r := e.must("deploy", f, "--yes")
+	for i := 0; i < 6; i++ {
+		if got := e.read(fmt.Sprintf("r%d.txt", i)); got != fmt.Sprint(i) {
+			t.Fatalf("r%d.txt = %q after recovery", i, got)
+		}
+	}
+	log := e.read(".file-adapter.log")
+	for i := 0; i < 6; i++ {
+		if n := strings.Count(log, fmt.Sprintf("create r%d.txt\n", i)); n != 1 {
+			t.Fatalf("r%d.txt created %d times (adapter log:\n%s)\nlast deploy:\n%s", i, n, log, r.stdout+r.stderr)
+		}
+	}
+	if r := e.must("deploy", f, "--yes"); !strings.Contains(r.stdout, "Nothing to do") {
+		t.Fatalf("not converged after recovery:\n%s", r.stdout)
+	}
+	e.must("destroy", f, "--yes")
+}
+
+func TestE2EConcurrentDeployIsRefusedByTheLock(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("app.yaml", chain(3))
+	cmd, out := e.start("deploy", f, "--yes")
+	defer cmd.Wait()
+	// Wait until the first deploy holds the lock.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(e.state, e.app+".lock")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("first deploy never took the lock:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := e.gc("deploy", f, "--yes")
+	if r.code != exitError || !strings.Contains(r.stderr, "is locked by") || !strings.Contains(r.stderr, "gcompose unlock") {
+		t.Fatalf("second deploy: exit %d, want a lock error\n%s", r.code, r.stderr)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("first deploy failed: %v\n%s", err, out.String())
+	}
+	// With --lock-timeout a waiting deploy gets through once the lock is free.
+	e.must("destroy", f, "--yes", "--lock-timeout", "30s")
+}
