@@ -10,7 +10,7 @@ import (
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/engine"
-		"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/core/runner"
 )
 
 // newAdapters connects to the Docker Engine and returns the engine's
