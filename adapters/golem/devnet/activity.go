@@ -150,12 +150,17 @@ func (s *Server) refreshLiveness(ctx context.Context, act *activity) {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if act.state != "Terminated" {
+	died := act.state != "Terminated"
+	if died {
 		s.bill(act, time.Now())
 		act.terminate("activity died: "+why, why)
 		s.log.Info("activity died", "activity", act.id, "why", why)
 		s.notify()
+	}
+	s.mu.Unlock()
+	if died {
+		// Like a provider whose VM is gone: nothing of it stays, and its VPN address is free again.
+		s.removeContainers(ctx, []string{cid})
 	}
 }
 

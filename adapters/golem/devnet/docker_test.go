@@ -202,6 +202,16 @@ func TestRentVMWithVPN(t *testing.T) {
 	if _, err := e.c.ExecCommands(ctx, act.ActivityID, run("/bin/true")); err == nil {
 		t.Errorf("exec on a terminated activity succeeded")
 	}
+	// The dead activity's address is free (its container is gone): a new activity of the agreement takes
+	// it again, even before the dead one is destroyed.
+	act2, err := e.c.CreateActivity(ctx, neg.agreement)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = e.exec(ctx, act2.ActivityID, deploy, yagna.ExeScriptCommand{Start: &yagna.StartCommand{}}, run("/bin/sh", "-c", "echo again"))
+	if len(res) != 3 || res[2].Stdout != "again\n" {
+		t.Errorf("second activity at the same IP: %+v", res)
+	}
 	if err := e.c.DestroyActivity(ctx, act.ActivityID); err != nil {
 		t.Errorf("DestroyActivity: %v", err)
 	}
