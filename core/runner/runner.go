@@ -546,7 +546,7 @@ func (r *Runner) Cleanup(ctx context.Context, app string) (int, error) {
 	var errs []error
 	n := 0
 	for _, c := range list {
-		if err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
+		if err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) && !cerrdefs.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("remove container %s (%s %s): %w", c.ID[:12], c.Resource, c.Call, err))
 			continue
 		}
