@@ -72,7 +72,8 @@ run executes entry_point + args in the container through the Engine API exec wit
 captured; a non-zero exit is Error ("ExeScript command exited with code N") and ends the batch. A run
 returns when its process exits even if it left a child in the background (`sh -c "server &"`); the
 images' PID 1 (devnet-init) keeps the container, and such servers, alive. The container's death (exit,
-removal, POST /devnet/v1/activities/{id}/kill) shows as activity state Terminated.
+removal, POST /devnet/v1/activities/{id}/kill) shows as activity state Terminated (noticed within a
+second, or at once by GET state); the dead container is removed, which frees its VPN address.
 
 Demo images (FROM scratch): devnet-db serves a key-value store over HTTP on :4001; devnet-web
 (--db-address IP --db-port 4001 initdb|run) serves on :80 a page built from the records it writes to and
