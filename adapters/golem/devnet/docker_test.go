@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -309,6 +310,7 @@ func TestDebitNotes(t *testing.T) {
 	// Accept debit notes for a while: longer than the accept timeout, the agreement stays.
 	var after time.Time
 	accepted := 0
+	lastDue, lastNote := 0.0, ""
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		evs, err := e.c.DebitNoteEvents(ctx, time.Second, after, 10)
@@ -324,6 +326,11 @@ func TestDebitNotes(t *testing.T) {
 			if err != nil || dn.AgreementID != neg.agreement || dn.ActivityID != act.ActivityID {
 				t.Fatalf("GetDebitNote = %+v, %v", dn, err)
 			}
+			due, _ := strconv.ParseFloat(dn.TotalAmountDue, 64)
+			if due <= lastDue || due < 0.5 || dn.PreviousDebitNoteID != lastNote {
+				t.Errorf("debit note %s: due %s after %g (start price 0.5), previous %q want %q", dn.DebitNoteID, dn.TotalAmountDue, lastDue, dn.PreviousDebitNoteID, lastNote)
+			}
+			lastDue, lastNote = due, dn.DebitNoteID
 			if err := e.c.AcceptDebitNote(ctx, dn.DebitNoteID, yagna.DebitNoteAcceptance{TotalAmountAccepted: dn.TotalAmountDue, AllocationID: neg.alloc.AllocationID}, 5*time.Second); err != nil {
 				t.Fatalf("AcceptDebitNote: %v", err)
 			}
