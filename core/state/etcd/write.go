@@ -1,0 +1,416 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gcompose/gcompose/core/state"
+)
+
+type mvccKV = mvccpb.KeyValue
+
+// stats counts request and response sizes (tests show they stay small).
+type stats struct {
+	requests, retries       atomic.Int64
+	maxRequest, maxResponse atomic.Int64
+	requestBytes, respBytes atomic.Int64
+	responses               atomic.Int64
+}
+
+func (st *stats) request(n int) {
+	st.requests.Add(1)
+	st.requestBytes.Add(int64(n))
+	for {
+		m := st.maxRequest.Load()
+		if int64(n) <= m || st.maxRequest.CompareAndSwap(m, int64(n)) {
+			return
+		}
+	}
+}
+
+func (st *stats) response(n int) {
+	st.responses.Add(1)
+	st.respBytes.Add(int64(n))
+	for {
+		m := st.maxResponse.Load()
+		if int64(n) <= m || st.maxResponse.CompareAndSwap(m, int64(n)) {
+			return
+		}
+	}
+}
+
+// Stats are counters of a Store's traffic.
+type Stats struct {
+	// Writes is the number of write transactions, MaxWrite the largest (keys
+	// plus values, bytes), WriteBytes their total.
+	Writes, MaxWrite, WriteBytes int64
+	// Reads is the number of read responses, MaxRead the largest (bytes).
+	Reads, MaxRead, ReadBytes int64
+	// Retries counts requests retried while etcd was unavailable.
+	Retries int64
+}
+
+// Stats returns the counters since New.
+func (s *Store) Stats() Stats {
+	st := s.stats
+	return Stats{
+		Writes: st.requests.Load(), MaxWrite: st.maxRequest.Load(), WriteBytes: st.requestBytes.Load(),
+		Reads: st.responses.Load(), MaxRead: st.maxResponse.Load(), ReadBytes: st.respBytes.Load(),
+		Retries: st.retries.Load(),
+	}
+}
+
+// prepare validates changes and returns deep copies, puts stamped with now,
+// with the same rules as the other backends.
+func prepare(changes []state.Change, now time.Time) ([]state.Change, error) {
+	out := make([]state.Change, len(changes))
+	for i, ch := range changes {
+		switch {
+		case ch.Put != nil && ch.Delete != "":
+			return nil, fmt.Errorf("change %d: both put %q and delete %q", i, ch.Put.Name, ch.Delete)
+		case ch.Put != nil:
+			if ch.Put.Name == "" {
+				return nil, fmt.Errorf("change %d: put of a resource without a name", i)
+			}
+			r := ch.Put.Clone()
+			r.UpdatedAt = now
+			out[i] = state.Change{Put: r}
+		case ch.Delete != "":
+			out[i] = ch
+		default:
+			return nil, fmt.Errorf("change %d: empty (neither put nor delete)", i)
+		}
+	}
+	return out, nil
+}
+
+// ensureHead reads the head once per holder; afterwards this holder's own
+// writes keep it current (nobody else can write while the lock is held).
+func (s *Store) ensureHead(ctx context.Context, h *held) error {
+	if h.head != nil {
+		return nil
+	}
+	return s.retry(ctx, "read head", func(ctx context.Context, _ int) error {
+		hd, modRev, _, err := s.readHead(ctx, h.app)
+		if err != nil {
+			return err
+		}
+		if hd == nil {
+			hd = &head{}
+		}
+		h.head, h.headRev = hd, modRev
+		return nil
+	})
+}
+
+func (s *Store) lockCmp(h *held) clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(s.lockKey(h.app)), "=", h.createRev)
+}
+
+// fenced runs one transaction of ops (idempotent: puts and deletes) if h
+// still holds the lock.
+func (s *Store) fenced(ctx context.Context, l *state.Lock, h *held, what string, ops []clientv3.Op, size int) error {
+	var lost []*mvccKV
+	err := s.retry(ctx, what, func(ctx context.Context, _ int) error {
+		s.stats.request(size)
+		resp, err := s.cli.Txn(ctx).If(s.lockCmp(h)).Then(ops...).Else(clientv3.OpGet(s.lockKey(h.app))).Commit()
+		if err != nil {
+			return err
+		}
+		if !resp.Succeeded {
+			lost = resp.Responses[0].GetResponseRange().Kvs
+			if lost == nil {
+				lost = []*mvccKV{}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("state for app %q in %s: %s: %w", h.app, s.where, what, err)
+	}
+	if lost != nil {
+		return s.fenceFailed(l, h, lost)
+	}
+	return nil
+}
+
+// commit runs ops and writes next as the head in one transaction, if h still
+// holds the lock and the head is the one h last saw. It is safe to retry: a
+// retry that finds next's WriteID in the head knows the first attempt
+// committed.
+func (s *Store) commit(ctx context.Context, l *state.Lock, h *held, ops []clientv3.Op, size int, next *head) error {
+	next.App = h.app
+	next.FormatVersion = state.FormatVersion
+	next.WriteID = state.NewID()
+	val, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("state for app %q: head: %w", h.app, err)
+	}
+	hk, lk := s.headKey(h.app), s.lockKey(h.app)
+	ops = append(ops, clientv3.OpPut(hk, string(val)))
+	size += len(hk) + len(val)
+	var lost []*mvccKV
+	var conflict bool
+	what := fmt.Sprintf("state for app %q in %s: write serial %d", h.app, s.where, next.Serial)
+	err = s.retry(ctx, what, func(ctx context.Context, _ int) error {
+		lost, conflict = nil, false
+		s.stats.request(size)
+		resp, err := s.cli.Txn(ctx).
+			If(s.lockCmp(h), clientv3.Compare(clientv3.ModRevision(hk), "=", h.headRev)).
+			Then(ops...).
+			Else(clientv3.OpGet(lk), clientv3.OpGet(hk)).Commit()
+		if err != nil {
+			return err
+		}
+		if resp.Succeeded {
+			h.headRev = resp.Header.Revision
+			return nil
+		}
+		if hkv := resp.Responses[1].GetResponseRange().Kvs; len(hkv) > 0 {
+			var cur head
+			if json.Unmarshal(hkv[0].Value, &cur) == nil && cur.WriteID == next.WriteID {
+				h.headRev = hkv[0].ModRevision // an earlier attempt committed
+				return nil
+			}
+		}
+		lkv := resp.Responses[0].GetResponseRange().Kvs
+		if len(lkv) == 0 || lkv[0].CreateRevision != h.createRev {
+			lost = lkv
+			if lost == nil {
+				lost = []*mvccKV{}
+			}
+			return nil
+		}
+		conflict = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if lost != nil {
+		return s.fenceFailed(l, h, lost)
+	}
+	if conflict {
+		h.head = nil // read it again next time
+		return fmt.Errorf("%s: the head was changed by another writer using the same lock; nothing written", what)
+	}
+	h.head = next
+	return nil
+}
+
+// Apply implements state.Store: one transaction putting or deleting the
+// changed resources' keys and writing the head with serial+1.
+func (s *Store) Apply(ctx context.Context, l *state.Lock, changes ...state.Change) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	prepared, err := prepare(changes, now)
+	if err != nil {
+		app := ""
+		if l != nil {
+			app = l.App
+		}
+		return fmt.Errorf("state for app %q: %w", app, err)
+	}
+	h, err := s.holder(ctx, l)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(prepared) == 0 {
+		return s.fenced(ctx, l, h, "check lock", nil, 0)
+	}
+	if err := s.ensureHead(ctx, h); err != nil {
+		return fmt.Errorf("state for app %q in %s: %w", h.app, s.where, err)
+	}
+	cur := h.head
+	next := &head{Lineage: cur.Lineage, Serial: cur.Serial + 1, Generation: cur.Generation, UpdatedAt: now}
+	if next.Lineage == "" {
+		next.Lineage = state.NewID()
+	}
+	// The last change of a name wins (etcd refuses a key twice in a transaction).
+	last := map[string]int{}
+	for i, ch := range prepared {
+		name := ch.Delete
+		if ch.Put != nil {
+			name = ch.Put.Name
+		}
+		last[name] = i
+	}
+	var ops []clientv3.Op
+	size := 0
+	for i, ch := range prepared {
+		if ch.Put != nil {
+			if last[ch.Put.Name] != i {
+				continue
+			}
+			b, err := json.Marshal(ch.Put)
+			if err != nil {
+				return fmt.Errorf("state for app %q: resource %q: %w", h.app, ch.Put.Name, err)
+			}
+			k := s.resKey(h.app, cur.Generation, ch.Put.Name)
+			if len(k)+len(b) > s.cfg.MaxTxnBytes {
+				return fmt.Errorf("state for app %q: resource %q is %d bytes of JSON, more than one etcd request may carry (%d)", h.app, ch.Put.Name, len(b), s.cfg.MaxTxnBytes)
+			}
+			ops = append(ops, clientv3.OpPut(k, string(b)))
+			size += len(k) + len(b)
+		} else {
+			if last[ch.Delete] != i {
+				continue
+			}
+			k := s.resKey(h.app, cur.Generation, ch.Delete)
+			ops = append(ops, clientv3.OpDelete(k))
+			size += len(k)
+		}
+	}
+	if len(ops)+1 <= s.cfg.MaxTxnOps && size+512 <= s.cfg.MaxTxnBytes {
+		return s.commit(ctx, l, h, ops, size, next)
+	}
+	// Too big for one transaction: write a new generation.
+	doc, err := s.load(ctx, h.app)
+	if err != nil {
+		return fmt.Errorf("state for app %q in %s: load for a large apply: %w", h.app, s.where, err)
+	}
+	if doc.Serial != cur.Serial {
+		h.head = nil
+		return fmt.Errorf("state for app %q in %s: stored serial %d, this holder wrote %d: written by someone else", h.app, s.where, doc.Serial, cur.Serial)
+	}
+	for _, ch := range prepared {
+		if ch.Put != nil {
+			doc.Resources[ch.Put.Name] = ch.Put
+		} else {
+			delete(doc.Resources, ch.Delete)
+		}
+	}
+	return s.rewrite(ctx, l, h, doc.Resources, next)
+}
+
+// rewrite stores resources as a new generation: batches of puts into a key
+// range no reader looks at, then one transaction switching the head to it and
+// deleting the old generation.
+func (s *Store) rewrite(ctx context.Context, l *state.Lock, h *held, resources map[string]*state.Resource, next *head) error {
+	old := h.head.Generation
+	next.Generation = old + 1
+	gp := func(g uint64) string { return fmt.Sprintf("%s%016x/", s.genPrefix(h.app), g) }
+	// Leftovers of an interrupted rewrite to the same generation.
+	if err := s.fenced(ctx, l, h, "clear new generation", []clientv3.Op{clientv3.OpDelete(gp(next.Generation), clientv3.WithPrefix())}, len(gp(next.Generation))); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(resources))
+	for n := range resources {
+		names = append(names, n)
+	}
+	var batch []clientv3.Op
+	size := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := s.fenced(ctx, l, h, fmt.Sprintf("write generation %d", next.Generation), batch, size)
+		batch, size = nil, 0
+		return err
+	}
+	for _, n := range names {
+		r := resources[n]
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("state for app %q: resource %q: %w", h.app, n, err)
+		}
+		k := s.resKey(h.app, next.Generation, n)
+		if len(k)+len(b) > s.cfg.MaxTxnBytes {
+			return fmt.Errorf("state for app %q: resource %q is %d bytes of JSON, more than one etcd request may carry (%d)", h.app, n, len(b), s.cfg.MaxTxnBytes)
+		}
+		if len(batch)+1 > s.cfg.MaxTxnOps-1 || size+len(k)+len(b) > s.cfg.MaxTxnBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, clientv3.OpPut(k, string(b)))
+		size += len(k) + len(b)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return s.commit(ctx, l, h, []clientv3.Op{clientv3.OpDelete(gp(old), clientv3.WithPrefix())}, len(gp(old)), next)
+}
+
+// Compact implements state.Store. Resources already live in one key each, so
+// there is nothing to fold; it checks the lock and deletes generations left
+// by an interrupted large write.
+func (s *Store) Compact(ctx context.Context, l *state.Lock) error {
+	h, err := s.holder(ctx, l)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := s.ensureHead(ctx, h); err != nil {
+		return fmt.Errorf("state for app %q in %s: %w", h.app, s.where, err)
+	}
+	all := s.genPrefix(h.app)
+	cur := fmt.Sprintf("%s%016x/", all, h.head.Generation)
+	ops := []clientv3.Op{
+		clientv3.OpDelete(all, clientv3.WithRange(cur)),
+		clientv3.OpDelete(clientv3.GetPrefixRangeEnd(cur), clientv3.WithRange(clientv3.GetPrefixRangeEnd(all))),
+	}
+	return s.fenced(ctx, l, h, "compact", ops, 2*len(all))
+}
+
+// Replace implements state.Store: refused for another lineage or an older
+// serial unless force; written as a new generation.
+func (s *Store) Replace(ctx context.Context, l *state.Lock, doc *state.Document, force bool) error {
+	if doc == nil {
+		return errors.New("state replace: nil document")
+	}
+	h, err := s.holder(ctx, l)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := s.fenced(ctx, l, h, "check lock", nil, 0); err != nil {
+		return err
+	}
+	if err := s.ensureHead(ctx, h); err != nil {
+		return fmt.Errorf("state for app %q in %s: %w", h.app, s.where, err)
+	}
+	cur := h.head
+	app := h.app
+	if !force {
+		if cur.Lineage != "" && doc.Lineage != "" && doc.Lineage != cur.Lineage {
+			return fmt.Errorf("state for app %q: the new document has lineage %s, the stored state %s (a different deployment); use force to overwrite", app, doc.Lineage, cur.Lineage)
+		}
+		if doc.Serial < cur.Serial {
+			return fmt.Errorf("state for app %q: the new document has serial %d, older than the stored %d; use force to overwrite", app, doc.Serial, cur.Serial)
+		}
+	}
+	if doc.FormatVersion > state.FormatVersion {
+		return fmt.Errorf("state for app %q: the new document has format version %d; this gcompose writes %d", app, doc.FormatVersion, state.FormatVersion)
+	}
+	next := &head{Lineage: doc.Lineage, Serial: max(doc.Serial, cur.Serial+1), UpdatedAt: time.Now().UTC()}
+	if next.Lineage == "" {
+		next.Lineage = cur.Lineage
+	}
+	if next.Lineage == "" {
+		next.Lineage = state.NewID()
+	}
+	resources := make(map[string]*state.Resource, len(doc.Resources))
+	for name, r := range doc.Resources {
+		if r == nil {
+			return fmt.Errorf("state for app %q: the new document's resource %q is null", app, name)
+		}
+		c := r.Clone()
+		c.Name = name
+		resources[name] = c
+	}
+	return s.rewrite(ctx, l, h, resources, next)
+}
