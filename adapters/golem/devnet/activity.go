@@ -2,6 +2,7 @@ package devnet
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -457,7 +458,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		return fmt.Errorf("deploy: activity is %s, already deployed", st)
 	}
 	a := s.agreements[act.agreementID]
-	tp, _ := a.demandProps["golem.srv.comp.task_package"].(string)
+	tp := taskPackageOf(a.demandProps)
 	type attach struct{ netName, ip, vpnID string }
 	var attaches []attach
 	for _, n := range d.Net {
@@ -583,4 +584,19 @@ func (s *Server) streamBatch(w http.ResponseWriter, r *http.Request, b *batch) {
 			return
 		}
 	}
+}
+
+// taskPackageOf returns what names the image: golem.srv.comp.task_package, or else the computation
+// manifest of the vm/manifest runtime (golem.srv.comp.payload, base64 JSON whose payload carries
+// "hash": "sha3:<hex>").
+func taskPackageOf(props map[string]any) string {
+	if tp, ok := props["golem.srv.comp.task_package"].(string); ok && tp != "" {
+		return tp
+	}
+	if m, ok := props["golem.srv.comp.payload"].(string); ok {
+		if b, err := base64.StdEncoding.DecodeString(m); err == nil {
+			return string(b)
+		}
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package devnet
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"testing"
@@ -107,5 +108,18 @@ func TestAmounts(t *testing.T) {
 	}
 	if _, err := parseAmount("x"); err == nil {
 		t.Errorf("non-number accepted")
+	}
+}
+
+func TestTaskPackageOf(t *testing.T) {
+	h := "31f814403334f67b62dc243ef54431551d376744d40eed7ae86f8408"
+	manifest := base64.StdEncoding.EncodeToString([]byte(`{"version":"0.1.0","payload":[{"platform":{"arch":"x86_64","os":"linux"},"urls":["http://x/y.gvmi"],"hash":"sha3:` + h + `"}]}`))
+	for _, props := range []map[string]any{
+		{"golem.srv.comp.task_package": "hash:sha3:" + h + ":http://x/y.gvmi"},
+		{"golem.srv.comp.payload": manifest},
+	} {
+		if got, err := imageHash(taskPackageOf(props)); err != nil || got != h {
+			t.Errorf("image hash of %v = %q, %v", props, got, err)
+		}
 	}
 }

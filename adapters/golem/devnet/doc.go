@@ -62,7 +62,8 @@ agreement's golem.srv.comp.task_package = "hash:sha3:<sha3-224 hex>:<url>" maps 
  1. the config's images map, hash → image reference, if it has the hash; else
  2. the newest local image carrying the label golem.image.hash=<hex>.
 
-The URL is ignored (nothing is ever downloaded). An unknown hash makes deploy answer Error with a message
+A vm/manifest demand (golem.srv.comp.payload, a base64 computation manifest) is read the same way
+through its payload's "hash": "sha3:<hex>". The URL is ignored (nothing is ever downloaded). An unknown hash makes deploy answer Error with a message
 saying how to label an image. The devnet's demo images carry their hash:
 
 	gcompose/devnet-db:dev   golem.image.hash=31f814403334f67b62dc243ef54431551d376744d40eed7ae86f8408
