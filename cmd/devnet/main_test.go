@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+// TestSIGTERMRemovesEverything runs the devnet binary, makes it create a VPN (a Docker network), stops it
+// with SIGTERM and checks that the network is gone and that the app key never reached the logs.
+func TestSIGTERMRemovesEverything(t *testing.T) {
+	testimage.RequireDocker(t)
+	docker := testimage.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "devnet")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const key = "sigterm-test-key-5f2a"
+	instance := "test-sigterm-cmd"
+	cfg := filepath.Join(t.TempDir(), "devnet.yaml")
+	if err := os.WriteFile(cfg, []byte("instance: "+instance+"\nlabels:\n  gcompose.test: "+t.Name()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "-listen", addr, "-config", cfg, "-self-container", "none")
+	cmd.Env = append(os.Environ(), "YAGNA_APPKEY="+key)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	post := func() (int, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/net-api/v1/net", strings.NewReader(`{"ip":"10.213.60.0","mask":"255.255.255.0"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	var status int
+	for i := 0; i < 100; i++ {
+		if status, err = post(); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if status != http.StatusOK {
+		t.Fatalf("createNetwork: %d %v\n%s", status, err, logs.String())
+	}
+	f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))
+	if ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) != 1 {
+		t.Fatalf("networks while running: %d, %v", len(ns), err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("devnet exit: %v\n%s", err, logs.String())
+	}
+	if ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) != 0 {
+		t.Errorf("networks after SIGTERM: %d, %v", len(ns), err)
+	}
+	if strings.Contains(logs.String(), key) {
+		t.Errorf("the app key appears in the logs")
+	}
+}
