@@ -161,6 +161,49 @@ func (e *env) settle(ctx context.Context) {
 	}
 }
 
+// noKeyLeak checks that the app key is in no state file and in no part of
+// the long-lived containers that docker inspect shows (env, args, labels).
+func (e *env) noKeyLeak(ctx context.Context) {
+	e.t.Helper()
+	err := filepath.WalkDir(e.state, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(appKey)) {
+			e.t.Errorf("state file %s holds the app key", path)
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	f := filters.NewArgs(filters.Arg("label", "gcompose.app="+e.app), filters.Arg("label", "gcompose.longlived=true"))
+	cs, err := e.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(cs) < 2 {
+		e.t.Fatalf("%d long-lived containers, want the keeper and the proxy", len(cs))
+	}
+	for _, c := range cs {
+		ins, err := e.docker.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		b, _ := json.Marshal(ins)
+		if bytes.Contains(b, []byte(appKey)) {
+			e.t.Errorf("docker inspect of %s shows the app key", c.Names)
+		}
+		if _, managed := ins.Config.Labels["gcompose.managed"]; managed {
+			e.t.Errorf("%s is labelled gcompose.managed (removed after a crash as if it were an adapter call)", c.Names)
+		}
+	}
+}
+
 // appContainers counts the app's containers (long-lived or adapter calls).
 func (e *env) appContainers(ctx context.Context) int {
 	f := filters.NewArgs(filters.Arg("label", "gcompose.app="+e.app))

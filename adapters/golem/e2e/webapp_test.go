@@ -68,6 +68,7 @@ func TestWebapp(t *testing.T) {
 	if s := e.summary(ctx); s.Agreements != 2 || s.Activities != 2 || s.Allocations != 1 || s.Networks != 1 {
 		t.Fatalf("after deploy: %+v", s)
 	}
+	e.noKeyLeak(ctx)
 
 	t.Log("re-deploy is a no-op")
 	for r, op := range e.planOps(ctx, desc) {
