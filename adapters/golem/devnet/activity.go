@@ -107,7 +107,6 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 	act := &activity{id: newID(), agreementID: a.id, providerID: a.provider.id, state: "Initialized", created: s.now(), due: newAmount(),
 		batches: map[string]*batch{}, nets: map[string]string{}, ctx: ctx, cancel: cancel}
 	s.activities[act.id] = act
-	a.lastActivity = act.id
 	s.notify()
 	writeJSON(w, http.StatusCreated, map[string]any{"activityId": act.id})
 }

@@ -43,23 +43,22 @@ type proposal struct {
 }
 
 type agreement struct {
-	id           string
-	demand       *demand
-	offer        *proposal // the provider's proposal the agreement was made from
-	demandProps  map[string]any
-	demandCons   string
-	provider     *provider
-	state        string
-	validTo      time.Time
-	created      time.Time
-	approved     time.Time
-	terminator   string
-	reason       map[string]any
-	platform     string
-	payerAddr    string
-	accepted     *ratAmount // total of accepted debit notes/invoice
-	invoiceID    string
-	lastActivity string
+	id          string
+	demand      *demand
+	offer       *proposal // the provider's proposal the agreement was made from
+	demandProps map[string]any
+	demandCons  string
+	provider    *provider
+	state       string
+	validTo     time.Time
+	created     time.Time
+	approved    time.Time
+	terminator  string
+	reason      map[string]any
+	platform    string
+	payerAddr   string
+	accepted    *ratAmount // total of accepted debit notes/invoice
+	invoiceID   string
 }
 
 type reasonJSON map[string]any

@@ -54,7 +54,6 @@ func (a *ratAmount) cmp(b *ratAmount) int { return a.r.Cmp(&b.r) }
 
 type allocation struct {
 	id, address, platform string
-	platformRaw           any
 	total, spent          *ratAmount
 	created               time.Time
 	timeout               *time.Time
@@ -114,17 +113,17 @@ type allocationBody struct {
 }
 
 // platformName reads paymentPlatform as a string or as {driver, network, token}.
-func platformName(raw json.RawMessage) (string, any, error) {
+func platformName(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "erc20-holesky-tglm", "erc20-holesky-tglm", nil
+		return "erc20-holesky-tglm", nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, s, nil
+		return s, nil
 	}
 	var o struct{ Driver, Network, Token string }
 	if err := json.Unmarshal(raw, &o); err != nil {
-		return "", nil, fmt.Errorf("paymentPlatform must be a string or {driver, network, token}")
+		return "", fmt.Errorf("paymentPlatform must be a string or {driver, network, token}")
 	}
 	if o.Driver == "" {
 		o.Driver = "erc20"
@@ -138,9 +137,7 @@ func platformName(raw json.RawMessage) (string, any, error) {
 			o.Token = "glm"
 		}
 	}
-	var obj any
-	_ = json.Unmarshal(raw, &obj)
-	return fmt.Sprintf("%s-%s-%s", o.Driver, o.Network, o.Token), obj, nil
+	return fmt.Sprintf("%s-%s-%s", o.Driver, o.Network, o.Token), nil
 }
 
 func (s *Server) createAllocation(w http.ResponseWriter, r *http.Request) {
@@ -153,14 +150,14 @@ func (s *Server) createAllocation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "totalAmount: %v", err)
 		return
 	}
-	plat, raw, err := platformName(body.PaymentPlatform)
+	plat, err := platformName(body.PaymentPlatform)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := &allocation{id: newID(), address: body.Address, platform: plat, platformRaw: raw, total: total, spent: newAmount(), created: s.now(), timeout: body.Timeout, makeDeposit: body.MakeDeposit}
+	a := &allocation{id: newID(), address: body.Address, platform: plat, total: total, spent: newAmount(), created: s.now(), timeout: body.Timeout, makeDeposit: body.MakeDeposit}
 	if a.address == "" {
 		a.address = s.cfg.Identity
 	}
