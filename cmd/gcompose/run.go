@@ -165,7 +165,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	jsonOut := c.Bool("json")
 	prog := newProgress(c.App.ErrWriter, jsonOut)
 	e := &engine.Engine{
-		Adapters:      ad,
+		Adapters:      withCrashPoint(ad),
 		Store:         st,
 		Parallelism:   c.Int("parallelism"),
 		LockTimeout:   c.Duration("lock-timeout"),
