@@ -19,7 +19,11 @@ func testLogger(t *testing.T) *slog.Logger {
 
 type tlogWriter struct{ t *testing.T }
 
-func (w tlogWriter) Write(b []byte) (int, error) { w.t.Helper(); w.t.Log(string(b)); return len(b), nil }
+func (w tlogWriter) Write(b []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(b))
+	return len(b), nil
+}
 
 // open returns a store on the cluster under prefix, closed with the test.
 func open(t *testing.T, c *etcdtest.Cluster, prefix string, tune ...func(*etcd.Config)) *etcd.Store {

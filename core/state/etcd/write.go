@@ -414,3 +414,21 @@ func (s *Store) Replace(ctx context.Context, l *state.Lock, doc *state.Document,
 	}
 	return s.rewrite(ctx, l, h, resources, next)
 }
+
+// Remove deletes the application's state (head and resources) in one
+// transaction (gcompose state mv --remove-source): afterwards Load returns
+// an empty document and Apps no longer lists it. The lock stays held.
+func (s *Store) Remove(ctx context.Context, l *state.Lock) error {
+	h, err := s.holder(ctx, l)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ops := []clientv3.Op{clientv3.OpDelete(s.headKey(h.app)), clientv3.OpDelete(s.genPrefix(h.app), clientv3.WithPrefix())}
+	if err := s.fenced(ctx, l, h, "remove", ops, 0); err != nil {
+		return err
+	}
+	h.head, h.headRev = &head{}, 0
+	return nil
+}

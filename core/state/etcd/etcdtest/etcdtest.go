@@ -131,6 +131,8 @@ func startCluster(t testing.TB, bin string, n int) (*Cluster, error) {
 			"--initial-cluster-token", fmt.Sprintf("gcompose-test-%d", ports[0]),
 			"--heartbeat-interval", "50",
 			"--election-timeout", "500",
+			"--logger", "zap",
+			"--log-outputs", "stderr",
 			"--log-level", "warn",
 		}
 		if err := m.start(); err != nil {

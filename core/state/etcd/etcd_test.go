@@ -1,0 +1,421 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/state/etcd"
+	"github.com/gcompose/gcompose/core/state/etcd/etcdtest"
+	"github.com/gcompose/gcompose/core/state/statetest"
+)
+
+func lockInfo(op string) state.LockInfo { return state.NewLockInfo(op, "test") }
+
+func mustLock(t *testing.T, s state.Store, app string) *state.Lock {
+	t.Helper()
+	l, err := s.Lock(context.Background(), app, lockInfo("deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func mustApply(t *testing.T, s state.Store, l *state.Lock, changes ...state.Change) {
+	t.Helper()
+	if err := s.Apply(context.Background(), l, changes...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustLoad(t *testing.T, s state.Store, app string) *state.Document {
+	t.Helper()
+	d, err := s.Load(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// waitUnlocked polls until app has no lock, failing after limit.
+func waitUnlocked(t *testing.T, s state.Store, app string, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		i, err := s.LockInfo(context.Background(), app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("lock %s still there after %s", i.ID, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A holder whose lease expired (it stopped renewing it: hung, partitioned)
+// loses the lock: its writes are refused, and another holder can lock.
+func TestLeaseExpired(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t)
+	short := func(cfg *etcd.Config) { cfg.LockTTL = time.Second }
+	a := open(t, c, "/lease", short)
+	b := open(t, c, "/lease", short)
+
+	old := mustLock(t, a, "app")
+	mustApply(t, a, old, state.Put(statetest.Res("x", 1)))
+	a.StopKeepAlive(old)
+	took := waitUnlocked(t, b, "app", 10*time.Second)
+	t.Logf("lock expired %s after the keepalive stopped (TTL 1s)", took.Round(10*time.Millisecond))
+
+	if err := a.Apply(ctx, old, state.Put(statetest.Res("y", 1))); !errors.Is(err, state.ErrLockNotHeld) {
+		t.Fatalf("Apply after the lease expired: %v, want ErrLockNotHeld", err)
+	}
+	nl := mustLock(t, b, "app")
+	for name, err := range map[string]error{
+		"Apply":   a.Apply(ctx, old, state.Put(statetest.Res("y", 1))),
+		"Empty":   a.Apply(ctx, old),
+		"Compact": a.Compact(ctx, old),
+		"Replace": a.Replace(ctx, old, state.NewDocument("app"), true),
+		"Remove":  a.Remove(ctx, old),
+		"Unlock":  a.Unlock(ctx, old),
+	} {
+		if !errors.Is(err, state.ErrLockNotHeld) || !strings.Contains(err.Error(), nl.Info.ID) {
+			t.Errorf("%s by the expired holder: %v, want ErrLockNotHeld naming %s", name, err, nl.Info.ID)
+		}
+	}
+	mustApply(t, b, nl, state.Put(statetest.Res("z", 1)))
+	if d := mustLoad(t, a, "app"); strings.Join(d.Names(), ",") != "x,z" || d.Serial != 2 {
+		t.Fatalf("state = %v serial %d; want x,z serial 2", d.Names(), d.Serial)
+	}
+	// The new holder is renewed: it outlives several TTLs.
+	time.Sleep(3 * time.Second)
+	mustApply(t, b, nl, state.Delete("z"))
+	if err := b.Unlock(ctx, nl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A store closed without unlocking (a crashed gcompose) leaves a lock that
+// expires with its lease.
+func TestCrashedHolderExpires(t *testing.T) {
+	c := etcdtest.Start(t)
+	short := func(cfg *etcd.Config) { cfg.LockTTL = time.Second }
+	a := open(t, c, "/crash", short)
+	b := open(t, c, "/crash", short)
+	mustLock(t, a, "app")
+	if _, err := b.Lock(context.Background(), "app", lockInfo("deploy")); !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("second Lock: %v", err)
+	}
+	if ttl, err := b.LeaseTTL(context.Background(), "app"); err != nil || ttl < 0 || ttl > time.Second {
+		t.Fatalf("LeaseTTL = %s, %v", ttl, err)
+	}
+	a.Close()
+	waitUnlocked(t, b, "app", 10*time.Second)
+	l := mustLock(t, b, "app")
+	mustApply(t, b, l, state.Put(statetest.Res("a", 1)))
+}
+
+// Force-unlock from another client: the old holder's writes are refused,
+// before and after someone else takes the lock.
+func TestForceUnlockOtherClient(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t)
+	a := open(t, c, "/force")
+	b := open(t, c, "/force")
+	old := mustLock(t, a, "app")
+	mustApply(t, a, old, state.Put(statetest.Res("x", 1)))
+	i, err := b.LockInfo(ctx, "app")
+	if err != nil || i == nil || i.ID != old.Info.ID || i.Operation != "deploy" || i.Holder != old.Info.Holder || !i.Created.Equal(old.Info.Created) {
+		t.Fatalf("LockInfo from the other client = %+v, %v", i, err)
+	}
+	if err := b.ForceUnlock(ctx, "app", old.Info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Apply(ctx, old, state.Put(statetest.Res("y", 1))); !errors.Is(err, state.ErrLockNotHeld) {
+		t.Fatalf("Apply after force-unlock: %v", err)
+	}
+	nl := mustLock(t, b, "app")
+	if err := a.Apply(ctx, old, state.Put(statetest.Res("y", 1))); !errors.Is(err, state.ErrLockNotHeld) || !strings.Contains(err.Error(), nl.Info.ID) {
+		t.Fatalf("Apply after force-unlock and relock: %v", err)
+	}
+	mustApply(t, b, nl, state.Put(statetest.Res("z", 1)))
+	if d := mustLoad(t, a, "app"); strings.Join(d.Names(), ",") != "x,z" {
+		t.Fatalf("names = %v", d.Names())
+	}
+}
+
+// Lockers from two clients, several goroutines each, take turns: each turn
+// reads the counter and writes it plus one. No turn overlaps another (the
+// counter is exact) and every loser's error is a LockedError.
+func TestConcurrentLockersTwoClients(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t)
+	stores := []*etcd.Store{open(t, c, "/turns"), open(t, c, "/turns")}
+	// One round: everybody at once, exactly one wins.
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := stores[i%2].Lock(ctx, "race", lockInfo("deploy"))
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case !errors.Is(err, state.ErrLocked):
+				t.Errorf("loser: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d lockers won, want 1", wins.Load())
+	}
+	// Turns.
+	const workers, turns = 6, 5
+	var inside atomic.Int32
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := stores[w%2]
+			for range turns {
+				l, err := state.Acquire(ctx, s, "turns", lockInfo("deploy"), time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n := inside.Add(1); n != 1 {
+					t.Errorf("%d holders at once", n)
+				}
+				d, err := s.Load(ctx, "turns")
+				if err != nil {
+					t.Error(err)
+				}
+				n := 0
+				if r := d.Resources["counter"]; r != nil {
+					n = int(r.State["n"].(float64))
+				}
+				r := statetest.Res("counter", n+1)
+				r.State["n"] = float64(n + 1)
+				if err := s.Apply(ctx, l, state.Put(r)); err != nil {
+					t.Error(err)
+				}
+				inside.Add(-1)
+				if err := s.Unlock(ctx, l); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := mustLoad(t, stores[0], "turns")
+	if got := d.Resources["counter"].State["n"]; got != float64(workers*turns) || d.Serial != workers*turns {
+		t.Fatalf("counter %v serial %d, want %d", got, d.Serial, workers*turns)
+	}
+}
+
+func leader(t *testing.T, cli *clientv3.Client, c *etcdtest.Cluster) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for i, m := range c.Members {
+			if !m.Running() {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := cli.Status(ctx, m.ClientURL)
+			cancel()
+			if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId {
+				return i
+			}
+		}
+	}
+	t.Fatal("no leader")
+	return -1
+}
+
+// A three-member cluster loses its leader in the middle of a deploy (a
+// sequence of Applies from parallel workers): every Apply completes (the
+// client fails over), the lock is still held, and the state is consistent
+// on every member, including the stopped one once it is back.
+func TestClusterMemberStopped(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.StartCluster(t, 3)
+	s := open(t, c, "/cluster", func(cfg *etcd.Config) { cfg.LockTTL = 15 * time.Second })
+	l := mustLock(t, s, "app")
+	const workers, each = 4, 40
+	var done atomic.Int32
+	killed := make(chan int, 1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				name := fmt.Sprintf("w%d-r%02d", w, i)
+				r := statetest.Res(name, i)
+				r.Status = state.StatusPending
+				r.Pending = state.NewOperation(state.OpCreate, "create", l)
+				if err := s.Apply(ctx, l, state.Put(r)); err != nil {
+					t.Errorf("apply %s (pending): %v", name, err)
+					return
+				}
+				r.Status, r.Pending = state.StatusActive, nil
+				if err := s.Apply(ctx, l, state.Put(r)); err != nil {
+					t.Errorf("apply %s (done): %v", name, err)
+					return
+				}
+				if done.Add(1) == workers*each/3 {
+					m := leader(t, s.Client(), c)
+					c.Members[m].Kill()
+					killed <- m
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	m := <-killed
+	t.Logf("killed %s (the leader) after %d of %d resources; %d requests retried", c.Members[m].Name, workers*each/3, workers*each, s.Stats().Retries)
+	if t.Failed() {
+		return
+	}
+	check := func(st state.Store, who string) {
+		t.Helper()
+		d := mustLoad(t, st, "app")
+		if d.Serial != 2*workers*each || len(d.Resources) != workers*each || len(d.PendingResources()) != 0 {
+			t.Fatalf("%s: serial %d, %d resources, %d pending; want %d, %d, 0", who, d.Serial, len(d.Resources), len(d.PendingResources()), 2*workers*each, workers*each)
+		}
+	}
+	check(s, "after the deploy")
+	if i, err := s.LockInfo(ctx, "app"); err != nil || i == nil || i.ID != l.Info.ID {
+		t.Fatalf("lock after failover: %+v, %v", i, err)
+	}
+	mustApply(t, s, l, state.Delete("w0-r00"))
+	c.Members[m].Restart(t)
+	// The restarted member alone: it caught up.
+	solo, err := etcd.New(ctx, etcd.Config{Endpoints: []string{c.Members[m].ClientURL}, Prefix: "/cluster"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer solo.Close()
+	d := mustLoad(t, solo, "app")
+	if d.Serial != 2*workers*each+1 || len(d.Resources) != workers*each-1 {
+		t.Fatalf("restarted member: serial %d, %d resources", d.Serial, len(d.Resources))
+	}
+	if err := s.Unlock(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A document of 10,000 resources: written in one Apply (a new generation in
+// batches) and by Replace, read back by Load; no request or response comes
+// near etcd's 1.5 MiB limit.
+func TestLargeDocument(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t)
+	s := open(t, c, "/large")
+	l := mustLock(t, s, "app")
+	const n = 10000
+	changes := make([]state.Change, n)
+	for i := range n {
+		changes[i] = state.Put(statetest.Res(fmt.Sprintf("svc-%05d", i), i))
+	}
+	start := time.Now()
+	mustApply(t, s, l, changes...)
+	applied := time.Since(start)
+	mustApply(t, s, l, state.Delete("svc-00000"), state.Put(statetest.Res("extra", 1)))
+	start = time.Now()
+	d := mustLoad(t, s, "app")
+	loaded := time.Since(start)
+	if len(d.Resources) != n || d.Serial != 2 || d.Resources["svc-09999"].Config["n"] != float64(9999) {
+		t.Fatalf("loaded %d resources, serial %d", len(d.Resources), d.Serial)
+	}
+	d.Serial = 7
+	if err := s.Replace(ctx, l, d, false); err != nil {
+		t.Fatal(err)
+	}
+	if d2 := mustLoad(t, s, "app"); len(d2.Resources) != n || d2.Serial != 7 {
+		t.Fatalf("after replace: %d resources, serial %d", len(d2.Resources), d2.Serial)
+	}
+	st := s.Stats()
+	t.Logf("10,000 resources: one Apply %s, Load %s; %d write transactions, largest %d B; %d read responses, largest %d B",
+		applied.Round(time.Millisecond), loaded.Round(time.Millisecond), st.Writes, st.MaxWrite, st.Reads, st.MaxRead)
+	if st.MaxWrite > 1<<20 || st.MaxRead > 1<<20 {
+		t.Fatalf("a request of %d B or a response of %d B: not small", st.MaxWrite, st.MaxRead)
+	}
+	// The keys: one per resource, a head, the lock; nothing else left over.
+	resp, err := s.Client().Get(ctx, "/large/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != n+2 {
+		t.Fatalf("%d keys under /large/, want %d", resp.Count, n+2)
+	}
+	hd, err := s.Client().Get(ctx, "/large/apps/app/head")
+	if err != nil || len(hd.Kvs) != 1 || len(hd.Kvs[0].Value) > 512 {
+		t.Fatalf("head: %v, %v", hd, err)
+	}
+	t.Logf("head record: %s", hd.Kvs[0].Value)
+}
+
+// Names with slashes and odd characters stay inside their application.
+func TestNamesEscaped(t *testing.T) {
+	c := etcdtest.Start(t)
+	s := open(t, c, "/names")
+	for _, app := range []string{"a", "a/res", "a0", "a.b", "ü b"} {
+		l := mustLock(t, s, app)
+		mustApply(t, s, l, state.Put(statetest.Res("x/y", 1)), state.Put(statetest.Res("web[1]", 2)))
+	}
+	apps, err := s.Apps(context.Background())
+	if err != nil || strings.Join(apps, "|") != "a|a.b|a/res|a0|ü b" {
+		t.Fatalf("Apps = %q, %v", apps, err)
+	}
+	if d := mustLoad(t, s, "a"); strings.Join(d.Names(), ",") != "web[1],x/y" {
+		t.Fatalf("names = %v", d.Names())
+	}
+}
+
+// BenchmarkApplyLoad: 1,000 resources, one Apply each (the pattern of a
+// deploy), then a Load, on a single local member.
+func BenchmarkApplyLoad(b *testing.B) {
+	ctx := context.Background()
+	c := etcdtest.Start(b)
+	s, err := etcd.New(ctx, etcd.Config{Endpoints: c.Endpoints(), Prefix: "/bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1000
+	for i := 0; b.Loop(); i++ {
+		app := fmt.Sprintf("app%d", i)
+		l, err := s.Lock(ctx, app, lockInfo("deploy"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range n {
+			if err := s.Apply(ctx, l, state.Put(statetest.Res(fmt.Sprintf("r%04d", j), j))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		d, err := s.Load(ctx, app)
+		if err != nil || len(d.Resources) != n {
+			b.Fatalf("load: %d resources, %v", len(d.Resources), err)
+		}
+		if err := s.Unlock(ctx, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/resource")
+}
