@@ -1,0 +1,281 @@
+package enginebench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/core/adapter"
+	"github.com/gcompose/gcompose/core/engine"
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/testimage"
+	"github.com/gcompose/gcompose/protocol"
+)
+
+// image is the file adapter's tag for this package's tests and benchmarks.
+const image = "gcompose/file-adapter:enginebench"
+
+// harness is one Docker-backed setup: the file adapter image, a runner
+// labelling its containers for the test, a plug directory and a file state
+// store (real fsyncs, as gcompose uses).
+type harness struct {
+	tb     testing.TB
+	ctx    context.Context
+	runner *runner.Runner
+	count  *countingRunner
+	v      adapter.Validator
+	files  string // the "files" plug
+	store  *state.FileStore
+	cache  string // init cache directory shared by the runs of the harness
+}
+
+func newHarness(tb testing.TB, timeout time.Duration) *harness {
+	tb.Helper()
+	testimage.RequireDocker(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	tb.Cleanup(cancel)
+	testimage.Build(tb, ctx, "./cmd/file-adapter", image)
+	labels := testimage.Labels(tb)
+	r, err := runner.New(ctx, runner.Options{Labels: labels, Timeout: 2 * time.Minute})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	st, err := state.NewFileStore(filepath.Join(tb.TempDir(), "state"), state.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	v, err := protocol.NewValidator()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &harness{tb: tb, ctx: ctx, runner: r, count: &countingRunner{Runner: r}, v: v,
+		files: tb.TempDir(), store: st, cache: tb.TempDir()}
+}
+
+// client makes the protocol client of one run (a gcompose process): the
+// init cache on disk is the harness's, the in-memory one is new.
+func (h *harness) client(noServe bool) *adapter.Client {
+	h.tb.Helper()
+	c, err := adapter.New(adapter.Options{Runner: h.count, Validator: h.v, CacheDir: h.cache, Version: "bench", NoServe: noServe})
+	if err != nil {
+		h.tb.Fatal(err)
+	}
+	return c
+}
+
+func (h *harness) plugs() map[string]adapter.Plug {
+	return map[string]adapter.Plug{"files": {Path: h.files}}
+}
+
+// engine is the engine of one run, wired as the CLI wires it.
+func (h *harness) engine(ad plan.Adapters, release func(context.Context) error, parallelism int) *engine.Engine {
+	return &engine.Engine{Adapters: ad, Store: h.store, Parallelism: parallelism, Version: "bench",
+		Cleanup: h.runner.Cleanup, Release: release, LockTimeout: time.Minute}
+}
+
+// run deploys want through a fresh client (one gcompose run) and returns the
+// outcome and the wall time of Engine.Run.
+func (h *harness) run(app string, want map[string]*plan.Resource, noServe bool, parallelism int, wrap func(plan.Adapters) plan.Adapters) (*engine.Outcome, time.Duration, error) {
+	c := h.client(noServe)
+	var ad plan.Adapters = &engine.ContainerAdapters{Client: c, Plugs: h.plugs()}
+	if wrap != nil {
+		ad = wrap(ad)
+	}
+	e := h.engine(ad, c.Close, parallelism)
+	start := time.Now()
+	out, err := e.Run(h.ctx, engine.Request{App: app, Mode: plan.Deploy, Desired: want})
+	return out, time.Since(start), err
+}
+
+// files describes n independent file resources files.f0000... at paths
+// <prefix>/f0000... whose actions sleep delayMS first.
+func files(prefix string, n, delayMS int, content string) map[string]*plan.Resource {
+	out := make(map[string]*plan.Resource, n)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("files.f%04d", i)
+		cfg := map[string]any{"path": fmt.Sprintf("%s/f%04d", prefix, i), "content": content}
+		if delayMS > 0 {
+			cfg["delay_ms"] = delayMS
+		}
+		out[name] = &plan.Resource{Name: name, Type: image, Config: cfg}
+	}
+	return out
+}
+
+// countingRunner counts the containers started, by call (init, state,
+// action ..., serve).
+type countingRunner struct {
+	adapter.Runner
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *countingRunner) note(call string) {
+	c.mu.Lock()
+	if c.calls == nil {
+		c.calls = map[string]int{}
+	}
+	c.calls[call]++
+	c.mu.Unlock()
+}
+
+func (c *countingRunner) Run(ctx context.Context, s runner.Spec) (*runner.Result, error) {
+	c.note(s.Call)
+	return c.Runner.Run(ctx, s)
+}
+
+func (c *countingRunner) Start(ctx context.Context, s runner.Spec) (*runner.Session, error) {
+	c.note(s.Call)
+	return c.Runner.(adapter.SessionStarter).Start(ctx, s)
+}
+
+// take returns the counts so far and starts again from zero.
+func (c *countingRunner) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.calls
+	if out == nil {
+		out = map[string]int{}
+	}
+	c.calls = nil
+	return out
+}
+
+// countingAdapters counts the engine's calls per resource and kind
+// ("describe", "state present", "action create", ...) and the most state
+// calls in flight at once. Hold keeps every state call that long, so that
+// calls that can overlap do.
+type countingAdapters struct {
+	plan.Adapters
+	Hold time.Duration
+
+	mu       sync.Mutex
+	calls    map[string]map[string]int
+	inFlight atomic.Int64
+	maxState atomic.Int64
+}
+
+func (c *countingAdapters) note(resource, kind string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls == nil {
+		c.calls = map[string]map[string]int{}
+	}
+	if c.calls[resource] == nil {
+		c.calls[resource] = map[string]int{}
+	}
+	c.calls[resource][kind]++
+}
+
+func (c *countingAdapters) Describe(ctx context.Context, img, resource string) (plan.Capabilities, error) {
+	c.note(resource, "describe")
+	return c.Adapters.Describe(ctx, img, resource)
+}
+
+func (c *countingAdapters) State(ctx context.Context, call plan.Call, desired string) (*protocol.StateResult, error) {
+	c.note(call.Name, "state "+desired)
+	n := c.inFlight.Add(1)
+	defer c.inFlight.Add(-1)
+	for {
+		m := c.maxState.Load()
+		if n <= m || c.maxState.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if c.Hold > 0 {
+		time.Sleep(c.Hold)
+	}
+	return c.Adapters.State(ctx, call, desired)
+}
+
+func (c *countingAdapters) Action(ctx context.Context, call plan.Call, a protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {
+	c.note(call.Name, "action "+a.Name)
+	return c.Adapters.Action(ctx, call, a, stale)
+}
+
+// perResource groups resources by their call counts: "describe=1 state
+// present=1" -> how many resources had exactly those counts.
+func (c *countingAdapters) perResource() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for _, kinds := range c.calls {
+		keys := make([]string, 0, len(kinds))
+		for k := range kinds {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		s := ""
+		for _, k := range keys {
+			if s != "" {
+				s += ", "
+			}
+			s += fmt.Sprintf("%s=%d", k, kinds[k])
+		}
+		out[s]++
+	}
+	return out
+}
+
+// checkFiles fails unless every resource's file holds content.
+func checkFiles(tb testing.TB, dir string, want map[string]*plan.Resource) {
+	tb.Helper()
+	for _, r := range want {
+		p := r.Config["path"].(string)
+		got, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil || string(got) != r.Config["content"] {
+			tb.Fatalf("%s: file %s = %q, %v; want %q", r.Name, p, got, err, r.Config["content"])
+		}
+	}
+}
+
+// deploysterLike drives every resource as Deployster does: a client of its
+// own per resource (so init runs once per resource, with no cache, in
+// memory or on disk) and one container per call.
+type deploysterLike struct {
+	h       *harness
+	plugs   map[string]adapter.Plug
+	mu      sync.Mutex
+	clients map[string]*engine.ContainerAdapters
+}
+
+func (h *harness) deploysterLike() *deploysterLike {
+	return &deploysterLike{h: h, plugs: h.plugs(), clients: map[string]*engine.ContainerAdapters{}}
+}
+
+func (d *deploysterLike) of(resource string) *engine.ContainerAdapters {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c := d.clients[resource]; c != nil {
+		return c
+	}
+	c, err := adapter.New(adapter.Options{Runner: d.h.count, Validator: d.h.v, Version: "bench", NoServe: true})
+	if err != nil {
+		d.h.tb.Fatal(err)
+	}
+	d.clients[resource] = &engine.ContainerAdapters{Client: c, Plugs: d.plugs}
+	return d.clients[resource]
+}
+
+func (d *deploysterLike) Describe(ctx context.Context, img, resource string) (plan.Capabilities, error) {
+	return d.of(resource).Describe(ctx, img, resource)
+}
+
+func (d *deploysterLike) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
+	return d.of(c.Name).State(ctx, c, desired)
+}
+
+func (d *deploysterLike) Action(ctx context.Context, c plan.Call, a protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {
+	return d.of(c.Name).Action(ctx, c, a, stale)
+}
