@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/constraint"
 )
@@ -79,6 +80,24 @@ func (c Config) Subnet() string {
 		return s
 	}
 	return "public"
+}
+
+// DefaultExpiration is how long a rented activity may run unless the
+// payload's params.expiration (a Go duration such as "8h") says otherwise;
+// providers terminate the agreement past it.
+const DefaultExpiration = 3 * time.Hour
+
+// Expiration is the demand's golem.srv.comp.expiration, from now.
+func (c Config) Expiration() (time.Duration, error) {
+	s := c.param("expiration")
+	if s == "" {
+		return DefaultExpiration, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("payload %s: params.expiration %q: want a duration such as 8h", c.Payload.Name, s)
+	}
+	return d, nil
 }
 
 // TaskPackage is the golem.srv.comp.task_package of the payload's image.

@@ -114,8 +114,12 @@ func (r *rental) run(ctx context.Context, previousIP string) error {
 
 // demand is the Demand for the payload, decorated for the allocation.
 func (r *rental) demand(ctx context.Context) (yagna.DemandOfferBase, string, error) {
+	exp, err := r.cfg.Expiration()
+	if err != nil {
+		return yagna.DemandOfferBase{}, "", err
+	}
 	props := map[string]any{
-		"golem.srv.comp.expiration":                     time.Now().Add(30 * time.Minute).UnixMilli(),
+		"golem.srv.comp.expiration":                     time.Now().Add(exp).UnixMilli(),
 		"golem.node.debug.subnet":                       r.cfg.Subnet(),
 		"golem.srv.comp.vm.package_format":              "gvmkit-squash",
 		"golem.srv.caps.multi-activity":                 true,
