@@ -2,18 +2,15 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/core/apply"
+	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
 	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
@@ -21,11 +18,11 @@ import (
 )
 
 func stateFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "state", Value: ".gcompose/state", EnvVars: []string{"GCOMPOSE_STATE"}, Usage: "state backend: a directory, file://DIR"},
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "state", Value: ".gcompose/state", EnvVars: []string{"GCOMPOSE_STATE"}, Usage: "state backend: a directory, file://DIR, etcd://host:2379[,host2:2379]/prefix (docs/state.md)"},
 		&cli.DurationFlag{Name: "lock-timeout", Usage: "wait this long for a state lock someone else holds (default: fail at once)"},
 		&cli.StringFlag{Name: "app", Usage: "application name (default: from the descriptor's meta.name)"},
-	}
+	}, etcdFlags()...)
 }
 
 func engineFlags() []cli.Flag {
@@ -42,11 +39,7 @@ func engineFlags() []cli.Flag {
 }
 
 func openStore(c *cli.Context) (state.Store, error) {
-	st, err := state.Open(c.String("state"), state.Options{})
-	if err != nil {
-		return nil, withCode(exitError, err)
-	}
-	return st, nil
+	return openStateURL(c, c.String("state"))
 }
 
 func planCommand() *cli.Command {
@@ -58,6 +51,7 @@ func planCommand() *cli.Command {
 			&cli.BoolFlag{Name: "detailed-exitcode", Usage: "exit 0 when there is nothing to do, 2 when there are changes, 1 on error"},
 			&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
 			&cli.BoolFlag{Name: "destroy", Usage: "plan a destroy"},
+			progressFlag(),
 		),
 		Action: func(c *cli.Context) error {
 			mode := plan.Deploy
@@ -84,7 +78,8 @@ func deployCommand() *cli.Command {
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
 		Flags: append(append(descriptorFlags(), engineFlags()...),
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "apply without asking for confirmation"},
-			&cli.BoolFlag{Name: "json", Usage: "print the plan and the outcome as JSON"},
+			&cli.BoolFlag{Name: "json", Usage: "progress as JSON events on stderr (docs/events.md), the summary object on stdout"},
+			progressFlag(),
 		),
 		Action: func(c *cli.Context) error {
 			_, err := runEngine(c, plan.Deploy, false)
@@ -101,7 +96,8 @@ func destroyCommand() *cli.Command {
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
 		Flags: append(append(descriptorFlags(), engineFlags()...),
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy without asking for confirmation"},
-			&cli.BoolFlag{Name: "json", Usage: "print the plan and the outcome as JSON"},
+			&cli.BoolFlag{Name: "json", Usage: "progress as JSON events on stderr (docs/events.md), the summary object on stdout"},
+			progressFlag(),
 		),
 		Action: func(c *cli.Context) error {
 			_, err := runEngine(c, plan.Destroy, false)
@@ -115,7 +111,7 @@ func refreshCommand() *cli.Command {
 		Name:      "refresh",
 		Usage:     "ask every deployed resource's adapter what really exists and show the drift; changes nothing",
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
-		Flags:     append(append(descriptorFlags(), engineFlags()...), &cli.BoolFlag{Name: "json", Usage: "print the result as JSON"}),
+		Flags:     append(append(descriptorFlags(), engineFlags()...), &cli.BoolFlag{Name: "json", Usage: "print the result as JSON"}, progressFlag()),
 		Action: func(c *cli.Context) error {
 			_, err := runEngine(c, plan.Refresh, true)
 			return err
@@ -163,7 +159,15 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	defer closeAdapters()
 
 	jsonOut := c.Bool("json")
-	prog := newProgress(c.App.ErrWriter, jsonOut)
+	command := string(mode)
+	if planOnly && mode != plan.Refresh {
+		command = "plan"
+	}
+	prog, err := newRenderer(c, command)
+	if err != nil {
+		return nil, err
+	}
+	defer prog.Close()
 	e := &engine.Engine{
 		Adapters:      withCrashPoint(ad),
 		Store:         st,
@@ -171,16 +175,17 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		LockTimeout:   c.Duration("lock-timeout"),
 		Version:       version,
 		OutputTimeout: c.Duration("output-timeout"),
-		Observer:      prog.observe,
+		Observer:      prog.Observe,
 		Cleanup:       rn.Cleanup,
 		Release:       ad.Client.Close,
 		Log: func(format string, args ...any) {
-			fmt.Fprintf(c.App.ErrWriter, "note: "+format+"\n", args...)
+			prog.Note(progress.Warn, fmt.Sprintf(format, args...))
 		},
 	}
 	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly}
 	if !planOnly {
 		req.Confirm = func(pl *plan.Plan) (bool, error) {
+			prog.SetPlan(pl)
 			if !jsonOut {
 				pl.Render(c.App.Writer, false)
 			}
@@ -195,10 +200,10 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	}
 	start := time.Now()
 	out, err := e.Run(c.Context, req)
-	if out != nil && len(out.Pending) > 0 && !jsonOut {
+	if out != nil {
 		for _, r := range out.Pending {
-			fmt.Fprintf(c.App.ErrWriter, "note: %s had an interrupted %s (operation %s since %s); resolved through its adapter's state call\n",
-				r.Name, r.Pending.Kind, r.Pending.ID, r.Pending.StartedAt.Format(time.RFC3339))
+			prog.Note(progress.Warn, fmt.Sprintf("%s had an interrupted %s (operation %s since %s); resolved through its adapter's state call",
+				r.Name, r.Pending.Kind, r.Pending.ID, r.Pending.StartedAt.Format(time.RFC3339)))
 		}
 	}
 	if planOnly && out != nil && out.Plan != nil {
@@ -210,36 +215,10 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		}
 	}
 	if err != nil {
-		if errors.Is(err, engine.ErrDeclined) {
-			return out, withCode(exitError, err)
-		}
-		return out, withCode(exitError, err)
+		err = withCode(exitError, err)
 	}
-	if !planOnly {
-		summarize(c.App.Writer, out, mode, time.Since(start), jsonOut)
-	}
-	return out, nil
-}
-
-func summarize(w io.Writer, out *engine.Outcome, mode plan.Mode, took time.Duration, jsonOut bool) {
-	changed := 0
-	if out.Result != nil {
-		for _, o := range out.Result.Outcomes {
-			if o.Changed {
-				changed++
-			}
-		}
-	}
-	if jsonOut {
-		b, _ := json.Marshal(map[string]any{"type": "summary", "mode": mode, "changed": changed, "plan": out.Plan.Summary, "duration_ms": took.Milliseconds()})
-		fmt.Fprintln(w, string(b))
-		return
-	}
-	if !out.Plan.HasChanges() && changed == 0 {
-		fmt.Fprintf(w, "Nothing to do: the application is up to date (%s).\n", took.Round(time.Millisecond))
-		return
-	}
-	fmt.Fprintf(w, "%s complete: %d resource(s) changed in %s.\n", strings.ToUpper(string(mode[:1]))+string(mode[1:]), changed, took.Round(time.Millisecond))
+	finishRun(c, prog, command, name, out, !planOnly, time.Since(start), err)
+	return out, err
 }
 
 // confirm asks on a terminal; without one it refuses rather than blocking or
@@ -257,35 +236,6 @@ func confirm(r io.Reader, w io.Writer, mode plan.Mode) (bool, error) {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// progress renders apply events as plain lines or JSON, one per line.
-type progress struct {
-	mu   sync.Mutex
-	w    io.Writer
-	json bool
-}
-
-func newProgress(w io.Writer, jsonOut bool) *progress { return &progress{w: w, json: jsonOut} }
-
-func (p *progress) observe(ev apply.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.json {
-		b, _ := json.Marshal(map[string]any{"type": "event", "time": ev.Time, "resource": ev.Resource, "phase": ev.Phase, "message": ev.Message, "duration_ms": ev.Duration.Milliseconds()})
-		fmt.Fprintln(p.w, string(b))
-		return
-	}
-	msg := ev.Message
-	if ev.Duration > 0 {
-		msg += fmt.Sprintf(" [%s]", ev.Duration.Round(time.Millisecond))
-	}
-	fmt.Fprintf(p.w, "%s: %s %s\n", ev.Resource, ev.Phase, msg)
-	if ev.Output != "" {
-		for _, l := range strings.Split(strings.TrimRight(ev.Output, "\n"), "\n") {
-			fmt.Fprintf(p.w, "%s: | %s\n", ev.Resource, l)
-		}
-	}
 }
 
 // golemImages are the adapter images of the Golem lowering (core/desired).
