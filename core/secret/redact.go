@@ -1,0 +1,229 @@
+// Package secret keeps secret values out of everything gcompose prints and
+// persists: a Redactor (the run-wide set of secret values) masks them in any
+// output, a Codec encrypts them per value in the state with AES-GCM, and
+// Store wraps a state.Store so every backend gets both. docs/secrets.md is
+// the prose version.
+package secret
+
+import (
+	"encoding/json"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Mask is what a secret value is printed as.
+const Mask = "(sensitive)"
+
+// minLineLen is the shortest line of a multi-line secret that is masked on
+// its own (output that prefixes every line, such as adapter stderr echoes,
+// splits a multi-line value): shorter lines ("}", "--") would mask
+// unrelated text.
+const minLineLen = 4
+
+// Redactor is a set of secret values. Add values as soon as they are known;
+// Redact and the writers from Writer mask every occurrence. The zero value
+// is not usable: call NewRedactor. A Redactor is safe for concurrent use.
+type Redactor struct {
+	mu       sync.RWMutex
+	set      map[string]bool
+	byFirst  map[byte][]string // patterns by first byte, longest first
+	maxLen   int
+	patterns int
+}
+
+// NewRedactor returns an empty redactor.
+func NewRedactor() *Redactor {
+	return &Redactor{set: map[string]bool{}, byFirst: map[byte][]string{}}
+}
+
+// Add registers secret values. Besides each value itself, its JSON-escaped
+// form (as it appears inside JSON output) and each line of a multi-line
+// value are masked. Empty values are ignored.
+func (r *Redactor) Add(values ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		r.addPattern(v)
+		if b, err := json.Marshal(v); err == nil {
+			r.addPattern(string(b[1 : len(b)-1]))
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			for _, l := range strings.FieldsFunc(v, func(c rune) bool { return c == '\n' || c == '\r' }) {
+				if l = strings.TrimSpace(l); len(l) >= minLineLen {
+					r.addPattern(l)
+				}
+			}
+		}
+	}
+}
+
+func (r *Redactor) addPattern(p string) {
+	if p == "" || r.set[p] {
+		return
+	}
+	r.set[p] = true
+	r.patterns++
+	l := append(r.byFirst[p[0]], p)
+	sort.Slice(l, func(i, j int) bool { return len(l[i]) > len(l[j]) })
+	r.byFirst[p[0]] = l
+	r.maxLen = max(r.maxLen, len(p))
+}
+
+// Len is the number of patterns masked (0: nothing is secret).
+func (r *Redactor) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.patterns
+}
+
+// Contains reports whether s holds a secret value.
+func (r *Redactor) Contains(s string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for i := 0; i < len(s); i++ {
+		for _, p := range r.byFirst[s[i]] {
+			if strings.HasPrefix(s[i:], p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Redact returns s with every secret value replaced by Mask.
+func (r *Redactor) Redact(s string) string {
+	var b strings.Builder
+	r.redact(&b, s, true)
+	return b.String()
+}
+
+// redact writes s with secrets masked to b, scanning left to right and
+// masking the longest secret starting at each position. Unless final, it
+// stops at the first position where s ends inside what could still become a
+// secret, and returns the bytes of s consumed: the caller keeps the rest for
+// the next write.
+func (r *Redactor) redact(b *strings.Builder, s string, final bool) int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	i := 0
+	start := 0 // first byte not yet copied
+	for i < len(s) {
+		cands := r.byFirst[s[i]]
+		matched := 0
+		for _, p := range cands { // longest first
+			rest := s[i:]
+			if len(rest) < len(p) {
+				if !final && strings.HasPrefix(p, rest) {
+					// s may end in the middle of p: wait for more.
+					b.WriteString(s[start:i])
+					return i
+				}
+				continue
+			}
+			if strings.HasPrefix(rest, p) {
+				matched = len(p)
+				break
+			}
+		}
+		if matched > 0 {
+			b.WriteString(s[start:i])
+			b.WriteString(Mask)
+			i += matched
+			start = i
+			continue
+		}
+		i++
+	}
+	b.WriteString(s[start:])
+	return len(s)
+}
+
+// Writer returns w wrapped so that every secret value written through it,
+// in one write or split across several, comes out as Mask. Call Flush when
+// done: bytes that could begin a secret are held back until the next write
+// shows they do not.
+func (r *Redactor) Writer(w io.Writer) *Writer { return &Writer{r: r, w: w} }
+
+// Writer is an io.Writer that masks secret values (see Redactor.Writer).
+type Writer struct {
+	mu      sync.Mutex
+	r       *Redactor
+	w       io.Writer
+	pending string
+}
+
+// Write masks and forwards p. It reports len(p) written unless the
+// underlying writer fails.
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.pending + string(p)
+	var b strings.Builder
+	n := w.r.redact(&b, s, false)
+	w.pending = s[n:]
+	if b.Len() > 0 {
+		if _, err := io.WriteString(w.w, b.String()); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// Flush writes what was held back.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending == "" {
+		return nil
+	}
+	var b strings.Builder
+	w.r.redact(&b, w.pending, true)
+	w.pending = ""
+	_, err := io.WriteString(w.w, b.String())
+	return err
+}
+
+// Unwrap returns the writer w writes to (gcompose state show
+// --show-secrets prints there).
+func (w *Writer) Unwrap() io.Writer { return w.w }
+
+// MaskTree returns a copy of a JSON-like value where every string holding a
+// secret, and every encrypted envelope, is replaced by Mask as a whole.
+func (r *Redactor) MaskTree(v any) any {
+	switch x := v.(type) {
+	case string:
+		if r.Contains(x) {
+			return Mask
+		}
+		return x
+	case map[string]any:
+		if _, ok := envelope(x); ok {
+			return Mask
+		}
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = r.MaskTree(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = r.MaskTree(e)
+		}
+		return l
+	}
+	return v
+}
+
+// MaskMap is MaskTree for a map (nil stays nil).
+func (r *Redactor) MaskMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return r.MaskTree(m).(map[string]any)
+}
