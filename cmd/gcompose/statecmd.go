@@ -12,7 +12,7 @@ func stateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "state",
 		Usage: "inspect the persisted state",
-		Subcommands: []*cli.Command{
+		Subcommands: append([]*cli.Command{
 			{
 				Name:      "list",
 				Usage:     "list the resources of an application (or the applications, without --app or a descriptor)",
@@ -54,7 +54,7 @@ func stateCommand() *cli.Command {
 					return nil
 				},
 			},
-		},
+		}, stateSyncCommands()...),
 	}
 }
 

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/stateurl"
+)
+
+// etcdFlags configure an etcd:// --state (and state mv --to). Unset, each
+// comes from its GCOMPOSE_ETCD_* variable; the password only from
+// GCOMPOSE_ETCD_PASSWORD or a file, never from the command line.
+func etcdFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "etcd-cacert", Usage: "etcd: CA certificate (PEM) to verify the servers (or $" + stateurl.EnvCACert + ")"},
+		&cli.StringFlag{Name: "etcd-cert", Usage: "etcd: client certificate (PEM) (or $" + stateurl.EnvCert + ")"},
+		&cli.StringFlag{Name: "etcd-key", Usage: "etcd: client certificate's key (PEM) (or $" + stateurl.EnvKey + ")"},
+		&cli.StringFlag{Name: "etcd-user", Usage: "etcd: user name (or $" + stateurl.EnvUser + ", or etcd://user@host)"},
+		&cli.StringFlag{Name: "etcd-password-file", Usage: "etcd: file holding the password (or $" + stateurl.EnvPassword + ")"},
+		&cli.DurationFlag{Name: "etcd-lock-ttl", Usage: "etcd: a lock whose holder stops renewing it expires after this long (default 15s, or $" + stateurl.EnvLockTTL + ")"},
+	}
+}
+
+// openStateURL opens the store url names with the etcd flags' options.
+func openStateURL(c *cli.Context, url string) (state.Store, error) {
+	opts := stateurl.Options{
+		EtcdCACert:  c.String("etcd-cacert"),
+		EtcdCert:    c.String("etcd-cert"),
+		EtcdKey:     c.String("etcd-key"),
+		EtcdUser:    c.String("etcd-user"),
+		EtcdLockTTL: c.Duration("etcd-lock-ttl"),
+	}
+	if f := c.String("etcd-password-file"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, withCode(exitError, fmt.Errorf("etcd password file: %w", err))
+		}
+		opts.EtcdPassword = strings.TrimRight(string(b), "\r\n")
+	}
+	ctx := c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := stateurl.Open(ctx, url, opts)
+	if err != nil {
+		return nil, withCode(exitError, err)
+	}
+	return st, nil
+}
+
+func stateSyncCommands() []*cli.Command {
+	return []*cli.Command{
+		{
+			Name:   "pull",
+			Usage:  "print the application's state document as JSON",
+			Flags:  append(descriptorFlags(), stateFlags()...),
+			Action: statePull,
+		},
+		{
+			Name:      "push",
+			Usage:     "replace the application's state by a document (FILE, or - for stdin); refuses another lineage or an older serial unless --force",
+			ArgsUsage: "FILE",
+			Flags: append(append(descriptorFlags(), stateFlags()...),
+				&cli.BoolFlag{Name: "force", Usage: "push even over another lineage, a newer serial, or another application's name"},
+			),
+			Action: statePush,
+		},
+		{
+			Name:  "mv",
+			Usage: "copy the application's state from --state to --to (another backend: file, etcd), then remove the source only with --remove-source",
+			Flags: append(append(descriptorFlags(), stateFlags()...),
+				&cli.StringFlag{Name: "to", Required: true, Usage: "the target state URL (a directory, file://DIR, etcd://host:2379/prefix)"},
+				&cli.BoolFlag{Name: "remove-source", Usage: "remove the state from --state once the target holds it"},
+				&cli.BoolFlag{Name: "force", Usage: "overwrite a target holding another lineage or a newer serial"},
+			),
+			Action: stateMove,
+		},
+	}
+}
+
+// stateAppName is the application of a state command whose positional
+// arguments are not descriptors: --app, else -f's descriptor.
+func stateAppName(c *cli.Context) (string, error) {
+	if n := c.String("app"); n != "" {
+		return n, nil
+	}
+	if len(c.StringSlice("file")) == 0 {
+		return "", nil
+	}
+	p, err := loadFiles(c, c.StringSlice("file"))
+	if err != nil {
+		return "", err
+	}
+	return p.app.Name, nil
+}
+
+func statePull(c *cli.Context) error {
+	name, _, err := appName(c, false)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	doc, err := st.Load(c.Context, name)
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	if doc.Serial == 0 {
+		return withCode(exitError, fmt.Errorf("no state for app %q in %s", name, c.String("state")))
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("state for app %q: encoding: %w", name, err))
+	}
+	fmt.Fprintln(c.App.Writer, string(b))
+	return nil
+}
+
+func readDocument(c *cli.Context, path string) (*state.Document, error) {
+	var data []byte
+	var err error
+	if path == "-" {
+		data, err = io.ReadAll(c.App.Reader)
+		path = "stdin"
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state document: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var doc state.Document
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("state document %s: %w", path, err)
+	}
+	if doc.FormatVersion == 0 || doc.Resources == nil {
+		return nil, fmt.Errorf("state document %s: no format_version or no resources: not a gcompose state document (gcompose state pull writes one)", path)
+	}
+	if doc.FormatVersion > state.FormatVersion {
+		return nil, fmt.Errorf("state document %s has format version %d; this gcompose reads up to %d: upgrade gcompose", path, doc.FormatVersion, state.FormatVersion)
+	}
+	return &doc, nil
+}
+
+func statePush(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return withCode(exitUsage, errors.New("state push takes one document file (or - for stdin), as written by gcompose state pull"))
+	}
+	doc, err := readDocument(c, c.Args().First())
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	name, err := stateAppName(c)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		name = doc.App
+	}
+	if name == "" {
+		return withCode(exitUsage, errors.New("state push: the document names no application; give --app"))
+	}
+	force := c.Bool("force")
+	if doc.App != "" && doc.App != name && !force {
+		return withCode(exitError, fmt.Errorf("state push: the document is the state of app %q, not %q; use --force to push it as %q", doc.App, name, name))
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	l, err := state.Acquire(c.Context, st, name, state.NewLockInfo("state push", version), c.Duration("lock-timeout"))
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	err = st.Replace(c.Context, l, doc, force)
+	if uerr := st.Unlock(context.WithoutCancel(c.Context), l); err == nil && uerr != nil {
+		err = uerr
+	}
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	after, err := st.Load(c.Context, name)
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	fmt.Fprintf(c.App.Writer, "%s: pushed %d resources; serial %d, lineage %s\n", name, len(after.Resources), after.Serial, after.Lineage)
+	return nil
+}
+
+// remover is a store that can delete an application's state (state mv
+// --remove-source): the file, memory and etcd backends.
+type remover interface {
+	Remove(ctx context.Context, l *state.Lock) error
+}
+
+func stateMove(c *cli.Context) error {
+	name, _, err := appName(c, false)
+	if err != nil {
+		return err
+	}
+	from, to := c.String("state"), c.String("to")
+	shownFrom, shownTo := stateurl.Redact(from), stateurl.Redact(to)
+	if from == to {
+		return withCode(exitUsage, fmt.Errorf("state mv: --to %s is --state itself", shownTo))
+	}
+	src, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := openStateURL(c, to)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	ctx := c.Context
+	rm, canRemove := src.(remover)
+	if c.Bool("remove-source") && !canRemove {
+		return withCode(exitError, fmt.Errorf("state mv: the source backend %s cannot remove state", shownFrom))
+	}
+	info := state.NewLockInfo("state mv", version)
+	ls, err := state.Acquire(ctx, src, name, info, c.Duration("lock-timeout"))
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("source %s: %w", shownFrom, err))
+	}
+	defer src.Unlock(context.WithoutCancel(ctx), ls)
+	ld, err := state.Acquire(ctx, dst, name, info, c.Duration("lock-timeout"))
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("target %s: %w", shownTo, err))
+	}
+	defer dst.Unlock(context.WithoutCancel(ctx), ld)
+	doc, err := src.Load(ctx, name)
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("source %s: %w", shownFrom, err))
+	}
+	if doc.Serial == 0 {
+		return withCode(exitError, fmt.Errorf("state mv: no state for app %q in %s", name, shownFrom))
+	}
+	if err := dst.Replace(ctx, ld, doc, c.Bool("force")); err != nil {
+		return withCode(exitError, fmt.Errorf("target %s: %w", shownTo, err))
+	}
+	got, err := dst.Load(ctx, name)
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("target %s: reading back: %w", shownTo, err))
+	}
+	if got.Lineage != doc.Lineage || len(got.Resources) != len(doc.Resources) {
+		return withCode(exitError, fmt.Errorf("target %s: read back lineage %s with %d resources, wrote %s with %d; the source is kept", shownTo, got.Lineage, len(got.Resources), doc.Lineage, len(doc.Resources)))
+	}
+	what := "kept"
+	if c.Bool("remove-source") {
+		if err := rm.Remove(ctx, ls); err != nil {
+			return withCode(exitError, fmt.Errorf("state copied to %s, but removing it from %s failed: %w", shownTo, shownFrom, err))
+		}
+		what = "removed"
+	}
+	fmt.Fprintf(c.App.Writer, "%s: moved %d resources (serial %d, lineage %s) from %s to %s; source %s\n",
+		name, len(got.Resources), got.Serial, got.Lineage, shownFrom, shownTo, what)
+	return nil
+}
