@@ -1,0 +1,29 @@
+package diff
+
+import (
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+)
+
+// FromState is a snapshot of a persisted state document.
+func FromState(label string, doc *state.Document) Snapshot {
+	s := Snapshot{Label: label, Kind: "state", Resources: map[string]Resource{}}
+	if doc == nil {
+		return s
+	}
+	for n, r := range doc.Resources {
+		s.Resources[n] = Resource{Type: r.Type, Status: string(r.Status), Config: r.Config, State: r.State,
+			Identity: r.Identity, Dependencies: r.Dependencies}
+	}
+	return s
+}
+
+// FromDesired is a snapshot of what a descriptor asks for. Configs may hold
+// ${...} references to other resources' outputs, compared as text.
+func FromDesired(label string, want map[string]*plan.Resource) Snapshot {
+	s := Snapshot{Label: label, Kind: "descriptor", Resources: map[string]Resource{}}
+	for n, r := range want {
+		s.Resources[n] = Resource{Type: r.Type, Config: r.Config, Dependencies: r.DependsOn}
+	}
+	return s
+}
