@@ -14,9 +14,12 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("digraph gcompose {\n  rankdir=\"BT\";\n  node [shape=box];\n")
 	for _, v := range g.Vertices() {
-		fmt.Fprintf(&b, "  %s [label=%s", strconv.Quote(v.ID), strconv.Quote(v.ID))
+		fmt.Fprintf(&b, "  %s [label=%s", strconv.Quote(v.ID), strconv.Quote(vertexLabel(v, "\n")))
 		if shape := dotShape(v.Kind); shape != "" {
 			fmt.Fprintf(&b, ", shape=%s", shape)
+		}
+		if color := statusColor(v); color != "" {
+			fmt.Fprintf(&b, ", color=%s", color)
 		}
 		b.WriteString("];\n")
 	}
@@ -86,7 +89,7 @@ func (g *Graph) WriteMermaid(w io.Writer) error {
 	ids := map[string]string{}
 	for i, v := range g.Vertices() {
 		ids[v.ID] = "n" + strconv.Itoa(i)
-		fmt.Fprintf(&b, "  %s[\"%s\"]\n", ids[v.ID], mermaidEscape(v.ID))
+		fmt.Fprintf(&b, "  %s[\"%s\"]\n", ids[v.ID], mermaidEscape(vertexLabel(v, " ")))
 	}
 	for _, e := range g.Edges() {
 		fmt.Fprintf(&b, "  %s -->|\"%s\"| %s\n", ids[e.From], mermaidEscape(edgeLabel(e)), ids[e.To])
