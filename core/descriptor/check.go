@@ -17,6 +17,7 @@ func checkApp(a *App) source.Diagnostics {
 	checkServices(a, nets, &ds)
 	checkPlugs(a, &ds)
 	checkResources(a, &ds)
+	checkSecrets(a, &ds)
 	return ds
 }
 
@@ -268,3 +269,18 @@ func checkResources(a *App, ds *source.Diagnostics) {
 		}
 	}
 }
+
+func checkSecrets(a *App, ds *source.Diagnostics) {
+	for _, name := range sortedKeys(a.Secrets) {
+		s := a.Secrets[name]
+		base := pointer("secrets", name)
+		if !secretName.MatchString(name) {
+			ds.Errorf(a.Pos(base), "secret name %q: use letters, digits, _ and -, starting with a letter or _", name)
+		}
+		if (s.Env == "") == (s.File == "") {
+			ds.Errorf(a.Pos(base), "secret %s: give exactly one of env: VARIABLE or file: PATH", name)
+		}
+	}
+}
+
+var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)

@@ -24,6 +24,9 @@ type App struct {
 	Services  map[string]*Service
 	Plugs     map[string]*Plug
 	Resources map[string]*Resource
+	// Secrets are the declared secrets (${secret.NAME}); their values are
+	// read by core/resolve, never stored here.
+	Secrets map[string]*Secret
 
 	// Files are the descriptor files merged, in merge order.
 	Files []string
@@ -112,6 +115,16 @@ type Resource struct {
 	Dependencies map[string]string // alias -> resource name
 	Config       map[string]any
 	Pos          source.Pos
+}
+
+// Secret declares where a secret's value is read from: exactly one of Env
+// (an environment variable of the gcompose process) and File (a path,
+// relative to the descriptor that declares it).
+type Secret struct {
+	Name string
+	Env  string
+	File string
+	Pos  source.Pos
 }
 
 // Pos returns where the value at the JSON pointer was written, or the position

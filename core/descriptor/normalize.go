@@ -51,12 +51,13 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 		Services:  map[string]*Service{},
 		Plugs:     map[string]*Plug{},
 		Resources: map[string]*Resource{},
+		Secrets:   map[string]*Secret{},
 		Files:     files,
 		Positions: make(map[string]source.Pos, tree.count()),
 	}}
 	app := n.app
 	n.rec("", tree)
-	for _, section := range []string{"meta", "payloads", "networks", "nodes", "services", "plugs", "resources"} {
+	for _, section := range []string{"meta", "payloads", "networks", "nodes", "services", "plugs", "resources", "secrets"} {
 		if v := tree.get(section); v != nil {
 			n.rec("/"+strings.Replace(section, "nodes", "services", 1), v)
 		}
@@ -80,6 +81,7 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 	n.services(tree.get("nodes"))
 	n.plugs(tree.get("plugs"))
 	n.resources(tree.get("resources"))
+	n.secrets(tree.get("secrets"))
 	n.implicitNetwork(tree.get("networks"))
 	return app, n.diags
 }
@@ -373,5 +375,16 @@ func (n *normalizer) implicitNetwork(section *value) {
 		}
 		s.Network = first
 		n.app.Positions["/services/"+pointerEscape(s.Name)+"/network"] = s.Pos
+	}
+}
+
+func (n *normalizer) secrets(section *value) {
+	for _, name := range entries(section) {
+		v := section.m[name]
+		ptr := "/secrets/" + pointerEscape(name)
+		n.rec(ptr, v)
+		n.rec(ptr+"/env", v.get("env"))
+		n.rec(ptr+"/file", v.get("file"))
+		n.app.Secrets[name] = &Secret{Name: name, Env: strOf(v.get("env")), File: strOf(v.get("file")), Pos: v.at()}
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // Tree returns the app in canonical form as a generic tree: what `gcompose
 // config` prints, and what App.Positions' JSON pointers point into. Top-level
-// keys are meta, payloads, networks, services, plugs and resources; empty
+// keys are meta, payloads, networks, services, plugs, resources and secrets
+// (where each value is read from, never the value); empty
 // sections are omitted. The tree round-trips: loading it gives the same App.
 func (a *App) Tree() map[string]any {
 	t := map[string]any{}
@@ -76,6 +77,16 @@ func (a *App) Tree() map[string]any {
 			m[name] = e
 		}
 		t["resources"] = m
+	}
+	if len(a.Secrets) > 0 {
+		m := make(map[string]any, len(a.Secrets))
+		for name, s := range a.Secrets {
+			e := map[string]any{}
+			putString(e, "env", s.Env)
+			putString(e, "file", s.File)
+			m[name] = e
+		}
+		t["secrets"] = m
 	}
 	return t
 }
