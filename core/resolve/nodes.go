@@ -33,6 +33,8 @@ type resolver struct {
 	// reported dedupes diagnostics: a payload shared by several services
 	// or instances is resolved once per instance.
 	reported map[source.Diagnostic]bool
+	// secrets holds the values of the ${secret.NAME} read so far.
+	secrets map[string]string
 }
 
 func newResolver(app *descriptor.App, opts Options) *resolver {

@@ -52,7 +52,7 @@ func networkRuntime(field string) (subs []string, ok bool) {
 func networkRuntimeNames() []string { return []string{"network_id", "owner_id", "state"} }
 
 func referenceRoots() []string {
-	return []string{"services", "nodes", "networks", "payloads", "meta", "resources", "var", "env", "app", "instance"}
+	return []string{"services", "nodes", "networks", "payloads", "meta", "resources", "var", "env", "secret", "app", "instance"}
 }
 
 // resolveValue returns a copy of v (found at pointer ptr) with every string
@@ -222,6 +222,8 @@ func (rv *resolver) lookup(sc *scope, ptr, s string, r expr.Ref) (v any, known b
 			return nil, false, "", fmt.Errorf("environment variable %s is not set", p[1].Name)
 		}
 		return val, true, "", nil
+	case "secret":
+		return rv.lookupSecret(p)
 	case "app":
 		if len(p) != 2 || p[1].IsIndex || p[1].Name != "name" && p[1].Name != "id" {
 			return nil, false, "", fmt.Errorf("the app built-ins are ${app.name} and ${app.id}%s", suggestPath(p, []string{"name", "id"}))

@@ -91,6 +91,9 @@ type Resolved struct {
 	// Counts for `gcompose validate`'s summary: descriptor services,
 	// networks and resources, expanded service instances, labelled edges.
 	Services, Networks, Resources, Instances, Edges int
+	// Secrets are the values of the ${secret.NAME} references resolved, by
+	// name: register them with the run's redactor before printing anything.
+	Secrets map[string]string
 
 	byID map[string]*Node
 }
@@ -132,6 +135,7 @@ func Resolve(app *descriptor.App, opts Options) (*Resolved, source.Diagnostics) 
 		Services:  len(app.Services),
 		Networks:  len(app.Networks),
 		Resources: len(app.Resources),
+		Secrets:   rv.secrets,
 		byID:      rv.byID,
 	}
 	for _, n := range rv.nodes {
