@@ -419,3 +419,69 @@ func BenchmarkApplyLoad(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/resource")
 }
+
+// BenchmarkLoad: Load of a 1,000- and a 10,000-resource document.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	c := etcdtest.Start(b)
+	s, err := etcd.New(ctx, etcd.Config{Endpoints: c.Endpoints(), Prefix: "/bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for _, n := range []int{1000, 10000} {
+		app := fmt.Sprintf("app%d", n)
+		l, err := s.Lock(ctx, app, lockInfo("deploy"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		changes := make([]state.Change, n)
+		for i := range n {
+			changes[i] = state.Put(statetest.Res(fmt.Sprintf("r%05d", i), i))
+		}
+		if err := s.Apply(ctx, l, changes...); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				if d, err := s.Load(ctx, app); err != nil || len(d.Resources) != n {
+					b.Fatalf("%d resources, %v", len(d.Resources), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkConcurrentApply: 1,000 resources put by 10 workers under one
+// lock (a deploy with --parallelism 10).
+func BenchmarkConcurrentApply(b *testing.B) {
+	ctx := context.Background()
+	c := etcdtest.Start(b)
+	s, err := etcd.New(ctx, etcd.Config{Endpoints: c.Endpoints(), Prefix: "/bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const workers, each = 10, 100
+	for i := 0; b.Loop(); i++ {
+		l, err := s.Lock(ctx, fmt.Sprintf("app%d", i), lockInfo("deploy"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range each {
+					if err := s.Apply(ctx, l, state.Put(statetest.Res(fmt.Sprintf("w%d-%d", w, j), j))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*workers*each), "ns/resource")
+}
