@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/descriptor"
+	"github.com/gcompose/gcompose/core/graph"
 )
 
 func validateCommand() *cli.Command {
@@ -60,13 +61,22 @@ func graphCommand() *cli.Command {
 		Name:      "graph",
 		Usage:     "print the dependency graph, every edge labelled with why it exists",
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
-		Flags:     append(descriptorFlags(), &cli.StringFlag{Name: "format", Value: "dot", Usage: "dot, json or mermaid"}),
+		Flags:     append(append(descriptorFlags(), &cli.StringFlag{Name: "format", Value: "dot", Usage: "dot, json or mermaid"}), deployedGraphFlags()...),
 		Action: func(c *cli.Context) error {
-			p, err := loadProject(c)
-			if err != nil {
-				return err
+			var g *graph.Graph
+			if c.Bool("deployed") {
+				dg, err := deployedGraph(c)
+				if err != nil {
+					return err
+				}
+				g = dg
+			} else {
+				p, err := loadProject(c)
+				if err != nil {
+					return err
+				}
+				g = p.resolved.Graph
 			}
-			g := p.resolved.Graph
 			switch c.String("format") {
 			case "dot":
 				return g.WriteDOT(c.App.Writer)

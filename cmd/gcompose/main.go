@@ -51,7 +51,11 @@ func main() {
 
 // run is main without the process: tests call it directly.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Everything printed goes through the run's secret redactor (secrets.go).
+	red, stdout, stderr, flush := redactOutput(stdout, stderr)
+	defer flush()
 	app := newApp(stdin, stdout, stderr)
+	app.Metadata = map[string]any{redactorKey: red}
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {
 		return exitOK
@@ -89,6 +93,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			stateCommand(),
 			unlockCommand(),
 			versionCommand(),
+			diffCommand(),
+			logsCommand(),
+			completionCommand(),
 		},
 	}
 }

@@ -148,3 +148,24 @@ Diff: 1 added, 1 removed, 1 changed, 0 unchanged.
 		t.Errorf("empty diff: %s", b.String())
 	}
 }
+
+func TestResolveWith(t *testing.T) {
+	st := FromState("state", doc(
+		&state.Resource{Name: "resources.a", Type: "file", Config: map[string]any{"content": "x"}, State: map[string]any{"sha256": "aa"}},
+		&state.Resource{Name: "resources.b", Type: "file", Config: map[string]any{"content": "a is aa", "other": "z is ${resources.z.state.id}"}},
+	))
+	desc := FromDesired("descriptor", map[string]*plan.Resource{
+		"resources.a": {Name: "resources.a", Type: "file", Config: map[string]any{"content": "x"}},
+		"resources.b": {Name: "resources.b", Type: "file", Config: map[string]any{"content": "a is ${resources.a.state.sha256}", "other": "z is ${resources.z.state.id}"}},
+	})
+	resolved, err := ResolveWith(desc, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Compare(st, resolved, Options{}); !got.Empty() || got.Unchanged != 2 {
+		t.Errorf("resolved descriptor differs from the state: %+v", got.Resources)
+	}
+	if got := Compare(st, desc, Options{}); got.Empty() {
+		t.Error("unresolved descriptor compares equal")
+	}
+}
