@@ -25,7 +25,9 @@ type logEntry struct {
 	Exit   string
 }
 
-func (e logEntry) key() string { return e.Source + "\x00" + e.Stdout + "\x00" + e.Stderr + "\x00" + e.Exit }
+func (e logEntry) key() string {
+	return e.Source + "\x00" + e.Stdout + "\x00" + e.Stderr + "\x00" + e.Exit
+}
 
 // logEntries reads state.logs: an array of {source, command, stdout,
 // stderr, exit_code, time}, or a single string.
