@@ -35,8 +35,10 @@ func newAdapters(c *cli.Context, app string, p *project) (*engine.ContainerAdapt
 		Version:  version,
 		Verbose:  c.Bool("verbose"),
 		Stderr:   stderr,
-		Timeout:  c.Duration("call-timeout"),
-		Logger:   log,
+		// Credentials sent to adapters on stdin are secrets of the run.
+		LookupEnv: credentialEnv(redactor(c)),
+		Timeout:   c.Duration("call-timeout"),
+		Logger:    log,
 	})
 	if err != nil {
 		r.Close()

@@ -77,6 +77,7 @@ func loadFiles(c *cli.Context, files []string) (*project, error) {
 		return nil, withCode(exitError, err)
 	}
 	res, rdiags := resolve.Resolve(app, resolve.Options{Vars: vars})
+	registerSecrets(c, res.Secrets)
 	all := append(append(source.Diagnostics{}, diags...), rdiags...)
 	if all.HasErrors() {
 		return nil, reportDiagnostics(c.App.ErrWriter, all)

@@ -22,6 +22,7 @@ func stateFlags() []cli.Flag {
 		&cli.StringFlag{Name: "state", Value: ".gcompose/state", EnvVars: []string{"GCOMPOSE_STATE"}, Usage: "state backend: a directory, file://DIR, etcd://host:2379[,host2:2379]/prefix (docs/state.md)"},
 		&cli.DurationFlag{Name: "lock-timeout", Usage: "wait this long for a state lock someone else holds (default: fail at once)"},
 		&cli.StringFlag{Name: "app", Usage: "application name (default: from the descriptor's meta.name)"},
+		stateKeyFlag(),
 	}, etcdFlags()...)
 }
 
@@ -147,7 +148,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			return nil, withCode(exitError, err)
 		}
 	}
-	st, err := openStore(c)
+	st, err := openSecretStore(c, p, !planOnly && mode == plan.Deploy)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +170,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	}
 	defer prog.Close()
 	e := &engine.Engine{
-		Adapters:      withCrashPoint(ad),
+		Adapters:      withSecretFields(c, withCrashPoint(ad), ad.Client),
 		Store:         st,
 		Parallelism:   c.Int("parallelism"),
 		LockTimeout:   c.Duration("lock-timeout"),
@@ -187,7 +188,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		req.Confirm = func(pl *plan.Plan) (bool, error) {
 			prog.SetPlan(pl)
 			if !jsonOut {
-				pl.Render(c.App.Writer, false)
+				maskPlan(c, pl).Render(c.App.Writer, false)
 			}
 			if !pl.HasChanges() {
 				return true, nil
@@ -208,10 +209,10 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	}
 	if planOnly && out != nil && out.Plan != nil {
 		if jsonOut {
-			b, _ := out.Plan.MarshalIndent()
+			b, _ := maskPlan(c, out.Plan).MarshalIndent()
 			fmt.Fprintln(c.App.Writer, string(b))
 		} else {
-			out.Plan.Render(c.App.Writer, false)
+			maskPlan(c, out.Plan).Render(c.App.Writer, false)
 		}
 	}
 	if err != nil {

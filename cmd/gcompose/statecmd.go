@@ -22,9 +22,9 @@ func stateCommand() *cli.Command {
 			},
 			{
 				Name:      "show",
-				Usage:     "show one resource: status, config, outputs, identity, pending operation",
+				Usage:     "show one resource: status, config, outputs, identity, pending operation (secrets masked unless --show-secrets)",
 				ArgsUsage: "RESOURCE",
-				Flags:     append(descriptorFlags(), stateFlags()...),
+				Flags:     append(append(descriptorFlags(), stateFlags()...), showSecretsFlag()),
 				Action:    stateShow,
 			},
 			{
@@ -116,7 +116,7 @@ func stateShow(c *cli.Context) error {
 		return err
 	}
 	defer st.Close()
-	doc, err := st.Load(c.Context, name)
+	doc, err := loadShown(c, st, name)
 	if err != nil {
 		return withCode(exitError, err)
 	}
@@ -124,9 +124,7 @@ func stateShow(c *cli.Context) error {
 	if r == nil {
 		return withCode(exitError, fmt.Errorf("no resource %q in the state of %s (gcompose state list shows what there is)", resName, name))
 	}
-	b, _ := json.MarshalIndent(r, "", "  ")
-	fmt.Fprintln(c.App.Writer, string(b))
-	return nil
+	return showResource(c, r)
 }
 
 func unlockCommand() *cli.Command {
