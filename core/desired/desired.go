@@ -5,7 +5,9 @@
 // The Golem lowering (docs/golem.md) adds, for an app with services:
 //   - resources.golem-payments (golem-payments): the app's allocation and its
 //     long-lived payments keeper; every rented service depends on it and
-//     reads ${resources.golem-payments.state.allocation_id};
+//     reads ${resources.golem-payments.state.allocation_id}. A descriptor
+//     sets the budget or platform by writing that resource itself
+//     (resources: golem-payments: {type: <payments image>, config: {...}});
 //   - resources.golem-proxy-<service>[-<i>] (golem-proxy) per instance of a
 //     service with http_proxy / tcp_proxy: a long-lived local proxy that
 //     depends on the service and reads its node address and VPN id;
@@ -158,10 +160,21 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 		}
 		out[n.ID] = res
 	}
-	if rented > 0 {
-		if _, taken := out[PaymentsResource]; taken {
-			return nil, fmt.Errorf("%s: the name is reserved for the Golem payments resource; rename the descriptor's resource", PaymentsResource)
+	if own, ok := out[PaymentsResource]; ok {
+		// The descriptor may write the payments resource itself to set the
+		// budget or the platform; it must be of the payments image.
+		if own.Type != img.Payments {
+			return nil, fmt.Errorf("%s: %s is the Golem payments resource: its type must be %s (or rename it)", own.Pos, PaymentsResource, img.Payments)
 		}
+		cfg := maps.Clone(own.Config)
+		if _, ok := cfg["budget"]; !ok {
+			cfg["budget"] = DefaultBudget
+		}
+		if _, ok := cfg["platform"]; !ok {
+			cfg["platform"] = DefaultPlatform
+		}
+		own.Config = cfg
+	} else if rented > 0 {
 		out[PaymentsResource] = &plan.Resource{Name: PaymentsResource, Type: img.Payments,
 			Config: map[string]any{"budget": DefaultBudget, "platform": DefaultPlatform}}
 	}

@@ -89,3 +89,20 @@ func TestImplicitPlugsOnlyForLongLivedAdapters(t *testing.T) {
 		}
 	}
 }
+
+func TestPaymentsSetByTheDescriptor(t *testing.T) {
+	res, err := Resources(load(t, "testdata/budget.yaml"), Images{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res[PaymentsResource]
+	if p.Config["budget"] != "20" || p.Config["platform"] != DefaultPlatform {
+		t.Fatalf("payments config %v", p.Config)
+	}
+	if !slices.Contains(res["services.web"].DependsOn, PaymentsResource) {
+		t.Fatal("web does not depend on the payments")
+	}
+	if _, err := Resources(load(t, "testdata/budget.yaml"), Images{Payments: "other/payments:1"}); err == nil {
+		t.Fatal("a payments resource of another type must be refused")
+	}
+}
