@@ -180,3 +180,47 @@ func TestOpenEtcdAuth(t *testing.T) {
 		t.Fatalf("empty app: %v", err)
 	}
 }
+
+// TLS with a client certificate, configured through the environment: works;
+// without the client certificate, or without the CA, it is refused.
+func TestOpenEtcdTLS(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.StartTLS(t)
+	url := "etcd://" + c.HostPorts() + "/tls"
+	env := map[string]string{
+		stateurl.EnvCACert: c.TLS.CA, stateurl.EnvCert: c.TLS.ClientCert, stateurl.EnvKey: c.TLS.ClientKey,
+	}
+	opts := stateurl.Options{Getenv: func(k string) string { return env[k] }, EtcdDialTimeout: 2 * time.Second}
+	s, err := stateurl.Open(ctx, url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := s.Lock(ctx, "app", state.NewLockInfo("deploy", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(ctx, l, state.Put(statetest.Res("a", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.Load(ctx, "app"); err != nil || d.Serial != 1 {
+		t.Fatalf("load over TLS: %v, %v", d, err)
+	}
+	if err := s.Unlock(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	// etcds:// with only the CA (no client certificate): refused by the server.
+	noCert := stateurl.Options{EtcdCACert: c.TLS.CA, Getenv: func(string) string { return "" }, EtcdDialTimeout: 2 * time.Second}
+	if _, err := stateurl.Open(ctx, "etcds://"+c.HostPorts()+"/tls", noCert); err == nil {
+		t.Fatal("TLS without a client certificate accepted")
+	}
+	// Plain etcd:// against a TLS server: refused.
+	if _, err := stateurl.Open(ctx, url, stateurl.Options{Getenv: func(string) string { return "" }, EtcdDialTimeout: 2 * time.Second}); err == nil {
+		t.Fatal("plain connection to a TLS server accepted")
+	}
+	// A missing certificate file is named.
+	env[stateurl.EnvCert] = "/nonexistent/cert.pem"
+	if _, err := stateurl.Open(ctx, url, opts); err == nil || !strings.Contains(err.Error(), "/nonexistent/cert.pem") {
+		t.Fatalf("missing certificate: %v", err)
+	}
+}

@@ -325,10 +325,20 @@ func retryable(err error) bool {
 // unavailable for RetryTimeout. attempt counts from 0; a write uses it to
 // know that an earlier attempt may have committed.
 func (s *Store) retry(ctx context.Context, what string, op func(ctx context.Context, attempt int) error) error {
+	return s.retryEach(ctx, what, attemptTimeout, op)
+}
+
+// attemptTimeout bounds one request: a member that stopped answering
+// without closing the connection is given up on and another one tried.
+const attemptTimeout = 5 * time.Second
+
+// retryEach is retry with a timeout per attempt (a Load reads many pages in
+// one attempt).
+func (s *Store) retryEach(ctx context.Context, what string, each time.Duration, op func(ctx context.Context, attempt int) error) error {
 	deadline := time.Now().Add(s.cfg.RetryTimeout)
 	delay := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		actx, cancel := context.WithTimeout(ctx, each)
 		err := op(actx, attempt)
 		cancel()
 		if err == nil || !retryable(err) || ctx.Err() != nil || time.Now().After(deadline) {
@@ -703,7 +713,7 @@ func (s *Store) Load(ctx context.Context, app string) (*state.Document, error) {
 	}
 	what := fmt.Sprintf("state for app %q in %s: load", app, s.where)
 	var doc *state.Document
-	err := s.retry(ctx, what, func(ctx context.Context, _ int) error {
+	err := s.retryEach(ctx, what, 10*time.Minute, func(ctx context.Context, _ int) error {
 		d, err := s.load(ctx, app)
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			// etcd compacted the revision we read at: read again from the head.
@@ -719,7 +729,9 @@ func (s *Store) Load(ctx context.Context, app string) (*state.Document, error) {
 }
 
 func (s *Store) load(ctx context.Context, app string) (*state.Document, error) {
-	hd, _, rev, err := s.readHead(ctx, app)
+	hctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	hd, _, rev, err := s.readHead(hctx, app)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
@@ -732,7 +744,9 @@ func (s *Store) load(ctx context.Context, app string) (*state.Document, error) {
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	from := prefix
 	for {
-		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(int64(s.cfg.PageSize)))
+		pctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		resp, err := s.cli.Get(pctx, from, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(int64(s.cfg.PageSize)))
+		cancel()
 		if err != nil {
 			return nil, err
 		}

@@ -276,7 +276,12 @@ func (s *Store) Apply(ctx context.Context, l *state.Lock, changes ...state.Chang
 		return s.commit(ctx, l, h, ops, size, next)
 	}
 	// Too big for one transaction: write a new generation.
-	doc, err := s.load(ctx, h.app)
+	var doc *state.Document
+	err = s.retryEach(ctx, "load", 10*time.Minute, func(ctx context.Context, _ int) error {
+		var err error
+		doc, err = s.load(ctx, h.app)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("state for app %q in %s: load for a large apply: %w", h.app, s.where, err)
 	}

@@ -46,6 +46,7 @@ type Member struct {
 	bin       string
 	args      []string
 	logPath   string
+	tls       *TLSFiles
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -55,6 +56,9 @@ type Member struct {
 // Cluster is a set of members forming one etcd cluster.
 type Cluster struct {
 	Members []*Member
+	// TLS is set for a cluster started by StartTLS: its client URLs are
+	// https and require a client certificate signed by TLS.CA.
+	TLS *TLSFiles
 }
 
 // Endpoints are the members' client URLs.
@@ -71,7 +75,7 @@ func (c *Cluster) Endpoints() []string {
 func (c *Cluster) HostPorts() string {
 	out := make([]string, len(c.Members))
 	for i, m := range c.Members {
-		out[i] = strings.TrimPrefix(m.ClientURL, "http://")
+		out[i] = strings.TrimPrefix(strings.TrimPrefix(m.ClientURL, "http://"), "https://")
 	}
 	return strings.Join(out, ",")
 }
@@ -79,15 +83,28 @@ func (c *Cluster) HostPorts() string {
 // Start starts a single-member cluster.
 func Start(t testing.TB) *Cluster { return StartCluster(t, 1) }
 
+// StartTLS starts a single member whose clients must use TLS with a client
+// certificate (Cluster.TLS has the files).
+func StartTLS(t testing.TB) *Cluster { return start(t, 1, true) }
+
 // StartCluster starts an n-member cluster on 127.0.0.1 with distinct client
 // and peer ports and waits until it is healthy. Heartbeat 50 ms and election
 // timeout 500 ms: failover takes about a second, and lease TTLs down to 1 s
 // are honoured.
-func StartCluster(t testing.TB, n int) *Cluster {
+func StartCluster(t testing.TB, n int) *Cluster { return start(t, n, false) }
+
+func start(t testing.TB, n int, useTLS bool) *Cluster {
 	t.Helper()
 	bin := Binary(t)
+	var files *TLSFiles
+	if useTLS {
+		var err error
+		if files, err = newTLSFiles(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for try := 0; ; try++ {
-		c, err := startCluster(t, bin, n)
+		c, err := startCluster(t, bin, n, files)
 		if err == nil {
 			return c
 		}
@@ -98,18 +115,22 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	}
 }
 
-func startCluster(t testing.TB, bin string, n int) (*Cluster, error) {
+func startCluster(t testing.TB, bin string, n int, files *TLSFiles) (*Cluster, error) {
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return nil, err
 	}
 	base := t.TempDir()
-	c := &Cluster{}
+	c := &Cluster{TLS: files}
+	scheme := "http"
+	if files != nil {
+		scheme = "https"
+	}
 	var initial []string
 	for i := range n {
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			ClientURL: fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[2*i]),
 			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
 			Dir:       filepath.Join(base, fmt.Sprintf("m%d", i)),
 			bin:       bin,
@@ -134,6 +155,11 @@ func startCluster(t testing.TB, bin string, n int) (*Cluster, error) {
 			"--logger", "zap",
 			"--log-outputs", "stderr",
 			"--log-level", "warn",
+		}
+		if files != nil {
+			m.args = append(m.args, "--cert-file", files.ServerCert, "--key-file", files.ServerKey,
+				"--trusted-ca-file", files.CA, "--client-cert-auth")
+			m.tls = files
 		}
 		if err := m.start(); err != nil {
 			c.stop()
@@ -246,7 +272,16 @@ func (m *Member) waitHealthy(deadline time.Time) error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.ClientURL+"/health", nil)
-		resp, err := http.DefaultClient.Do(req)
+		client := http.DefaultClient
+		if m.tls != nil {
+			tc, err := m.tls.Config()
+			if err != nil {
+				cancel()
+				return err
+			}
+			client = &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+		}
+		resp, err := client.Do(req)
 		if err == nil {
 			var buf [256]byte
 			k, _ := resp.Body.Read(buf[:])
