@@ -24,7 +24,9 @@ const (
 )
 
 // descriptor: greeting is a plain Deployster resource; hits reads its state
-// (and names it as a dependency); total is independent.
+// (and names it as a dependency); total is independent, and total-id, plain
+// Deployster again, records total's id, known only once total is applied:
+// a plain adapter consuming a gcompose adapter's output.
 const descriptor = `
 meta:
   name: APP
@@ -44,6 +46,9 @@ resources:
   total:
     type: COUNTER
     config: {file: TOTALFILE, value: 10}
+  total-id:
+    type: KV
+    config: {file: ids.json, key: total, value: "${resources.total.state.id}"}
 `
 
 type harness struct {
@@ -164,8 +169,9 @@ func TestThirdPartyAdaptersEndToEnd(t *testing.T) {
 
 	// First deploy: everything is created, hits after greeting, reading its value.
 	f := h.write("hello", "1", "total.count")
-	if p := h.gc("plan", f, "--detailed-exitcode"); p.code != 2 || !strings.Contains(p.stdout, "Plan: 3 to create") {
-		t.Fatalf("plan: exit %d, want 2 and 3 creates\n%s%s", p.code, p.stdout, p.stderr)
+	if p := h.gc("plan", f, "--detailed-exitcode"); p.code != 2 || !strings.Contains(p.stdout, "Plan: 4 to create") ||
+		!strings.Contains(p.stdout, "(known after apply: ${resources.total.state.id})") {
+		t.Fatalf("plan: exit %d, want 2 and 4 creates, total-id's value known after apply\n%s%s", p.code, p.stdout, p.stderr)
 	}
 	r := h.must("deploy", f, "--yes")
 	var kv map[string]string
@@ -173,14 +179,18 @@ func TestThirdPartyAdaptersEndToEnd(t *testing.T) {
 	if kv["greeting"] != "hello" {
 		t.Fatalf("settings.json = %v", kv)
 	}
+	var ids map[string]string
 	var hits, total counterFile
 	h.readJSON("counters/hits.count", &hits)
 	h.readJSON("counters/total.count", &total)
 	if hits.Value != 1 || hits.Label != "hello" || hits.App != h.app || hits.ID == "" || total.Value != 10 {
 		t.Fatalf("after deploy: hits %+v total %+v\n%s%s", hits, total, r.stdout, r.stderr)
 	}
+	if h.readJSON("kv/ids.json", &ids); ids["total"] != total.ID {
+		t.Fatalf("ids.json = %v, want total's id %s", ids, total.ID)
+	}
 	ls := h.must("state", "list", "--app", h.app)
-	for _, name := range []string{"resources.greeting", "resources.hits", "resources.total"} {
+	for _, name := range []string{"resources.greeting", "resources.hits", "resources.total", "resources.total-id"} {
 		if !regexp.MustCompile(regexp.QuoteMeta(name) + `\s+Active`).MatchString(ls.stdout) {
 			t.Fatalf("state list: %s is not Active:\n%s", name, ls.stdout)
 		}
@@ -198,11 +208,12 @@ func TestThirdPartyAdaptersEndToEnd(t *testing.T) {
 	}
 
 	// A config change: greeting and hits are updated in place (hits also by
-	// knock-on), total is rebuilt because its file changed.
+	// knock-on), total is rebuilt because its file changed, and total-id
+	// follows it by knock-on.
 	f = h.write("hi", "2", "sum.count")
 	p := h.gc("plan", f)
 	for _, want := range []string{"~ update    resources.greeting", "~ update    resources.hits",
-		"-/+ rebuild   resources.total", "forced by /file"} {
+		"-/+ rebuild   resources.total", "forced by /file", "~ update    resources.total-id"} {
 		if !strings.Contains(p.stdout, want) {
 			t.Fatalf("plan after change lacks %q:\n%s%s", want, p.stdout, p.stderr)
 		}
@@ -218,14 +229,18 @@ func TestThirdPartyAdaptersEndToEnd(t *testing.T) {
 	if h.exists("counters/total.count") || sum.Value != 10 || sum.ID == total.ID {
 		t.Fatalf("total not rebuilt: old file there %v, new %+v (old %+v)", h.exists("counters/total.count"), sum, total)
 	}
+	if h.readJSON("kv/ids.json", &ids); ids["total"] != sum.ID {
+		t.Fatalf("ids.json = %v, want the rebuilt total's id %s", ids, sum.ID)
+	}
 	if r := h.must("deploy", f, "--yes"); !strings.Contains(r.stdout, "Nothing to do") {
 		t.Fatalf("not converged after the change:\n%s%s", r.stdout, r.stderr)
 	}
 
-	// Destroy: the counters are removed; the plain Deployster entry cannot
-	// be, so it is forgotten with a note and stays on disk.
+	// Destroy: the counters are removed; the plain Deployster entries cannot
+	// be, so they are forgotten with a note and stay on disk.
 	r = h.must("destroy", f, "--yes")
-	if !strings.Contains(r.stdout, "x forget    resources.greeting") || !strings.Contains(r.stdout, "cannot destroy") {
+	if !strings.Contains(r.stdout, "x forget    resources.greeting") || !strings.Contains(r.stdout, "x forget    resources.total-id") ||
+		!strings.Contains(r.stdout, "cannot destroy") {
 		t.Fatalf("destroy does not say greeting is forgotten:\n%s%s", r.stdout, r.stderr)
 	}
 	if h.exists("counters/hits.count") || h.exists("counters/sum.count") {
