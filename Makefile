@@ -22,8 +22,13 @@ binaries: build
 $(BIN)/busybox:
 	@mkdir -p $(BIN) && cp /bin/busybox $@ || { echo "missing /bin/busybox: apt-get install -y busybox-static"; exit 1; }
 
-images: binaries $(BIN)/busybox
+# The CLI's own image (docs/ci.md) takes the host's CA bundle, or an empty one.
+$(BIN)/ca-certificates.crt:
+	@mkdir -p $(BIN) && { cp /etc/ssl/certs/ca-certificates.crt $@ 2>/dev/null || : > $@; }
+
+images: binaries $(BIN)/busybox $(BIN)/ca-certificates.crt
 	@for b in $(IMAGES); do if [ -f images/$$b.Dockerfile ]; then echo "image gcompose/$$b:dev"; docker build -q -f images/$$b.Dockerfile -t gcompose/$$b:dev $(BIN) >/dev/null || exit 1; fi; done
+	@echo "image gcompose/gcompose:dev"; docker build -q -f images/gcompose.Dockerfile -t gcompose/gcompose:dev $(BIN) >/dev/null
 
 lint: fmt vet
 

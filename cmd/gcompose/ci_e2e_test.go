@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+const ciImageTag = "gcompose-test/gcompose:ci"
+
+// buildCLIImage builds images/gcompose.Dockerfile the way `make images`
+// does: a static CLI and the host's CA bundle (or an empty one) in a context
+// directory.
+func buildCLIImage(t *testing.T, repo string) {
+	t.Helper()
+	ctxDir := t.TempDir()
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.commit=e2e", "-o", filepath.Join(ctxDir, "gcompose"), "./cmd/gcompose")
+	build.Dir = repo
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ca, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		ca = nil
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "ca-certificates.crt"), ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := exec.Command("docker", "build", "-q", "-f", filepath.Join(repo, "images", "gcompose.Dockerfile"), "-t", ciImageTag, ctxDir)
+	if out, err := db.CombinedOutput(); err != nil {
+		t.Fatalf("docker build: %v\n%s", err, out)
+	}
+}
+
+// TestComposeRunDeploysAndDestroys is a CI job with nothing but Docker: the
+// gcompose image run by docker-compose.yml's gcompose service deploys a
+// file-adapter app in a workspace, the files appear on the host, and a
+// destroy run the same way removes them and leaves no container behind.
+func TestComposeRunDeploysAndDestroys(t *testing.T) {
+	testimage.RequireDocker(t)
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("docker-compose is not installed")
+		}
+		t.Skip("docker-compose is not installed")
+	}
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	buildCLIImage(t, repo)
+	testimage.Build(t, ctx, "./cmd/file-adapter", fileAdapterTag)
+
+	// The workspace: mounted at its own path in the gcompose container, so
+	// the plug path ./out is a path the Engine can bind.
+	ws := t.TempDir()
+	app := appNameFor(t)
+	project := "gcompose-" + app
+	if err := os.MkdirAll(filepath.Join(ws, "out"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	desc := strings.NewReplacer("APP", app, "IMAGE", fileAdapterTag).Replace(`
+meta:
+  name: APP
+plugs:
+  files:
+    path: ./out
+resources:
+  conf:
+    type: IMAGE
+    config: {path: app.conf, content: "listen = 8080\n"}
+  sum:
+    type: IMAGE
+    config: {path: app.conf.sha256, content: "${resources.conf.state.sha256}  app.conf\n"}
+`)
+	if err := os.WriteFile(filepath.Join(ws, "app.yaml"), []byte(desc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compose := func(args ...string) (string, string) {
+		t.Helper()
+		full := append([]string{"-f", filepath.Join(repo, "docker-compose.yml"), "-p", project, "run", "--rm", "-T", "gcompose"}, args...)
+		cmd := exec.Command("docker-compose", full...)
+		cmd.Dir = ws
+		// docker-compose reads ${PWD} from its environment, not from its
+		// working directory.
+		cmd.Env = append(os.Environ(), "PWD="+ws, "GCOMPOSE_IMAGE="+ciImageTag, "GCOMPOSE_STATE=", "GCOMPOSE_PROGRESS=")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("docker-compose %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(full, " "), err, out.String(), errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	t.Cleanup(func() {
+		if ids := testimage.ContainersLabelled(t, ctx, "com.docker.compose.project", project); len(ids) > 0 {
+			t.Errorf("compose containers left behind: %v", ids)
+		}
+		if ids := testimage.ContainersLabelled(t, ctx, "gcompose.app", app); len(ids) > 0 {
+			t.Errorf("adapter containers left behind: %v", ids)
+		}
+	})
+
+	stdout, stderr := compose("deploy", "-f", "app.yaml", "--yes", "--json")
+	sum := lastSummary(t, stdout)
+	if !sum.OK || sum.ExitCode != 0 || sum.Counts.Changed != 2 {
+		t.Fatalf("deploy summary %+v\nstderr:\n%s", sum, stderr)
+	}
+	got, err := os.ReadFile(filepath.Join(ws, "out", "app.conf"))
+	if err != nil || string(got) != "listen = 8080\n" {
+		t.Fatalf("app.conf on the host: %q, %v", got, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out", "app.conf.sha256")); err != nil || !strings.HasSuffix(string(b), "  app.conf\n") || len(b) != 64+len("  app.conf\n") {
+		t.Fatalf("app.conf.sha256 on the host: %q, %v", b, err)
+	}
+	// The state is in the workspace, at the path the host sees.
+	if _, err := os.Stat(filepath.Join(ws, ".gcompose", "state", app+".json")); err != nil {
+		t.Fatalf("state not in the workspace: %v", err)
+	}
+
+	stdout, _ = compose("destroy", "-f", "app.yaml", "--yes", "--json")
+	if sum := lastSummary(t, stdout); !sum.OK || sum.Counts.Changed != 2 {
+		t.Fatalf("destroy summary %+v", sum)
+	}
+	for _, f := range []string{"app.conf", "app.conf.sha256"} {
+		if _, err := os.Stat(filepath.Join(ws, "out", f)); !os.IsNotExist(err) {
+			t.Errorf("%s still exists after destroy (%v)", f, err)
+		}
+	}
+}
+
+// lastSummary parses and schema-checks the summary object on stdout.
+func lastSummary(t *testing.T, stdout string) progress.Summary {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	last := lines[len(lines)-1]
+	if err := progress.ValidateLine([]byte(last)); err != nil {
+		t.Fatalf("summary does not match schemas/events.schema.json: %v\n%s", err, last)
+	}
+	var s progress.Summary
+	if err := json.Unmarshal([]byte(last), &s); err != nil {
+		t.Fatalf("summary: %v\n%s", err, last)
+	}
+	return s
+}
