@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/gcompose/gcompose/core/secret"
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+// creds holds two secrets (one from the environment, one from a file) in
+// its config, and its content becomes its state; echo copies that state
+// into its own config at apply time; loud fails with a message holding a
+// secret (adapter stderr, errors, progress) until its fail is cleared.
+const secretsApp = `
+meta:
+  name: APP
+secrets:
+  db_password: {env: E2E_DB_PASSWORD}
+  api_key: {file: ./api.key}
+plugs:
+  files:
+    path: ./out
+resources:
+  creds:
+    type: IMAGE
+    config:
+      path: creds.txt
+      content: "user=app password=${secret.db_password} key=${secret.api_key}"
+      delay_ms: 1500
+  echo:
+    type: IMAGE
+    dependencies: {c: creds}
+    config: {path: echo.txt, content: "copied ${resources.creds.state.content}", delay_ms: 500}
+LOUD`
+
+const loudResource = `
+  loud:
+    type: IMAGE
+    config: {path: loud.txt, content: "${secret.api_key}", fail: "FAIL"}`
+
+func randomSecret(prefix string) string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// captured collects everything a deployment showed: command outputs,
+// state files, docker inspect of the adapter containers.
+type captured struct {
+	mu    sync.Mutex
+	items map[string]string
+}
+
+func (c *captured) add(name, text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil {
+		c.items = map[string]string{}
+	}
+	c.items[name] += text
+}
+
+func (c *captured) result(cmd string, r result) {
+	c.add(cmd+" (stdout)", r.stdout)
+	c.add(cmd+" (stderr)", r.stderr)
+}
+
+// readDir adds every file under dir.
+func (c *captured) readDir(label, dir string) {
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil {
+			c.add(label+" "+strings.TrimPrefix(p, dir), string(b)+"\n")
+		}
+		return nil
+	})
+}
+
+// watch inspects every container of app and reads the state directory
+// until stop is closed.
+func (c *captured) watch(t *testing.T, app, stateDir string, stop <-chan struct{}, done chan<- int) {
+	cli := testimage.Client(t)
+	ctx := context.Background()
+	seen := map[string]bool{}
+	defer func() { done <- len(seen) }()
+	for {
+		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "gcompose.app="+app))})
+		if err == nil {
+			for _, ct := range list {
+				if _, raw, err := cli.ContainerInspectWithRaw(ctx, ct.ID, false); err == nil {
+					seen[ct.ID] = true
+					c.add("docker inspect "+ct.ID[:12], string(raw))
+					c.add("docker ps "+ct.ID[:12], strings.Join(ct.Names, ",")+" "+ct.Command+" "+ct.Image+" "+labelsText(ct.Labels))
+				}
+			}
+		}
+		c.readDir("state file (during)", stateDir)
+		select {
+		case <-stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func labelsText(m map[string]string) string {
+	var b strings.Builder
+	for k, v := range m {
+		b.WriteString(k + "=" + v + " ")
+	}
+	return b.String()
+}
+
+// TestE2ESecretsNeverShown deploys an app using two secrets with verbose
+// and JSON progress, plans, re-deploys, fails an action whose message holds
+// a secret, shows and pulls the state, and destroys; every output, every
+// state file and docker inspect of every adapter container seen during the
+// run are searched for the secret values: zero hits.
+func TestE2ESecretsNeverShown(t *testing.T) {
+	e := newEnv(t)
+	password, apiKey := randomSecret("pw-"), randomSecret("ak-")
+	secrets := []string{password, apiKey}
+	t.Setenv("E2E_DB_PASSWORD", password)
+	if err := os.WriteFile(filepath.Join(e.dir, "api.key"), []byte(apiKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv(secret.EnvKey, "")
+	t.Setenv(secret.EnvPassphrase, "")
+	t.Setenv(secret.EnvKeyFile, "")
+	keyFile := filepath.Join(t.TempDir(), "state.key")
+	os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600)
+
+	loud := strings.ReplaceAll(loudResource, "FAIL", "cannot log in with password ${secret.db_password}")
+	f := e.write("app.yaml", strings.Replace(secretsApp, "LOUD", "", 1))
+	fLoud := e.write("loud.yaml", strings.Replace(secretsApp, "LOUD", loud, 1))
+	fQuiet := e.write("quiet.yaml", strings.Replace(secretsApp, "LOUD", strings.Replace(loud, `fail: "cannot log in with password ${secret.db_password}"`, `mode: "0644"`, 1), 1))
+
+	var got captured
+	stop, done := make(chan struct{}), make(chan int, 1)
+	go got.watch(t, e.app, e.state, stop, done)
+	stopped := false
+	stopWatch := func() int {
+		if stopped {
+			return 0
+		}
+		stopped = true
+		close(stop)
+		return <-done
+	}
+	t.Cleanup(func() { stopWatch() })
+
+	gc := func(wantCode int, args ...string) result {
+		t.Helper()
+		var r result
+		if args[0] == "validate" || args[0] == "config" {
+			var out, errb strings.Builder
+			code := run(context.Background(), append([]string{"gcompose"}, args...), strings.NewReader(""), &out, &errb)
+			r = result{code, out.String(), errb.String()}
+		} else {
+			r = e.gc(args...)
+		}
+		got.result("gcompose "+strings.Join(args, " "), r)
+		if r.code != wantCode {
+			t.Fatalf("gcompose %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, wantCode, r.stdout, r.stderr)
+		}
+		return r
+	}
+	kf := "--state-key-file=" + keyFile
+
+	gc(0, "validate", f)
+	r := gc(0, "config", f)
+	if !strings.Contains(r.stdout, "${secret.db_password}") || !strings.Contains(r.stdout, "env: E2E_DB_PASSWORD") {
+		t.Errorf("config does not show the references:\n%s", r.stdout)
+	}
+	gc(0, "config", "--json", f)
+	// Without a key, a deploy that would store secrets is refused up front.
+	r = gc(1, "deploy", f, "--yes")
+	if !strings.Contains(r.stderr, secret.EnvKey) || !strings.Contains(r.stderr, "db_password") {
+		t.Errorf("deploy without a key: %s", r.stderr)
+	}
+	gc(0, "plan", f, "--verbose", kf)
+	gc(0, "plan", f, "--json", "--verbose", kf)
+	r = gc(0, "deploy", f, "--yes", "--verbose", "--json", kf)
+	if !strings.Contains(r.stdout+r.stderr, "creds") {
+		t.Errorf("deploy output names no resource:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if c := e.read("creds.txt"); c != "user=app password="+password+" key="+apiKey {
+		t.Fatalf("creds.txt = %q", c)
+	}
+	// The state is unreadable without the key: plan refuses, naming what is needed.
+	r = gc(1, "plan", f)
+	if !strings.Contains(r.stderr, "encrypted secrets") || !strings.Contains(r.stderr, secret.EnvKey) {
+		t.Errorf("plan without a key: %s", r.stderr)
+	}
+	gc(0, "plan", f, "--verbose", kf)
+	r = gc(0, "deploy", f, "--yes", "--verbose", "--progress", "plain", kf)
+	if !strings.Contains(r.stdout, "up to date") {
+		t.Errorf("re-deploy was not a no-op:\n%s", r.stdout)
+	}
+	// A failing action whose message holds a secret: errors, progress and
+	// adapter stderr echoes are masked.
+	r = gc(1, "deploy", fLoud, "--yes", "--verbose", kf)
+	if !strings.Contains(r.stderr, "cannot log in with password "+secret.Mask) {
+		t.Errorf("the failure is not shown masked:\n%s", r.stderr)
+	}
+	gc(1, "deploy", fLoud, "--yes", "--verbose", "--json", kf)
+	r = gc(0, "plan", fQuiet, kf)
+	if !strings.Contains(r.stdout, secret.Mask) {
+		t.Errorf("the plan shows no masked value:\n%s", r.stdout)
+	}
+	gc(0, "deploy", fQuiet, "--yes", "--verbose", kf)
+
+	for _, res := range []string{"resources.creds", "resources.echo", "resources.loud"} {
+		r = gc(0, "state", "show", res, "-f", fQuiet, kf)
+		if !strings.Contains(r.stdout, secret.Mask) {
+			t.Errorf("state show %s masks nothing:\n%s", res, r.stdout)
+		}
+		gc(0, "state", "show", res, "--app", e.app)
+	}
+	r = gc(1, "state", "show", "resources.creds", "--app", e.app, "--show-secrets")
+	if !strings.Contains(r.stderr, secret.EnvKey) {
+		t.Errorf("--show-secrets without a key: %s", r.stderr)
+	}
+	gc(0, "state", "list", "--app", e.app)
+	gc(0, "state", "pull", "--app", e.app)
+	gc(0, "refresh", fQuiet, "--verbose", kf)
+
+	// --show-secrets prints the values (and is left out of the search).
+	shown := e.gc("state", "show", "resources.creds", "--app", e.app, "--show-secrets", kf)
+	if shown.code != 0 || !strings.Contains(shown.stdout, password) {
+		t.Errorf("--show-secrets: exit %d\n%s%s", shown.code, shown.stdout, shown.stderr)
+	}
+
+	gc(0, "destroy", fQuiet, "--yes", "--verbose", "--json", kf)
+	containers := stopWatch()
+	got.readDir("state file (after)", e.state)
+	if containers == 0 {
+		t.Error("no adapter container was seen: docker inspect was not exercised")
+	}
+	if !strings.Contains(strings.Join(mapValues(got.items), ""), "docker inspect") && containers > 0 {
+		t.Log("inspected", containers, "containers")
+	}
+
+	hits := 0
+	for name, text := range got.items {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				hits++
+				t.Errorf("%s shows a secret value:\n%s", name, excerpt(text, s))
+			}
+		}
+	}
+	t.Logf("searched %d outputs, state files and inspections (%d adapter containers): %d hits", len(got.items), containers, hits)
+}
+
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func excerpt(text, s string) string {
+	i := strings.Index(text, s)
+	from, to := max(0, i-200), min(len(text), i+len(s)+200)
+	return text[from:to]
+}
