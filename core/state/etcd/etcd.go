@@ -116,6 +116,8 @@ type Store struct {
 // head as this holder last wrote it.
 type held struct {
 	mu        sync.Mutex // serializes this holder's writes
+	qmu       sync.Mutex // guards queue
+	queue     []*applyReq
 	app       string
 	id        string
 	createRev int64

@@ -207,6 +207,12 @@ func (s *Store) commit(ctx context.Context, l *state.Lock, h *held, ops []client
 
 // Apply implements state.Store: one transaction putting or deleting the
 // changed resources' keys and writing the head with serial+1.
+//
+// Concurrent Applies under one lock share transactions (group commit): while
+// one transaction is in flight, the Applies that arrive queue up, and the
+// next transaction carries all of them (as many as fit), with the serial
+// raised by their number. Each Apply returns once the transaction holding
+// its changes committed.
 func (s *Store) Apply(ctx context.Context, l *state.Lock, changes ...state.Change) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -224,60 +230,153 @@ func (s *Store) Apply(ctx context.Context, l *state.Lock, changes ...state.Chang
 	if err != nil {
 		return err
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if len(prepared) == 0 {
+		h.mu.Lock()
+		defer h.mu.Unlock()
 		return s.fenced(ctx, l, h, "check lock", nil, 0)
 	}
-	if err := s.ensureHead(ctx, h); err != nil {
-		return fmt.Errorf("state for app %q in %s: %w", h.app, s.where, err)
+	req := &applyReq{changes: prepared, done: make(chan error, 1)}
+	h.qmu.Lock()
+	h.queue = append(h.queue, req)
+	h.qmu.Unlock()
+	h.mu.Lock()
+	select {
+	case err := <-req.done: // a previous leader's transaction carried it
+		h.mu.Unlock()
+		return err
+	default:
 	}
+	h.qmu.Lock()
+	batch := h.queue
+	h.queue = nil
+	h.qmu.Unlock()
+	s.applyBatch(ctx, l, h, batch)
+	h.mu.Unlock()
+	return <-req.done
+}
+
+// applyReq is one Apply waiting for its transaction.
+type applyReq struct {
+	changes []state.Change
+	ops     []keyOp
+	size    int
+	done    chan error
+}
+
+type keyOp struct {
+	key, val string
+	del      bool
+}
+
+// encode turns req's changes into key operations in generation gen.
+func (s *Store) encode(h *held, gen uint64, req *applyReq) error {
+	req.ops, req.size = nil, 0
+	for _, ch := range req.changes {
+		if ch.Put == nil {
+			k := s.resKey(h.app, gen, ch.Delete)
+			req.ops = append(req.ops, keyOp{key: k, del: true})
+			req.size += len(k)
+			continue
+		}
+		b, err := json.Marshal(ch.Put)
+		if err != nil {
+			return fmt.Errorf("state for app %q: resource %q: %w", h.app, ch.Put.Name, err)
+		}
+		k := s.resKey(h.app, gen, ch.Put.Name)
+		if len(k)+len(b) > s.cfg.MaxTxnBytes {
+			return fmt.Errorf("state for app %q: resource %q is %d bytes of JSON, more than one etcd request may carry (%d)", h.app, ch.Put.Name, len(b), s.cfg.MaxTxnBytes)
+		}
+		req.ops = append(req.ops, keyOp{key: k, val: string(b)})
+		req.size += len(k) + len(b)
+	}
+	return nil
+}
+
+// applyBatch commits the queued Applies in as few transactions as fit, and
+// answers each. h.mu is held.
+func (s *Store) applyBatch(ctx context.Context, l *state.Lock, h *held, batch []*applyReq) {
+	if err := s.ensureHead(ctx, h); err != nil {
+		err = fmt.Errorf("state for app %q in %s: %w", h.app, s.where, err)
+		for _, r := range batch {
+			r.done <- err
+		}
+		return
+	}
+	var chunk []*applyReq
+	nops, size := 0, 0
+	flush := func() {
+		if len(chunk) == 0 {
+			return
+		}
+		err := s.commitChunk(ctx, l, h, chunk)
+		for _, r := range chunk {
+			r.done <- err
+		}
+		chunk, nops, size = nil, 0, 0
+	}
+	for _, r := range batch {
+		if err := s.encode(h, h.head.Generation, r); err != nil {
+			r.done <- err
+			continue
+		}
+		if len(r.ops)+1 > s.cfg.MaxTxnOps || r.size+512 > s.cfg.MaxTxnBytes {
+			flush()
+			r.done <- s.applyLarge(ctx, l, h, r.changes)
+			continue
+		}
+		if nops+len(r.ops)+1 > s.cfg.MaxTxnOps || size+r.size+512 > s.cfg.MaxTxnBytes {
+			flush()
+		}
+		chunk = append(chunk, r)
+		nops += len(r.ops)
+		size += r.size
+	}
+	flush()
+}
+
+// commitChunk writes the changes of several Applies in one transaction, the
+// serial raised by their number.
+func (s *Store) commitChunk(ctx context.Context, l *state.Lock, h *held, chunk []*applyReq) error {
 	cur := h.head
-	next := &head{Lineage: cur.Lineage, Serial: cur.Serial + 1, Generation: cur.Generation, UpdatedAt: now}
+	next := &head{Lineage: cur.Lineage, Serial: cur.Serial + uint64(len(chunk)), Generation: cur.Generation, UpdatedAt: time.Now().UTC()}
 	if next.Lineage == "" {
 		next.Lineage = state.NewID()
 	}
-	// The last change of a name wins (etcd refuses a key twice in a transaction).
+	// The last operation on a key wins (etcd refuses a key twice in a transaction).
 	last := map[string]int{}
-	for i, ch := range prepared {
-		name := ch.Delete
-		if ch.Put != nil {
-			name = ch.Put.Name
+	var all []keyOp
+	for _, r := range chunk {
+		for _, op := range r.ops {
+			last[op.key] = len(all)
+			all = append(all, op)
 		}
-		last[name] = i
 	}
 	var ops []clientv3.Op
 	size := 0
-	for i, ch := range prepared {
-		if ch.Put != nil {
-			if last[ch.Put.Name] != i {
-				continue
-			}
-			b, err := json.Marshal(ch.Put)
-			if err != nil {
-				return fmt.Errorf("state for app %q: resource %q: %w", h.app, ch.Put.Name, err)
-			}
-			k := s.resKey(h.app, cur.Generation, ch.Put.Name)
-			if len(k)+len(b) > s.cfg.MaxTxnBytes {
-				return fmt.Errorf("state for app %q: resource %q is %d bytes of JSON, more than one etcd request may carry (%d)", h.app, ch.Put.Name, len(b), s.cfg.MaxTxnBytes)
-			}
-			ops = append(ops, clientv3.OpPut(k, string(b)))
-			size += len(k) + len(b)
-		} else {
-			if last[ch.Delete] != i {
-				continue
-			}
-			k := s.resKey(h.app, cur.Generation, ch.Delete)
-			ops = append(ops, clientv3.OpDelete(k))
-			size += len(k)
+	for i, op := range all {
+		if last[op.key] != i {
+			continue
 		}
+		if op.del {
+			ops = append(ops, clientv3.OpDelete(op.key))
+		} else {
+			ops = append(ops, clientv3.OpPut(op.key, op.val))
+		}
+		size += len(op.key) + len(op.val)
 	}
-	if len(ops)+1 <= s.cfg.MaxTxnOps && size+512 <= s.cfg.MaxTxnBytes {
-		return s.commit(ctx, l, h, ops, size, next)
+	return s.commit(ctx, l, h, ops, size, next)
+}
+
+// applyLarge applies changes too big for one transaction by writing a new
+// generation with them.
+func (s *Store) applyLarge(ctx context.Context, l *state.Lock, h *held, changes []state.Change) error {
+	cur := h.head
+	next := &head{Lineage: cur.Lineage, Serial: cur.Serial + 1, UpdatedAt: time.Now().UTC()}
+	if next.Lineage == "" {
+		next.Lineage = state.NewID()
 	}
-	// Too big for one transaction: write a new generation.
 	var doc *state.Document
-	err = s.retryEach(ctx, "load", 10*time.Minute, func(ctx context.Context, _ int) error {
+	err := s.retryEach(ctx, "load", 10*time.Minute, func(ctx context.Context, _ int) error {
 		var err error
 		doc, err = s.load(ctx, h.app)
 		return err
@@ -289,7 +388,7 @@ func (s *Store) Apply(ctx context.Context, l *state.Lock, changes ...state.Chang
 		h.head = nil
 		return fmt.Errorf("state for app %q in %s: stored serial %d, this holder wrote %d: written by someone else", h.app, s.where, doc.Serial, cur.Serial)
 	}
-	for _, ch := range prepared {
+	for _, ch := range changes {
 		if ch.Put != nil {
 			doc.Resources[ch.Put.Name] = ch.Put
 		} else {
