@@ -235,7 +235,7 @@ func (s *Store) Apply(ctx context.Context, l *state.Lock, changes ...state.Chang
 		defer h.mu.Unlock()
 		return s.fenced(ctx, l, h, "check lock", nil, 0)
 	}
-	req := &applyReq{changes: prepared, done: make(chan error, 1)}
+	req := &applyReq{ctx: ctx, changes: prepared, done: make(chan error, 1)}
 	h.qmu.Lock()
 	h.queue = append(h.queue, req)
 	h.qmu.Unlock()
@@ -250,13 +250,41 @@ func (s *Store) Apply(ctx context.Context, l *state.Lock, changes ...state.Chang
 	batch := h.queue
 	h.queue = nil
 	h.qmu.Unlock()
-	s.applyBatch(ctx, l, h, batch)
+	bctx, cancel := batchContext(batch)
+	s.applyBatch(bctx, l, h, batch)
+	cancel()
 	h.mu.Unlock()
 	return <-req.done
 }
 
+// batchContext is the context of a transaction carrying several callers'
+// changes: cancelled only once every one of them gave up, so that one
+// caller's cancellation does not fail the others' writes.
+func batchContext(batch []*applyReq) (context.Context, context.CancelFunc) {
+	if len(batch) == 1 {
+		return batch[0].ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(batch[0].ctx))
+	stop := make(chan struct{})
+	go func() {
+		for _, r := range batch {
+			select {
+			case <-r.ctx.Done():
+			case <-stop:
+				return
+			}
+		}
+		cancel(context.Cause(batch[len(batch)-1].ctx))
+	}()
+	return ctx, func() {
+		close(stop)
+		cancel(nil)
+	}
+}
+
 // applyReq is one Apply waiting for its transaction.
 type applyReq struct {
+	ctx     context.Context
 	changes []state.Change
 	ops     []keyOp
 	size    int
