@@ -454,6 +454,16 @@ func (s *Store) Lock(ctx context.Context, app string, info state.LockInfo) (*sta
 	s.mu.Lock()
 	s.held[heldKey(app, info.ID)] = h
 	s.mu.Unlock()
+	go func() {
+		<-sess.Done()
+		s.mu.Lock()
+		still := s.held[heldKey(app, info.ID)] == h
+		s.mu.Unlock()
+		if still {
+			s.log.Warn("state lock lease is no longer renewed: the lock expires within its TTL and later writes are refused",
+				"app", app, "lock", info.ID, "where", s.where, "ttl", time.Duration(s.ttlSeconds())*time.Second)
+		}
+	}()
 	return &state.Lock{App: app, Info: info}, nil
 }
 
