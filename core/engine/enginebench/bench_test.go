@@ -144,6 +144,7 @@ func BenchmarkFreshDeploy(b *testing.B) {
 	}
 	variants := []variant{{false, 10}, {false, 50}, {false, 200}, {true, 10}}
 	times := make([]time.Duration, len(variants))
+	timings := make([]*timing, len(variants))
 	// Warm the init cache and the image so the first variant pays no more
 	// than the others.
 	if _, _, err := h.run("warm", files("warm", 1, 0, "x"), false, 1, nil); err != nil {
@@ -156,11 +157,11 @@ func BenchmarkFreshDeploy(b *testing.B) {
 		for j, v := range variants {
 			app := fmt.Sprintf("fresh-%d-%d-%t", i, v.p, v.noServe)
 			want := files(app, n, int(delay/time.Millisecond), "x")
-			out, d, err := h.run(app, want, v.noServe, v.p, nil)
+			out, d, tm, err := h.timedRun(app, want, v.noServe, v.p)
 			if err != nil || out.Plan.Summary.Create != n {
 				b.Fatalf("%s: %v %+v", app, err, out.Plan.Summary)
 			}
-			times[j] = d
+			times[j], timings[j] = d, tm
 		}
 	}
 	b.StopTimer()
@@ -176,6 +177,7 @@ func BenchmarkFreshDeploy(b *testing.B) {
 		b.ReportMetric(times[j].Seconds(), fmt.Sprintf("%s-p%d-s", mode, v.p))
 		b.ReportMetric(ratio, fmt.Sprintf("%s-p%d/ideal", mode, v.p))
 		b.Logf("  %-8s parallelism %3d: %7.2f s; ideal %5.2f s; %.2fx ideal", mode, v.p, times[j].Seconds(), ideal.Seconds(), ratio)
+		b.Logf("      %s", timings[j])
 	}
 	b.ReportMetric(times[3].Seconds()/times[0].Seconds(), "oneshot/served-p10")
 	b.ReportMetric(load0, "load-before")

@@ -279,3 +279,114 @@ func (d *deploysterLike) State(ctx context.Context, c plan.Call, desired string)
 func (d *deploysterLike) Action(ctx context.Context, c plan.Call, a protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {
 	return d.of(c.Name).Action(ctx, c, a, stale)
 }
+
+// timing measures where a run's time goes: the mean state call, action and
+// state write (one journal line, fsynced), when the first state answer came
+// (it starts the server), when the first action started and the last one
+// ended, and the compaction and the release of the servers at the end.
+type timing struct {
+	t0 time.Time
+
+	mu                      sync.Mutex
+	states, actions, writes stat
+	firstAnswer             time.Duration
+	firstAction, lastAction time.Duration
+	compact, release        time.Duration
+}
+
+type stat struct {
+	n   int
+	sum time.Duration
+}
+
+func (s *stat) add(d time.Duration) { s.n++; s.sum += d }
+
+func (s stat) mean() time.Duration {
+	if s.n == 0 {
+		return 0
+	}
+	return s.sum / time.Duration(s.n)
+}
+
+func (tm *timing) String() string {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+	return fmt.Sprintf("first answer (server started) at %s; actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d); compact %s, release %s",
+		ms(tm.firstAnswer), ms(tm.firstAction), ms(tm.lastAction), ms(tm.states.mean()), tm.states.n,
+		ms(tm.actions.mean()), tm.actions.n, ms(tm.writes.mean()), tm.writes.n, ms(tm.compact), ms(tm.release))
+}
+
+type timedAdapters struct {
+	plan.Adapters
+	tm *timing
+}
+
+func (a timedAdapters) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
+	start := time.Now()
+	res, err := a.Adapters.State(ctx, c, desired)
+	end := time.Since(a.tm.t0)
+	a.tm.mu.Lock()
+	a.tm.states.add(time.Since(start))
+	if a.tm.firstAnswer == 0 {
+		a.tm.firstAnswer = end
+	}
+	a.tm.mu.Unlock()
+	return res, err
+}
+
+func (a timedAdapters) Action(ctx context.Context, c plan.Call, act protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {
+	start := time.Now()
+	res, err := a.Adapters.Action(ctx, c, act, stale)
+	a.tm.mu.Lock()
+	a.tm.actions.add(time.Since(start))
+	if s := start.Sub(a.tm.t0); a.tm.firstAction == 0 || s < a.tm.firstAction {
+		a.tm.firstAction = s
+	}
+	if e := time.Since(a.tm.t0); e > a.tm.lastAction {
+		a.tm.lastAction = e
+	}
+	a.tm.mu.Unlock()
+	return res, err
+}
+
+type timedStore struct {
+	state.Store
+	tm *timing
+}
+
+func (s timedStore) Apply(ctx context.Context, l *state.Lock, changes ...state.Change) error {
+	start := time.Now()
+	err := s.Store.Apply(ctx, l, changes...)
+	s.tm.mu.Lock()
+	s.tm.writes.add(time.Since(start))
+	s.tm.mu.Unlock()
+	return err
+}
+
+func (s timedStore) Compact(ctx context.Context, l *state.Lock) error {
+	start := time.Now()
+	err := s.Store.Compact(ctx, l)
+	s.tm.mu.Lock()
+	s.tm.compact = time.Since(start)
+	s.tm.mu.Unlock()
+	return err
+}
+
+// timedRun is run with the time of each part measured.
+func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe bool, parallelism int) (*engine.Outcome, time.Duration, *timing, error) {
+	c := h.client(noServe)
+	tm := &timing{}
+	e := h.engine(timedAdapters{Adapters: &engine.ContainerAdapters{Client: c, Plugs: h.plugs()}, tm: tm}, func(ctx context.Context) error {
+		start := time.Now()
+		err := c.Close(ctx)
+		tm.mu.Lock()
+		tm.release = time.Since(start)
+		tm.mu.Unlock()
+		return err
+	}, parallelism)
+	e.Store = timedStore{Store: h.store, tm: tm}
+	tm.t0 = time.Now()
+	out, err := e.Run(h.ctx, engine.Request{App: app, Mode: plan.Deploy, Desired: want})
+	return out, time.Since(tm.t0), tm, err
+}
