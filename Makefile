@@ -44,8 +44,9 @@ test: lint images
 test-short:
 	$(GO) test -short -count=1 ./...
 
+# -p 1: one package's benchmarks at a time, so that they do not measure each other (docs/performance.md).
 bench: images
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m ./...
+	$(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m ./...
 
 # Starts the devnet, deploys examples/webapp on it, prints the local URL and fetches the page (docs/golem.md).
 demo: images
