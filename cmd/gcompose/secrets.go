@@ -149,11 +149,16 @@ func isCredential(name string) bool {
 // container arguments would carry a secret (docker inspect shows them).
 type secretFieldAdapters struct {
 	plan.Adapters
-	client *adapter.Client
+	client initer
 	red    *secret.Redactor
 }
 
-func withSecretFields(c *cli.Context, a plan.Adapters, client *adapter.Client) plan.Adapters {
+// initer answers an adapter's init (cached): *adapter.Client.
+type initer interface {
+	Init(ctx context.Context, image, resourceName string) (*adapter.Info, error)
+}
+
+func withSecretFields(c *cli.Context, a plan.Adapters, client initer) plan.Adapters {
 	return &secretFieldAdapters{Adapters: a, client: client, red: redactor(c)}
 }
 
