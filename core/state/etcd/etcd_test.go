@@ -530,3 +530,91 @@ func TestSingleMemberRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Readers never see half of a write: while a writer replaces a 200-resource
+// document again and again (each time in many small batches, since
+// transactions are capped at 10 operations) and applies 200 changes at
+// once, concurrent Loads (7 resources per page) always see every resource
+// at the same version, and the version the serial says.
+func TestReadersSeeWholeWrites(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t)
+	small := func(cfg *etcd.Config) { cfg.MaxTxnOps = 10; cfg.PageSize = 7 }
+	w := open(t, c, "/whole", small)
+	r := open(t, c, "/whole", small)
+	l := mustLock(t, w, "app")
+	const n = 200
+	version := func(v int) *state.Document {
+		d := state.NewDocument("app")
+		for i := range n {
+			res := statetest.Res(fmt.Sprintf("r%03d", i), v)
+			d.Resources[res.Name] = res
+		}
+		return d
+	}
+	if err := w.Replace(ctx, l, version(0), false); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var loads atomic.Int32
+	var wg sync.WaitGroup
+	seen := sync.Map{} // serial -> version
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				d, err := r.Load(ctx, "app")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				loads.Add(1)
+				if len(d.Resources) != n {
+					t.Errorf("serial %d: %d resources", d.Serial, len(d.Resources))
+					return
+				}
+				v := d.Resources["r000"].Config["n"]
+				for _, res := range d.Resources {
+					if res.Config["n"] != v {
+						t.Errorf("serial %d: %s at version %v, r000 at %v: half a write", d.Serial, res.Name, res.Config["n"], v)
+						return
+					}
+				}
+				if prev, ok := seen.LoadOrStore(d.Serial, v); ok && prev != v {
+					t.Errorf("serial %d seen at versions %v and %v", d.Serial, prev, v)
+				}
+			}
+		}()
+	}
+	for v := 1; v <= 6; v++ {
+		if v%2 == 1 {
+			d := version(v)
+			d.Serial = uint64(1000 * v) // not older
+			if err := w.Replace(ctx, l, d, false); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var changes []state.Change
+		for _, res := range version(v).Resources {
+			changes = append(changes, state.Put(res))
+		}
+		mustApply(t, w, l, changes...)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d consistent loads during 6 big writes", loads.Load())
+	if err := w.Compact(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := w.Client().Get(ctx, "/whole/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != n+2 {
+		t.Fatalf("%d keys after the writes, want %d: %v", resp.Count, n+2, err)
+	}
+}
