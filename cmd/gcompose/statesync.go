@@ -140,6 +140,15 @@ func readDocument(c *cli.Context, path string) (*state.Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state document: %w", err)
 	}
+	var v struct {
+		FormatVersion int `json:"format_version"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("state document %s: %w", path, err)
+	}
+	if v.FormatVersion > state.FormatVersion {
+		return nil, fmt.Errorf("state document %s has format version %d; this gcompose reads up to %d: upgrade gcompose", path, v.FormatVersion, state.FormatVersion)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var doc state.Document
@@ -148,9 +157,6 @@ func readDocument(c *cli.Context, path string) (*state.Document, error) {
 	}
 	if doc.FormatVersion == 0 || doc.Resources == nil {
 		return nil, fmt.Errorf("state document %s: no format_version or no resources: not a gcompose state document (gcompose state pull writes one)", path)
-	}
-	if doc.FormatVersion > state.FormatVersion {
-		return nil, fmt.Errorf("state document %s has format version %d; this gcompose reads up to %d: upgrade gcompose", path, doc.FormatVersion, state.FormatVersion)
 	}
 	return &doc, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -225,5 +226,34 @@ func TestStatePullPush(t *testing.T) {
 	// A password in the URL is refused without being shown.
 	if code, _, errs = gcompose(t, "", "state", "pull", "--app", "shop", "--state", "etcd://u:hunter2@"+c.HostPorts()+"/pp"); code == 0 || strings.Contains(errs, "hunter2") {
 		t.Fatalf("password in URL: %d %s", code, errs)
+	}
+}
+
+func TestStateLockUnlockEtcd(t *testing.T) {
+	ctx := context.Background()
+	c := etcdtest.Start(t)
+	url := "etcd://" + c.HostPorts() + "/unlock"
+	es := openURL(t, url)
+	l, err := es.Lock(ctx, "shop", state.NewLockInfo("deploy", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := gcompose(t, "", "unlock", "--app", "shop", "--state", url, "not-the-id"); code == 0 || !strings.Contains(errs, l.Info.ID) {
+		t.Fatalf("unlock with a wrong ID: %d %s %s", code, out, errs)
+	}
+	if code, out, errs := gcompose(t, "", "unlock", "--app", "shop", "--state", url, l.Info.ID); code != 0 || !strings.Contains(out, "removed") {
+		t.Fatalf("unlock: %d %s %s", code, out, errs)
+	}
+	if code, out, _ := gcompose(t, "", "state", "lock", "--app", "shop", "--state", url); code != 0 || !strings.Contains(out, "not locked") {
+		t.Fatalf("state lock after unlock: %d %s", code, out)
+	}
+	if err := es.Apply(ctx, l, state.Put(statetest.Res("a", 1))); !errors.Is(err, state.ErrLockNotHeld) {
+		t.Fatalf("write after gcompose unlock: %v", err)
+	}
+	// A document from a newer gcompose is refused before anything else.
+	file := filepath.Join(t.TempDir(), "new.json")
+	os.WriteFile(file, []byte(`{"format_version": 99, "future_field": 1, "resources": {}}`), 0o600)
+	if code, _, errs := gcompose(t, "", "state", "push", "--app", "shop", "--state", url, file); code == 0 || !strings.Contains(errs, "upgrade gcompose") {
+		t.Fatalf("push of a newer format: %d %s", code, errs)
 	}
 }
