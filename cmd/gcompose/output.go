@@ -56,6 +56,9 @@ func finishRun(c *cli.Context, r *progress.Renderer, command, app string, out *e
 	}
 	var pl *plan.Plan
 	s := progress.Summary{}
+	if out != nil && out.Plan != nil && runErr == nil && command == "plan" && c.Bool("detailed-exitcode") && out.Plan.HasChanges() {
+		code = exitChanges // what planCommand will exit with
+	}
 	if out != nil {
 		pl = out.Plan
 		s = r.Summarize(command, app, pl, out.Result, applied, took, runErr, code)
