@@ -40,7 +40,8 @@ func newRenderer(c *cli.Context, command string) (*progress.Renderer, error) {
 		mode = progress.DefaultMode(c.App.ErrWriter)
 	}
 	color := mode == progress.TTY && progress.ColorAllowed(os.Getenv)
-	return progress.New(c.App.ErrWriter, progress.Options{Mode: mode, Color: color}), nil
+	live := mode == progress.TTY && progress.IsTerminal(c.App.ErrWriter)
+	return progress.New(c.App.ErrWriter, progress.Options{Mode: mode, Color: color, Live: live}), nil
 }
 
 // finishRun prints how a plan/deploy/destroy/refresh ended: the summary

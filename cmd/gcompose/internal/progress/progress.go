@@ -59,6 +59,10 @@ type Options struct {
 	Heartbeat time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Live keeps a status line at the bottom in TTY mode (the running
+	// actions and their elapsed times), redrawn in place. Only for a real
+	// terminal: it uses carriage returns and erase-line codes.
+	Live bool
 }
 
 // Renderer receives events from the engine (Observe is safe for concurrent
@@ -74,6 +78,8 @@ type Renderer struct {
 	skipped map[string]bool
 	stop    chan struct{}
 	done    chan struct{}
+	// shown is whether the live status line is on screen.
+	shown bool
 }
 
 // step is a resource with an action running.
@@ -145,13 +151,16 @@ func (r *Renderer) SetPlan(p *plan.Plan) {
 	}
 }
 
-// Close stops the heartbeat.
+// Close stops the heartbeat and erases the live status line.
 func (r *Renderer) Close() {
 	if r.stop != nil {
 		close(r.stop)
 		<-r.done
 		r.stop = nil
 	}
+	r.mu.Lock()
+	r.clearStatus()
+	r.mu.Unlock()
 }
 
 // Event is one line of the JSON stream.
@@ -210,6 +219,7 @@ func (r *Renderer) Observe(ev apply.Event) {
 		fmt.Fprintln(r.w, strings.TrimSpace(fmt.Sprintf("%s: %s %s", ev.Resource, ev.Phase, strings.TrimSpace(msg))))
 		r.writeOutput(ev)
 	case TTY:
+		r.clearStatus()
 		elapsed := ev.Time.Sub(r.start)
 		line := fmt.Sprintf("%s %s %s", r.paint(dim, fmt.Sprintf("[%6s]", round1(elapsed))), r.paint(bold, ev.Resource), r.paint(phaseColor(ev.Phase), string(ev.Phase)))
 		if ev.Message != "" {
@@ -220,6 +230,7 @@ func (r *Renderer) Observe(ev apply.Event) {
 		}
 		fmt.Fprintln(r.w, line)
 		r.writeOutput(ev)
+		r.drawStatus(ev.Time)
 	}
 }
 
@@ -232,7 +243,9 @@ func (r *Renderer) Note(level Level, msg string) {
 	case JSON:
 		r.writeJSON(Event{V: Version, Type: "event", Time: r.opt.Now().UTC(), Level: level, Phase: "note", Message: msg})
 	case Plain, TTY:
+		r.clearStatus()
 		fmt.Fprintf(r.w, "note: %s\n", msg)
+		r.drawStatus(r.opt.Now())
 	}
 }
 
@@ -297,10 +310,48 @@ func (r *Renderer) Tick() {
 			ms := el.Milliseconds()
 			r.writeJSON(Event{V: Version, Type: "event", Time: now.UTC(), Level: Info, Resource: n, Phase: "heartbeat", Message: msg, DurationMS: &ms})
 		case TTY:
+			r.clearStatus()
 			fmt.Fprintf(r.w, "%s %s %s\n", r.paint(dim, fmt.Sprintf("[%6s]", round1(now.Sub(r.start)))), r.paint(bold, n), r.paint(yellow, msg))
 		default:
 			fmt.Fprintf(r.w, "%s: %s\n", n, msg)
 		}
+	}
+	if r.opt.Mode == TTY {
+		r.drawStatus(now)
+	}
+}
+
+// drawStatus redraws the live status line: what runs, for how long.
+func (r *Renderer) drawStatus(now time.Time) {
+	if !r.opt.Live || r.opt.Mode != TTY {
+		return
+	}
+	r.clearStatus()
+	if len(r.active) == 0 {
+		return
+	}
+	names := make([]string, 0, len(r.active))
+	for n := range r.active {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %s %s", n, verb(r.ops[n]), round1(now.Sub(r.active[n].since))))
+	}
+	line := fmt.Sprintf("[%6s] %d running: %s", round1(now.Sub(r.start)), len(names), strings.Join(parts, ", "))
+	if len(line) > 160 {
+		line = line[:157] + "..."
+	}
+	fmt.Fprint(r.w, r.paint(dim, line))
+	r.shown = true
+}
+
+// clearStatus erases the live status line before a line is printed.
+func (r *Renderer) clearStatus() {
+	if r.shown {
+		fmt.Fprint(r.w, "\r\x1b[K")
+		r.shown = false
 	}
 }
 

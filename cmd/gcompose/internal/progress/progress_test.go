@@ -55,10 +55,14 @@ func script(r *Renderer, c *clock) {
 }
 
 func render(t *testing.T, mode Mode, color bool) (string, *Renderer) {
+	return renderLive(t, mode, color, false)
+}
+
+func renderLive(t *testing.T, mode Mode, color, live bool) (string, *Renderer) {
 	t.Helper()
 	var buf bytes.Buffer
 	c := &clock{t: t0}
-	r := New(&buf, Options{Mode: mode, Color: color, Heartbeat: 10 * time.Second, Now: c.now})
+	r := New(&buf, Options{Mode: mode, Color: color, Heartbeat: 10 * time.Second, Now: c.now, Live: live})
 	// Tick by hand: stop the background ticker so output is deterministic.
 	r.Close()
 	script(r, c)
@@ -87,14 +91,16 @@ func TestGolden(t *testing.T) {
 		name  string
 		mode  Mode
 		color bool
+		live  bool
 	}{
-		{"plain.golden", Plain, false},
-		{"tty.golden", TTY, false},
-		{"tty-color.golden", TTY, true},
-		{"quiet.golden", Quiet, false},
+		{"plain.golden", Plain, false, false},
+		{"tty.golden", TTY, false, false},
+		{"tty-color.golden", TTY, true, false},
+		{"quiet.golden", Quiet, false, false},
+		{"tty-live.golden", TTY, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := render(t, tc.mode, tc.color)
+			got, _ := renderLive(t, tc.mode, tc.color, tc.live)
 			golden(t, tc.name, got)
 		})
 	}
@@ -223,5 +229,21 @@ func TestBackgroundHeartbeat(t *testing.T) {
 	r.Close()
 	if !strings.Contains(buf.String(), "resources.x: still working... 50ms") {
 		t.Fatalf("no heartbeat:\n%s", buf.String())
+	}
+}
+
+func TestLiveStatusLine(t *testing.T) {
+	got, r := renderLive(t, TTY, false, true)
+	if !strings.Contains(got, "1 running: resources.a creating 5.0s") || !strings.Contains(got, "\r\x1b[K") {
+		t.Errorf("no live status line:\n%q", got)
+	}
+	// Nothing is running at the end: the line is erased, not left behind.
+	r.Close()
+	if strings.HasSuffix(strings.TrimRight(got, "\n"), "running") {
+		t.Errorf("status line left at the end:\n%q", got)
+	}
+	plain, _ := renderLive(t, Plain, false, true)
+	if strings.Contains(plain, "running:") {
+		t.Errorf("live status line in plain mode:\n%s", plain)
 	}
 }
