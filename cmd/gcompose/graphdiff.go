@@ -189,6 +189,12 @@ func loadSnapshot(c *cli.Context, spec string) (diff.Snapshot, error) {
 			}
 			app = name
 		}
+		// Reading must not create: the file backend makes its directory.
+		if dir := strings.TrimPrefix(loc, "file://"); !strings.Contains(dir, "://") {
+			if _, err := os.Stat(dir); err != nil {
+				return diff.Snapshot{}, withCode(exitError, fmt.Errorf("state %s: %w", loc, err))
+			}
+		}
 		st, err := state.Open(loc, state.Options{})
 		if err != nil {
 			return diff.Snapshot{}, withCode(exitError, err)
@@ -209,6 +215,12 @@ func readStateFile(c *cli.Context, path string) (*state.Document, error) {
 	app := strings.TrimSuffix(base, filepath.Ext(base))
 	if dir == "" {
 		dir = "."
+	}
+	if _, err := os.Stat(path); err != nil {
+		// A state not compacted yet may be only a journal.
+		if _, jerr := os.Stat(filepath.Join(dir, app+".journal")); jerr != nil {
+			return nil, fmt.Errorf("state file: %w", err)
+		}
 	}
 	if st, err := state.NewFileStore(dir, state.Options{}); err == nil {
 		doc, lerr := st.Load(c.Context, app)
