@@ -137,29 +137,6 @@ func appName(c *cli.Context, needDescriptor bool) (string, *project, error) {
 }
 
 func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, error) {
-	name, p, err := appName(c, mode == plan.Deploy)
-	if err != nil {
-		return nil, err
-	}
-	var want map[string]*plan.Resource
-	if mode == plan.Deploy {
-		want, err = desired.Resources(p.resolved, golemImages(c))
-		if err != nil {
-			return nil, withCode(exitError, err)
-		}
-	}
-	st, err := openSecretStore(c, p, !planOnly && mode == plan.Deploy)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	ad, rn, closeAdapters, err := newAdapters(c, name, p)
-	if err != nil {
-		return nil, withCode(exitError, err)
-	}
-	defer closeAdapters()
-
-	jsonOut := c.Bool("json")
 	command := string(mode)
 	if planOnly && mode != plan.Refresh {
 		command = "plan"
@@ -169,6 +146,36 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		return nil, err
 	}
 	defer prog.Close()
+	begin := time.Now()
+	// fail ends a run that stopped before the engine started, so that a JSON
+	// stream still ends with its summary.
+	fail := func(name string, err error) (*engine.Outcome, error) {
+		finishRun(c, prog, command, name, nil, !planOnly, time.Since(begin), err)
+		return nil, err
+	}
+	name, p, err := appName(c, mode == plan.Deploy)
+	if err != nil {
+		return fail("", err)
+	}
+	var want map[string]*plan.Resource
+	if mode == plan.Deploy {
+		want, err = desired.Resources(p.resolved, golemImages(c))
+		if err != nil {
+			return fail(name, withCode(exitError, err))
+		}
+	}
+	st, err := openSecretStore(c, p, !planOnly && mode == plan.Deploy)
+	if err != nil {
+		return fail(name, err)
+	}
+	defer st.Close()
+	ad, rn, closeAdapters, err := newAdapters(c, name, p)
+	if err != nil {
+		return fail(name, withCode(exitError, err))
+	}
+	defer closeAdapters()
+
+	jsonOut := c.Bool("json")
 	e := &engine.Engine{
 		Adapters:      withSecretFields(c, withCrashPoint(ad), ad.Client),
 		Store:         st,
