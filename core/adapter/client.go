@@ -463,6 +463,13 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 	}
 	res, err := c.run(ctx, t, info, a, protocol.CallAction, req, mounts)
 	if err != nil {
+		// A failed action may have created something before failing: keep
+		// the identity it reported so the engine persists it.
+		if res != nil && info.Ext {
+			if _, identity, perr := protocol.ParseIdentityLines(res.Stdout); perr == nil && len(identity) > 0 {
+				return &ActionResult{Identity: identity}, err
+			}
+		}
 		return nil, err
 	}
 	if !info.Ext {
@@ -526,7 +533,10 @@ func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.Ac
 			return nil, err
 		}
 		if resp.Error != "" {
-			return nil, fmt.Errorf("adapter %s call %s for %s failed (served): %s; %s", t.Image, call, t.Name, resp.Error, runner.FormatTail(tail))
+			// What the action printed before failing still counts: its
+			// identity lines name what it already created.
+			return &runner.Result{Stdout: []byte(resp.Stdout), StderrTail: tail},
+				fmt.Errorf("adapter %s call %s for %s failed (served): %s; %s", t.Image, call, t.Name, resp.Error, runner.FormatTail(tail))
 		}
 		out := []byte(resp.Result)
 		if kind == protocol.CallAction {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,6 +107,9 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs 
 			deps[s.Resource] = s.DependsOn
 		}
 		errs := e.Walk(ctx, deps, true, func(ctx context.Context, name string) error {
+			if s := pl.Step(name); s.Op == plan.Failed {
+				return r.failed(s)
+			}
 			return r.timed(name, pl.Step(name).Op, func() (bool, error) { return r.remove(ctx, pl.Step(name)) })
 		})
 		r.collect(errs)
@@ -116,6 +120,9 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs 
 			deps[s.Resource] = in.Desired[s.Resource].DependsOn
 		}
 		errs := e.Walk(ctx, deps, false, func(ctx context.Context, name string) error {
+			if s := pl.Step(name); s.Op == plan.Failed {
+				return r.failed(s)
+			}
 			return r.timed(name, pl.Step(name).Op, func() (bool, error) { return r.converge(ctx, in.Desired[name], pl.Step(name)) })
 		})
 		r.collect(errs)
@@ -124,6 +131,16 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs 
 		return r.res, &FailedError{Outcomes: failed}
 	}
 	return r.res, nil
+}
+
+// failed records a step that could not be planned as failed, so that what
+// depends on it is not started.
+func (r *run) failed(s *plan.Step) error {
+	err := errors.New(strings.TrimPrefix(s.Error, s.Resource+": "))
+	r.mu.Lock()
+	r.res.Outcomes[s.Resource] = &Outcome{Resource: s.Resource, Op: s.Op, Err: err}
+	r.mu.Unlock()
+	return err
 }
 
 func (r *run) timed(name string, op plan.Op, fn func() (bool, error)) error {
@@ -469,7 +486,7 @@ type FailedError struct{ Outcomes []*Outcome }
 func (e *FailedError) Error() string {
 	s := fmt.Sprintf("%d resource(s) failed:", len(e.Outcomes))
 	for _, o := range e.Outcomes {
-		s += "\n  " + o.Resource + ": " + o.Err.Error()
+		s += "\n  " + o.Resource + ": " + strings.TrimPrefix(o.Err.Error(), o.Resource+": ")
 	}
 	return s
 }

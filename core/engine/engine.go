@@ -119,13 +119,16 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	out = &Outcome{Pending: doc.PendingResources()}
 	in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc}
 	planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
-	pl, obs, err := planner.Plan(ctx, in)
+	pl, obs, planErr := planner.Plan(ctx, in)
 	out.Plan = pl
-	if err != nil {
-		return out, fmt.Errorf("planning: %w", err)
+	if planErr != nil {
+		planErr = fmt.Errorf("planning: %w", planErr)
 	}
-	if req.PlanOnly || req.Mode == plan.Refresh {
-		return out, nil
+	// A resource that could not be planned holds back only what depends on
+	// it: apply goes ahead with the independent rest, as it does for a
+	// failure during apply, and the run still fails naming it.
+	if req.PlanOnly || req.Mode == plan.Refresh || pl == nil || ctx.Err() != nil {
+		return out, planErr
 	}
 	if req.Confirm != nil {
 		ok, err := req.Confirm(pl)
@@ -145,6 +148,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		OutputTimeout: e.OutputTimeout,
 	}
 	res, applyErr := ex.Apply(ctx, pl, in, obs)
+	if planErr != nil && applyErr == nil {
+		applyErr = planErr
+	}
 	out.Result = res
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()

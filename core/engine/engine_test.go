@@ -243,3 +243,26 @@ func TestAppIDIsTheStateLineage(t *testing.T) {
 		t.Fatal("${app.id} changed between runs")
 	}
 }
+
+func TestPlanFailureHoldsBackOnlyDependents(t *testing.T) {
+	ad := memadapter.New()
+	ad.FailState = map[string]bool{"resources.c": true}
+	e, _ := newEngine(t, ad)
+	out, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1")})
+	if err == nil {
+		t.Fatal("a deploy with a resource that cannot be planned succeeded")
+	}
+	if s := out.Plan.Step("resources.c"); s.Op != plan.Failed || !strings.Contains(s.Error, "broken on purpose") {
+		t.Fatalf("c: %s %q, want a failed step saying why", s.Op, s.Error)
+	}
+	if s := out.Plan.Step("resources.d"); s == nil || s.Op != plan.Failed {
+		t.Fatalf("d depends on c: want a failed step, got %+v", s)
+	}
+	objs := ad.Objects()
+	if objs["resources.a"] == nil || objs["resources.b"] == nil || objs["resources.d"] != nil {
+		t.Fatalf("objects %v: a and b (independent of c) must be applied, d must not", objs)
+	}
+	if n := strings.Count(err.Error(), "resources.c: resources.c"); n != 0 {
+		t.Fatalf("resource named twice: %v", err)
+	}
+}

@@ -24,6 +24,9 @@ const (
 	// Forget drops a resource from state whose adapter reports it already gone,
 	// or whose adapter cannot destroy (plain Deployster adapters).
 	Forget Op = "forget"
+	// Failed marks a resource the planner could not plan (its adapter
+	// failed or lied); apply skips it and what depends on it.
+	Failed Op = "error"
 )
 
 // Symbol is how plan output marks an op, Terraform-style.
@@ -39,13 +42,15 @@ func (o Op) Symbol() string {
 		return "-"
 	case Forget:
 		return "x"
+	case Failed:
+		return "!"
 	default:
 		return " "
 	}
 }
 
 // Changes reports whether the op changes anything outside the state store.
-func (o Op) Changes() bool { return o != NoOp && o != Forget }
+func (o Op) Changes() bool { return o != NoOp && o != Forget && o != Failed }
 
 // Resource is one desired resource, ready for planning: an adapter image and a
 // config that may still hold ${...} references to other resources' outputs.
@@ -80,6 +85,8 @@ type Step struct {
 	// Drift describes how the actual resource differs from what the state
 	// recorded (refresh), e.g. "gone" or "terminated".
 	Drift string `json:"drift,omitempty"`
+	// Error says why the resource could not be planned (Op Failed).
+	Error string `json:"error,omitempty"`
 }
 
 // Mode says what a plan is for.
@@ -112,6 +119,7 @@ type Summary struct {
 	Delete    int `json:"delete"`
 	Forget    int `json:"forget"`
 	Unchanged int `json:"unchanged"`
+	Failed    int `json:"failed,omitempty"`
 }
 
 // HasChanges reports whether applying the plan would do anything.
@@ -144,6 +152,8 @@ func (p *Plan) finish() {
 			s.Delete++
 		case Forget:
 			s.Forget++
+		case Failed:
+			s.Failed++
 		default:
 			s.Unchanged++
 		}

@@ -152,17 +152,48 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, *Observations, err
 		} else {
 			s, err = p.planAbsent(ctx, in.App, name, doc.Resources[name], in.Mode, obs)
 		}
+		if err != nil {
+			err = Named(name, err)
+			if s == nil {
+				s = &Step{Resource: name}
+				if r, ok := desired[name]; ok {
+					s.Type, s.DependsOn = r.Type, r.DependsOn
+				} else if old := doc.Resources[name]; old != nil {
+					s.Type, s.DependsOn = old.Type, old.Dependencies
+				}
+			}
+			s.Op, s.Error = Failed, err.Error()
+		}
 		if s != nil {
 			addStep(s)
 		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return nil
+		return err
 	}
 	errs := p.Walk(ctx, deps, in.Mode == Destroy, visit)
+	// What the walk never reached (a dependency failed to plan) cannot be
+	// planned either; it still gets a step, so apply and the output say why.
+	for name, err := range errs {
+		if err != nil && stepOf(name) == nil {
+			s := &Step{Resource: name, Op: Failed, Error: Named(name, err).Error()}
+			if r, ok := desired[name]; ok {
+				s.Type, s.DependsOn = r.Type, r.DependsOn
+			} else if old := doc.Resources[name]; old != nil {
+				s.Type, s.DependsOn = old.Type, old.Dependencies
+			}
+			addStep(s)
+		}
+	}
 	pl.finish()
 	return pl, obs, joinErrors(errs)
+}
+
+// Named prefixes err with the resource name unless it already starts with
+// it (adapter errors do), so messages name the resource exactly once.
+func Named(name string, err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), name+":") || strings.HasPrefix(err.Error(), name+" ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 func keepKnown(names []string, known map[string]*state.Resource) []string {
@@ -414,7 +445,7 @@ func joinErrors(errs map[string]error) error {
 	sort.Strings(names)
 	msgs := make([]string, len(names))
 	for i, n := range names {
-		msgs[i] = errs[n].Error()
+		msgs[i] = Named(n, errs[n]).Error()
 	}
 	return &Errors{Resources: names, msg: strings.Join(msgs, "\n")}
 }

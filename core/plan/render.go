@@ -12,7 +12,7 @@ import (
 // with its symbol (+ create, ~ update, -/+ rebuild, - delete), the reason and
 // what forces a rebuild, then the config fields that change.
 func (p *Plan) Render(w io.Writer, showUnchanged bool) {
-	verb := map[Op]string{Create: "create", Update: "update", Rebuild: "rebuild", Delete: "delete", Forget: "forget", NoOp: "unchanged"}
+	verb := map[Op]string{Create: "create", Update: "update", Rebuild: "rebuild", Delete: "delete", Forget: "forget", NoOp: "unchanged", Failed: "error"}
 	width := 0
 	for _, s := range p.Steps {
 		if len(s.Resource) > width {
@@ -28,7 +28,9 @@ func (p *Plan) Render(w io.Writer, showUnchanged bool) {
 		if s.Drift != "" && p.Mode == Refresh {
 			notes = append(notes, "drift: "+s.Drift)
 		}
-		if s.Reason != "" {
+		if s.Error != "" {
+			notes = append(notes, strings.TrimPrefix(s.Error, s.Resource+": "))
+		} else if s.Reason != "" {
 			notes = append(notes, s.Reason)
 		}
 		if len(s.Forces) > 0 {
@@ -57,14 +59,18 @@ func (p *Plan) SummaryLine() string {
 		}
 		return fmt.Sprintf("Refresh: %d resource(s) checked, %d drifted.", len(p.Steps), drift)
 	}
+	failed := ""
+	if s.Failed > 0 {
+		failed = fmt.Sprintf(" %d resource(s) could not be planned (!): they and what depends on them are left as they are.", s.Failed)
+	}
 	if !p.HasChanges() {
-		return fmt.Sprintf("No changes: %d resource(s) up to date.", s.Unchanged)
+		return fmt.Sprintf("No changes: %d resource(s) up to date.", s.Unchanged) + failed
 	}
 	line := fmt.Sprintf("Plan: %d to create, %d to update, %d to rebuild, %d to delete", s.Create, s.Update, s.Rebuild, s.Delete)
 	if s.Forget > 0 {
 		line += fmt.Sprintf(", %d to forget", s.Forget)
 	}
-	return line + fmt.Sprintf(", %d unchanged.", s.Unchanged)
+	return line + fmt.Sprintf(", %d unchanged.", s.Unchanged) + failed
 }
 
 // renderDiff prints the config fields that change, with values only known

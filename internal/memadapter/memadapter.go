@@ -24,6 +24,8 @@ type Adapter struct {
 	ActionDelay time.Duration
 	// FailActions makes actions of these resources fail.
 	FailActions map[string]bool
+	// FailState makes state calls of these resources fail.
+	FailState map[string]bool
 	// Plain makes the adapter behave like a plain Deployster adapter
 	// (no destroy support).
 	Plain bool
@@ -75,6 +77,9 @@ func (a *Adapter) State(ctx context.Context, c plan.Call, desired string) (*prot
 	a.StateCalls.Add(1)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.FailState[c.Name] {
+		return nil, fmt.Errorf("%s: state call: adapter broken on purpose", c.Name)
+	}
 	obj, exists := a.objects[c.Name]
 	if desired == protocol.Absent {
 		if !exists {
