@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -253,9 +254,14 @@ func TestE2ESecretsNeverShown(t *testing.T) {
 	if containers == 0 {
 		t.Error("no adapter container was seen: docker inspect was not exercised")
 	}
-	if !strings.Contains(strings.Join(mapValues(got.items), ""), "docker inspect") && containers > 0 {
-		t.Log("inspected", containers, "containers")
+	var stateFiles []string
+	for name := range got.items {
+		if strings.HasPrefix(name, "state file") {
+			stateFiles = append(stateFiles, name)
+		}
 	}
+	sort.Strings(stateFiles)
+	t.Logf("state files read: %s", strings.Join(stateFiles, ", "))
 
 	hits := 0
 	for name, text := range got.items {
@@ -267,14 +273,6 @@ func TestE2ESecretsNeverShown(t *testing.T) {
 		}
 	}
 	t.Logf("searched %d outputs, state files and inspections (%d adapter containers): %d hits", len(got.items), containers, hits)
-}
-
-func mapValues(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 func excerpt(text, s string) string {
