@@ -75,7 +75,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:                 "gcompose",
 		Usage:                "deploy multi-service applications from a declarative descriptor and keep them converged",
-		Version:              version + " (commit " + commit + ")",
+		Version:              version + " (commit " + buildCommit() + ")",
 		Reader:               stdin,
 		Writer:               stdout,
 		ErrWriter:            stderr,
@@ -105,7 +105,7 @@ func versionCommand() *cli.Command {
 		Name:  "version",
 		Usage: "print the version and the commit it was built from",
 		Action: func(c *cli.Context) error {
-			fmt.Fprintf(c.App.Writer, "gcompose %s (commit %s)\n", version, commit)
+			fmt.Fprintf(c.App.Writer, "gcompose %s (commit %s)\n", version, buildCommit())
 			return nil
 		},
 	}
