@@ -129,7 +129,7 @@ func (s *Store) Apply(ctx context.Context, lock *state.Lock, changes ...state.Ch
 			if err != nil {
 				return err
 			}
-			out[i] = state.Change{Put: r}
+			out[i].Put = r // a change with both put and delete stays invalid
 		}
 	}
 	return s.Store.Apply(ctx, lock, out...)
