@@ -270,3 +270,14 @@ func showResource(c *cli.Context, r *state.Resource) error {
 	_, err = fmt.Fprintln(w, string(b))
 	return err
 }
+
+// unsealDoc decrypts a document read without openSecretStore (diff of a
+// state file or of another backend) with the state key, when given; without
+// a key, envelopes stay (they show as (sensitive)).
+func unsealDoc(c *cli.Context, app string, doc *state.Document) (*state.Document, error) {
+	codec, err := stateCodec(c)
+	if err != nil {
+		return nil, err
+	}
+	return (&secret.Store{Codec: codec, Redactor: redactor(c), KeepSealed: true}).Unseal(app, doc)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/secret"
+	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -88,5 +90,25 @@ func TestMaskPlan(t *testing.T) {
 	}
 	if pl.Steps[0].After["url"] != "db://u:pw-1@h" {
 		t.Error("maskPlan changed the plan the engine applies")
+	}
+}
+
+func TestUnsealDoc(t *testing.T) {
+	key := make([]byte, 32)
+	key[0] = 7
+	codec, _ := secret.NewKeyCodec(key)
+	env, _ := codec.Seal("pw-unseal")
+	doc := &state.Document{App: "a", Resources: map[string]*state.Resource{"r": {Name: "r", Config: map[string]any{"p": env}}}}
+	c := testContext()
+	t.Setenv(secret.EnvKeyFile, "")
+	t.Setenv(secret.EnvPassphrase, "")
+	t.Setenv(secret.EnvKey, "")
+	if d, err := unsealDoc(c, "a", doc); err != nil || !secret.IsEnvelope(d.Resources["r"].Config["p"]) {
+		t.Errorf("without a key: %v", err)
+	}
+	t.Setenv(secret.EnvKey, base64.StdEncoding.EncodeToString(key))
+	d, err := unsealDoc(c, "a", doc)
+	if err != nil || d.Resources["r"].Config["p"] != "pw-unseal" || redactor(c).Redact("pw-unseal") != secret.Mask {
+		t.Errorf("with the key: %v %v", err, d.Resources["r"].Config)
 	}
 }

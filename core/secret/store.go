@@ -38,6 +38,13 @@ func (s *Store) Load(ctx context.Context, app string) (*state.Document, error) {
 	if err != nil || doc == nil {
 		return doc, err
 	}
+	return s.Unseal(app, doc)
+}
+
+// Unseal decrypts, in place, the envelopes of a document read some other
+// way (a state file, another backend), as Load does; the Store's own
+// backend is not used.
+func (s *Store) Unseal(app string, doc *state.Document) (*state.Document, error) {
 	var sealed []string
 	for _, name := range doc.Names() {
 		r := doc.Resources[name]
