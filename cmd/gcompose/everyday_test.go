@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/testimage"
 )
 
 // gcIn runs the CLI in-process with a state directory.
@@ -225,4 +227,43 @@ resources:
 	if r := e.must("plan", f, "--json"); r.stderr != "" || !json.Valid([]byte(r.stdout)) {
 		t.Errorf("plan --json: stderr %q, stdout valid JSON %v", r.stderr, json.Valid([]byte(r.stdout)))
 	}
+}
+
+// TestE2ELogsFromAnAdapter deploys a resource whose adapter reports command
+// output in its state (testdata/logs-adapter), reads it with logs, and
+// follows it: every state call reports a new "poll" entry.
+func TestE2ELogsFromAnAdapter(t *testing.T) {
+	e := newEnv(t)
+	const tag = "gcompose-test/logs-adapter:e2e"
+	testimage.Build(t, context.Background(), "./cmd/gcompose/testdata/logs-adapter", tag)
+	f := e.write("app.yaml", strings.ReplaceAll(`
+meta:
+  name: APP
+resources:
+  web:
+    type: LOGS
+    config: {message: hello-from-init}
+`, "LOGS", tag))
+	e.must("deploy", f, "--yes")
+	r := e.must("logs", "--file", f)
+	for _, w := range []string{"==> resources.web init[0] echo hello-from-init (exit 0)", "resources.web | stdout: hello-from-init", "==> resources.web poll"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("logs lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	// Follow for a few polls, then stop as Ctrl-C would.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"gcompose", "logs", "--file", f, "-f", "--interval", "1s", "web", "--state", e.state}, strings.NewReader(""), &out, &errb)
+	if code != 0 {
+		t.Fatalf("logs -f: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if n := strings.Count(out.String(), "==> resources.web poll"); n < 3 {
+		t.Errorf("logs -f showed %d poll entries, want the persisted one and at least 2 new:\n%s%s", n, out.String(), errb.String())
+	}
+	if n := strings.Count(out.String(), "init[0]"); n != 1 {
+		t.Errorf("logs -f repeated the init entry %d times:\n%s", n, out.String())
+	}
+	e.must("destroy", f, "--yes")
 }
