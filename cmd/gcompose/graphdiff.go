@@ -176,6 +176,9 @@ func loadSnapshot(c *cli.Context, spec string) (diff.Snapshot, error) {
 		return diff.FromDesired(label, want), nil
 	case "file":
 		doc, err := readStateFile(c, rest)
+		if err == nil {
+			doc, err = unsealDoc(c, doc.App, doc)
+		}
 		if err != nil {
 			return diff.Snapshot{}, withCode(exitError, err)
 		}
@@ -195,14 +198,19 @@ func loadSnapshot(c *cli.Context, spec string) (diff.Snapshot, error) {
 				return diff.Snapshot{}, withCode(exitError, fmt.Errorf("state %s: %w", loc, err))
 			}
 		}
-		st, err := state.Open(loc, state.Options{})
+		st, err := openStateURL(c, loc)
 		if err != nil {
-			return diff.Snapshot{}, withCode(exitError, err)
+			return diff.Snapshot{}, err
 		}
 		defer st.Close()
 		doc, err := st.Load(c.Context, app)
 		if err != nil {
 			return diff.Snapshot{}, withCode(exitError, fmt.Errorf("state %s of %s: %w", loc, app, err))
+		}
+		// With the state key, secrets compare by value (and print masked);
+		// without it, their envelopes compare as they are.
+		if doc, err = unsealDoc(c, app, doc); err != nil {
+			return diff.Snapshot{}, withCode(exitError, err)
 		}
 		return diff.FromState("state:"+loc+"#"+app, doc), nil
 	}

@@ -126,7 +126,9 @@ func runLogs(c *cli.Context) error {
 		}
 		name = p.app.Name
 	}
-	st, err := openStore(c)
+	// Through the secret wrapper: secret values are decrypted and learnt,
+	// so output that quotes them is masked.
+	st, err := openSecretStore(c, nil, false)
 	if err != nil {
 		return err
 	}
