@@ -119,6 +119,20 @@ func TestWebapp(t *testing.T) {
 	webAgreement = e.field(ctx, web, "agreement_id")
 	oldIP, oldProvider := e.field(ctx, db, "ip"), e.field(ctx, db, "provider_id")
 	e.kill(ctx, e.field(ctx, db, "activity_id"))
+	// refresh reports the drift of exactly the dead resource and changes nothing.
+	refreshed := e.must(ctx, "refresh", "-f", desc)
+	var drifted []string
+	for _, l := range strings.Split(refreshed, "\n") {
+		if strings.Contains(l, "drift:") {
+			drifted = append(drifted, l)
+		}
+	}
+	if len(drifted) != 1 || !strings.Contains(drifted[0], db) {
+		t.Fatalf("refresh after the db died reports drift on %q, want exactly %s:\n%s", drifted, db, refreshed)
+	}
+	if e.field(ctx, db, "agreement_id") != dbAgreement {
+		t.Fatal("refresh changed the state")
+	}
 	ops = e.planOps(ctx, desc)
 	if ops[db] != "rebuild" || ops[web] == "noop" || ops[vpn] != "noop" {
 		t.Fatalf("plan after the db died: %v", ops)

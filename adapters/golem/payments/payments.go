@@ -158,9 +158,12 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 	if alloc.PaymentPlatform != nil && alloc.PaymentPlatform.Name != "" {
 		platform = alloc.PaymentPlatform.Name
 	}
+	// The amounts spent and remaining change with every accepted debit note;
+	// outputs hold only what identifies the resource, or every refresh would
+	// report them as drift and every deploy would rewrite the state.
 	return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{
-		"allocation_id": alloc.AllocationID, "budget": alloc.TotalAmount, "spent": alloc.SpentAmount,
-		"remaining": alloc.RemainingAmount, "platform": platform, "keeper": c.ID[:12], "state": "running",
+		"allocation_id": alloc.AllocationID, "budget": alloc.TotalAmount,
+		"platform": platform, "keeper": c.ID[:12], "state": "running",
 	}}, nil
 }
 
