@@ -176,8 +176,7 @@ func BenchmarkFreshDeploy(b *testing.B) {
 		ratio := times[j].Seconds() / ideal.Seconds()
 		b.ReportMetric(times[j].Seconds(), fmt.Sprintf("%s-p%d-s", mode, v.p))
 		b.ReportMetric(ratio, fmt.Sprintf("%s-p%d/ideal", mode, v.p))
-		b.Logf("  %-8s parallelism %3d: %7.2f s; ideal %5.2f s; %.2fx ideal", mode, v.p, times[j].Seconds(), ideal.Seconds(), ratio)
-		b.Logf("      %s", timings[j])
+		b.Logf("  %-8s parallelism %3d: %7.2f s; ideal %5.2f s; %.2fx ideal; %s", mode, v.p, times[j].Seconds(), ideal.Seconds(), ratio, timings[j])
 	}
 	b.ReportMetric(times[3].Seconds()/times[0].Seconds(), "oneshot/served-p10")
 	b.ReportMetric(load0, "load-before")

@@ -312,7 +312,7 @@ func (tm *timing) String() string {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	return fmt.Sprintf("first answer (server started) at %s; actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d); compact %s, release %s",
+	return fmt.Sprintf("first state answer at %s (served: after starting the server); actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d); compact %s, release %s",
 		ms(tm.firstAnswer), ms(tm.firstAction), ms(tm.lastAction), ms(tm.states.mean()), tm.states.n,
 		ms(tm.actions.mean()), tm.actions.n, ms(tm.writes.mean()), tm.writes.n, ms(tm.compact), ms(tm.release))
 }
