@@ -69,6 +69,10 @@ func TestWebapp(t *testing.T) {
 		t.Fatalf("after deploy: %+v", s)
 	}
 	e.noKeyLeak(ctx)
+	// What web's init commands printed is kept in the state and shown by logs.
+	if logs := e.must(ctx, "logs", "--file", desc, "web-service"); !strings.Contains(logs, "initdb: greeting stored at") || !strings.Contains(logs, "init[0]") {
+		t.Fatalf("gcompose logs web-service does not show init[0]'s output:\n%s", logs)
+	}
 
 	t.Log("re-deploy is a no-op")
 	for r, op := range e.planOps(ctx, desc) {

@@ -384,6 +384,14 @@ func (r *rental) runInit(ctx context.Context, i int, c InitCmd) error {
 		return fmt.Errorf("init[%d] %q: %w", i, strings.Join(c.Run.Args, " "), err)
 	}
 	for _, x := range res {
+		entry := LogEntry{Source: fmt.Sprintf("init[%d]", i), Command: strings.Join(c.Run.Args, " "),
+			Stdout: tailOf(x.Stdout), Stderr: tailOf(x.Stderr), Time: time.Now().UTC().Format(time.RFC3339)}
+		if x.Result != yagna.ResultError {
+			// yagna reports Ok or Error, not the code itself: only success is known.
+			code := 0
+			entry.ExitCode = &code
+		}
+		r.id.Logs = append(r.id.Logs, entry)
 		if out := strings.TrimSpace(x.Stdout); out != "" {
 			r.req.Printf("init[%d] stdout: %s", i, out)
 		}

@@ -54,6 +54,32 @@ type Identity struct {
 	Failed []string `json:"failed_providers,omitempty"`
 	// Applied fingerprints the config the rental was made for.
 	Applied map[string]string `json:"applied,omitempty"`
+	// Logs are what the init commands printed. They travel as identity
+	// because the verifying state call only sees what the action reported;
+	// the VALID state hands them on as state.logs (gcompose logs).
+	Logs []LogEntry `json:"logs,omitempty"`
+}
+
+// LogEntry is one command's output, in the state.logs convention of
+// docs/protocol.md.
+type LogEntry struct {
+	Source   string `json:"source,omitempty"`
+	Command  string `json:"command,omitempty"`
+	Stdout   string `json:"stdout,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Time     string `json:"time,omitempty"`
+}
+
+// logLimit bounds each stream kept per command: logs are persisted and sent
+// back on every call.
+const logLimit = 16 << 10
+
+func tailOf(s string) string {
+	if len(s) <= logLimit {
+		return s
+	}
+	return "..." + s[len(s)-logLimit:]
 }
 
 func (id Identity) asMap() map[string]any {
@@ -189,12 +215,16 @@ func outputs(id Identity, a *yagna.Agreement) map[string]any {
 	if a != nil {
 		name = a.ProviderName()
 	}
-	return map[string]any{
+	out := map[string]any{
 		"network_node": map[string]any{"ip": id.IP, "node_id": id.ProviderID},
 		"agreement":    map[string]any{"id": id.AgreementID, "provider_id": id.ProviderID, "provider_name": name},
 		"activity":     map[string]any{"id": id.ActivityID},
 		"state":        "running",
 	}
+	if len(id.Logs) > 0 {
+		out["logs"] = id.asMap()["logs"]
+	}
+	return out
 }
 
 func stale(change, reason string, forces []string, ss any, actions ...string) (*protocol.StateResult, error) {
