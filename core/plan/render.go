@@ -73,36 +73,74 @@ func (p *Plan) SummaryLine() string {
 	return line + fmt.Sprintf(", %d unchanged.", s.Unchanged) + failed
 }
 
-// renderDiff prints the config fields that change, with values only known
-// after apply shown as such.
+// renderDiff prints the config fields that change, down to the leaves that
+// differ (init/2/run/args/0, not a whole truncated list), with values only
+// known after apply shown as such.
 func renderDiff(w io.Writer, s *Step) {
-	keys := map[string]bool{}
-	for k := range s.Before {
-		keys[k] = true
+	var lines []string
+	diffValue(&lines, "", map[string]any(s.Before), map[string]any(s.After), s.Before != nil, s.After != nil)
+	for _, l := range lines {
+		fmt.Fprintln(w, "      "+l)
 	}
-	for k := range s.After {
-		keys[k] = true
+}
+
+// diffValue appends one line per differing leaf under path.
+func diffValue(lines *[]string, path string, before, after any, hadB, hasA bool) {
+	if hadB && hasA && SameJSON(before, after) {
+		return
 	}
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		b, hadB := s.Before[k]
-		a, hasA := s.After[k]
-		if hadB && hasA && SameJSON(a, b) {
-			continue
+	bm, bIsMap := before.(map[string]any)
+	am, aIsMap := after.(map[string]any)
+	if bIsMap && aIsMap || path == "" {
+		keys := map[string]bool{}
+		for k := range bm {
+			keys[k] = true
 		}
-		switch {
-		case !hadB:
-			fmt.Fprintf(w, "      + %s = %s\n", k, show(a))
-		case !hasA:
-			fmt.Fprintf(w, "      - %s = %s\n", k, show(b))
-		default:
-			fmt.Fprintf(w, "      ~ %s = %s -> %s\n", k, show(b), show(a))
+		for k := range am {
+			keys[k] = true
 		}
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			b, okB := bm[k]
+			a, okA := am[k]
+			diffValue(lines, join(path, k), b, a, okB, okA)
+		}
+		return
 	}
+	bl, bIsList := before.([]any)
+	al, aIsList := after.([]any)
+	if bIsList && aIsList {
+		for i := 0; i < len(bl) || i < len(al); i++ {
+			var b, a any
+			if i < len(bl) {
+				b = bl[i]
+			}
+			if i < len(al) {
+				a = al[i]
+			}
+			diffValue(lines, join(path, fmt.Sprint(i)), b, a, i < len(bl), i < len(al))
+		}
+		return
+	}
+	switch {
+	case !hadB:
+		*lines = append(*lines, fmt.Sprintf("+ %s = %s", path, show(after)))
+	case !hasA:
+		*lines = append(*lines, fmt.Sprintf("- %s = %s", path, show(before)))
+	default:
+		*lines = append(*lines, fmt.Sprintf("~ %s = %s -> %s", path, show(before), show(after)))
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "/" + key
 }
 
 // show renders a value compactly; strings still holding ${...} are only
