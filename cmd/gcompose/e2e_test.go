@@ -381,3 +381,26 @@ func TestE2EConcurrentDeployIsRefusedByTheLock(t *testing.T) {
 	// With --lock-timeout a waiting deploy gets through once the lock is free.
 	e.must("destroy", f, "--yes", "--lock-timeout", "30s")
 }
+
+// The state backend comes from --state, else GCOMPOSE_STATE, else the config
+// file (.gcompose/config.yaml or $GCOMPOSE_CONFIG), else .gcompose/state.
+func TestStateFromConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("state: "+filepath.Join(dir, "from-config")+"\n"), 0o644)
+	t.Setenv("GCOMPOSE_CONFIG", cfg)
+	t.Setenv("GCOMPOSE_STATE", "")
+	os.Unsetenv("GCOMPOSE_STATE")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"gcompose", "state", "list"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("state list with a config file: exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "from-config")); err != nil {
+		t.Fatalf("the config file's state directory was not used: %v", err)
+	}
+	os.WriteFile(cfg, []byte("stat: x\n"), 0o644)
+	errb.Reset()
+	if code := run(context.Background(), []string{"gcompose", "state", "list"}, strings.NewReader(""), &out, &errb); code == 0 || !strings.Contains(errb.String(), "stat") {
+		t.Fatalf("an unknown key in the config file: exit %d, %q; want an error naming it", code, errb.String())
+	}
+}

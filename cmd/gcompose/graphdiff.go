@@ -95,7 +95,11 @@ func diffCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			from := c.String("from")
 			if from == "" {
-				from = "state:" + c.String("state")
+				u, err := stateURL(c)
+				if err != nil {
+					return err
+				}
+				from = "state:" + u
 			}
 			to := c.String("to")
 			if to == "" {

@@ -40,7 +40,11 @@ func engineFlags() []cli.Flag {
 }
 
 func openStore(c *cli.Context) (state.Store, error) {
-	return openStateURL(c, c.String("state"))
+	url, err := stateURL(c)
+	if err != nil {
+		return nil, err
+	}
+	return openStateURL(c, url)
 }
 
 func planCommand() *cli.Command {

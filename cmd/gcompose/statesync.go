@@ -218,7 +218,11 @@ func stateMove(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	from, to := c.String("state"), c.String("to")
+	from, err := stateURL(c)
+	if err != nil {
+		return err
+	}
+	to := c.String("to")
 	shownFrom, shownTo := stateurl.Redact(from), stateurl.Redact(to)
 	if from == to {
 		return withCode(exitUsage, fmt.Errorf("state mv: --to %s is --state itself", shownTo))
