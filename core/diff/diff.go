@@ -6,10 +6,10 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gcompose/gcompose/core/jsondiff"
 	"io"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -42,23 +42,21 @@ type Options struct {
 	Identity bool // compare identifying attributes (differ between environments by nature)
 }
 
-// Op of a change.
-type Op string
-
-const (
-	Added   Op = "added"
-	Removed Op = "removed"
-	Changed Op = "changed"
+// Op, Change and Values are core/jsondiff's: the plan output compares config
+// trees with the same walk.
+type (
+	Op     = jsondiff.Op
+	Change = jsondiff.Change
 )
 
-// Change is one field that differs: Path is a JSON pointer into the
-// resource (e.g. /config/content).
-type Change struct {
-	Op   Op     `json:"op"`
-	Path string `json:"path"`
-	From any    `json:"from,omitempty"`
-	To   any    `json:"to,omitempty"`
-}
+const (
+	Added   = jsondiff.Added
+	Removed = jsondiff.Removed
+	Changed = jsondiff.Changed
+)
+
+// Values compares two JSON values below path (see jsondiff.Values).
+func Values(path string, a, b any) []Change { return jsondiff.Values(path, a, b) }
 
 // ResourceDiff is one resource that differs: added or removed as a whole,
 // or changed field by field.
@@ -159,77 +157,6 @@ func normalize(v any) any {
 		return v
 	}
 	return out
-}
-
-// Values compares two JSON values (maps, arrays, scalars) below path and
-// returns the differences, sorted by path. Maps are compared key by key;
-// arrays element by element (a length change adds or removes the tail).
-func Values(path string, a, b any) []Change {
-	var out []Change
-	walk(path, a, b, &out)
-	return out
-}
-
-func walk(path string, a, b any, out *[]Change) {
-	switch {
-	case a == nil && b == nil:
-		return
-	case a == nil:
-		*out = append(*out, Change{Op: Added, Path: path, To: b})
-		return
-	case b == nil:
-		*out = append(*out, Change{Op: Removed, Path: path, From: a})
-		return
-	}
-	ma, okA := a.(map[string]any)
-	mb, okB := b.(map[string]any)
-	if okA && okB {
-		keys := map[string]bool{}
-		for k := range ma {
-			keys[k] = true
-		}
-		for k := range mb {
-			keys[k] = true
-		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
-			walk(path+"/"+escape(k), ma[k], mb[k], out)
-		}
-		return
-	}
-	la, okA := a.([]any)
-	lb, okB := b.([]any)
-	if okA && okB {
-		for i := 0; i < len(la) || i < len(lb); i++ {
-			var x, y any
-			if i < len(la) {
-				x = la[i]
-			}
-			if i < len(lb) {
-				y = lb[i]
-			}
-			if i >= len(la) {
-				*out = append(*out, Change{Op: Added, Path: path + "/" + strconv.Itoa(i), To: y})
-			} else if i >= len(lb) {
-				*out = append(*out, Change{Op: Removed, Path: path + "/" + strconv.Itoa(i), From: x})
-			} else {
-				walk(path+"/"+strconv.Itoa(i), x, y, out)
-			}
-		}
-		return
-	}
-	if !reflect.DeepEqual(a, b) {
-		*out = append(*out, Change{Op: Changed, Path: path, From: a, To: b})
-	}
-}
-
-// escape a JSON pointer token (RFC 6901).
-func escape(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 // Render writes the result for people:

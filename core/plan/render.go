@@ -2,9 +2,10 @@ package plan
 
 import (
 	"encoding/json"
+
 	"fmt"
+	"github.com/gcompose/gcompose/core/jsondiff"
 	"io"
-	"sort"
 	"strings"
 )
 
@@ -74,73 +75,27 @@ func (p *Plan) SummaryLine() string {
 }
 
 // renderDiff prints the config fields that change, down to the leaves that
-// differ (init/2/run/args/0, not a whole truncated list), with values only
-// known after apply shown as such.
+// differ (/init/2, not a whole truncated list), with values only known after
+// apply shown as such. Both sides are normalized as JSON first, so a number
+// read from YAML equals the same number read back from the state.
 func renderDiff(w io.Writer, s *Step) {
-	var lines []string
-	diffValue(&lines, "", map[string]any(s.Before), map[string]any(s.After), s.Before != nil, s.After != nil)
-	for _, l := range lines {
-		fmt.Fprintln(w, "      "+l)
+	before, after := normalizeJSON(map[string]any(s.Before)), normalizeJSON(map[string]any(s.After))
+	if s.Before == nil {
+		before = map[string]any{}
 	}
-}
-
-// diffValue appends one line per differing leaf under path.
-func diffValue(lines *[]string, path string, before, after any, hadB, hasA bool) {
-	if hadB && hasA && SameJSON(before, after) {
-		return
+	if s.After == nil {
+		after = map[string]any{}
 	}
-	bm, bIsMap := before.(map[string]any)
-	am, aIsMap := after.(map[string]any)
-	if bIsMap && aIsMap || path == "" {
-		keys := map[string]bool{}
-		for k := range bm {
-			keys[k] = true
+	for _, c := range jsondiff.Values("", before, after) {
+		switch c.Op {
+		case jsondiff.Added:
+			fmt.Fprintf(w, "      + %s = %s\n", c.Path, show(c.To))
+		case jsondiff.Removed:
+			fmt.Fprintf(w, "      - %s = %s\n", c.Path, show(c.From))
+		default:
+			fmt.Fprintf(w, "      ~ %s = %s -> %s\n", c.Path, show(c.From), show(c.To))
 		}
-		for k := range am {
-			keys[k] = true
-		}
-		names := make([]string, 0, len(keys))
-		for k := range keys {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			b, okB := bm[k]
-			a, okA := am[k]
-			diffValue(lines, join(path, k), b, a, okB, okA)
-		}
-		return
 	}
-	bl, bIsList := before.([]any)
-	al, aIsList := after.([]any)
-	if bIsList && aIsList {
-		for i := 0; i < len(bl) || i < len(al); i++ {
-			var b, a any
-			if i < len(bl) {
-				b = bl[i]
-			}
-			if i < len(al) {
-				a = al[i]
-			}
-			diffValue(lines, join(path, fmt.Sprint(i)), b, a, i < len(bl), i < len(al))
-		}
-		return
-	}
-	switch {
-	case !hadB:
-		*lines = append(*lines, fmt.Sprintf("+ %s = %s", path, show(after)))
-	case !hasA:
-		*lines = append(*lines, fmt.Sprintf("- %s = %s", path, show(before)))
-	default:
-		*lines = append(*lines, fmt.Sprintf("~ %s = %s -> %s", path, show(before), show(after)))
-	}
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "/" + key
 }
 
 // show renders a value compactly; strings still holding ${...} are only

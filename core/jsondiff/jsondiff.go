@@ -1,0 +1,100 @@
+// Package jsondiff compares two JSON values (decoded as map[string]any,
+// []any and scalars) and lists the differences as JSON pointers. The plan
+// output and gcompose diff both use it.
+package jsondiff
+
+import (
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Op of a change.
+type Op string
+
+const (
+	Added   Op = "added"
+	Removed Op = "removed"
+	Changed Op = "changed"
+)
+
+// Change is one field that differs: Path is a JSON pointer into the
+// resource (e.g. /config/content).
+type Change struct {
+	Op   Op     `json:"op"`
+	Path string `json:"path"`
+	From any    `json:"from,omitempty"`
+	To   any    `json:"to,omitempty"`
+}
+
+// Values compares two JSON values (maps, arrays, scalars) below path and
+// returns the differences, sorted by path. Maps are compared key by key;
+// arrays element by element (a length change adds or removes the tail).
+func Values(path string, a, b any) []Change {
+	var out []Change
+	walk(path, a, b, &out)
+	return out
+}
+
+func walk(path string, a, b any, out *[]Change) {
+	switch {
+	case a == nil && b == nil:
+		return
+	case a == nil:
+		*out = append(*out, Change{Op: Added, Path: path, To: b})
+		return
+	case b == nil:
+		*out = append(*out, Change{Op: Removed, Path: path, From: a})
+		return
+	}
+	ma, okA := a.(map[string]any)
+	mb, okB := b.(map[string]any)
+	if okA && okB {
+		keys := map[string]bool{}
+		for k := range ma {
+			keys[k] = true
+		}
+		for k := range mb {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			walk(path+"/"+escape(k), ma[k], mb[k], out)
+		}
+		return
+	}
+	la, okA := a.([]any)
+	lb, okB := b.([]any)
+	if okA && okB {
+		for i := 0; i < len(la) || i < len(lb); i++ {
+			var x, y any
+			if i < len(la) {
+				x = la[i]
+			}
+			if i < len(lb) {
+				y = lb[i]
+			}
+			if i >= len(la) {
+				*out = append(*out, Change{Op: Added, Path: path + "/" + strconv.Itoa(i), To: y})
+			} else if i >= len(lb) {
+				*out = append(*out, Change{Op: Removed, Path: path + "/" + strconv.Itoa(i), From: x})
+			} else {
+				walk(path+"/"+strconv.Itoa(i), x, y, out)
+			}
+		}
+		return
+	}
+	if !reflect.DeepEqual(a, b) {
+		*out = append(*out, Change{Op: Changed, Path: path, From: a, To: b})
+	}
+}
+
+// escape a JSON pointer token (RFC 6901).
+func escape(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
