@@ -495,30 +495,42 @@ func TestSingleMemberRestart(t *testing.T) {
 	c := etcdtest.Start(t)
 	s := open(t, c, "/restart", func(cfg *etcd.Config) { cfg.LockTTL = 15 * time.Second })
 	l := mustLock(t, s, "app")
-	const n = 150
+	// The writer applies until told to stop, so Applies are in flight for the
+	// whole time the member is down, however fast the machine is.
+	stop := make(chan struct{})
 	errc := make(chan error, 1)
-	progress := make(chan int, n)
+	var applied atomic.Int64
 	go func() {
-		for i := range n {
-			if err := s.Apply(ctx, l, state.Put(statetest.Res(fmt.Sprintf("r%03d", i), i))); err != nil {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				errc <- nil
+				return
+			default:
+			}
+			if err := s.Apply(ctx, l, state.Put(statetest.Res(fmt.Sprintf("r%05d", i), i))); err != nil {
 				errc <- fmt.Errorf("apply %d: %w", i, err)
 				return
 			}
-			progress <- i
+			applied.Add(1)
 		}
-		errc <- nil
 	}()
-	for len(progress) < 30 {
+	for applied.Load() < 30 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	c.Members[0].Kill()
 	time.Sleep(time.Second)
 	c.Members[0].Restart(t)
+	for before := applied.Load(); applied.Load() < before+10; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
+	n := int(applied.Load())
 	d := mustLoad(t, s, "app")
-	if d.Serial != n || len(d.Resources) != n {
+	if d.Serial != uint64(n) || len(d.Resources) != n {
 		t.Fatalf("serial %d, %d resources; want %d", d.Serial, len(d.Resources), n)
 	}
 	t.Logf("%d requests retried while the member was down", s.Stats().Retries)
