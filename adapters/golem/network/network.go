@@ -78,13 +78,6 @@ func identityOf(req *sdk.Request) Identity {
 	return Identity{NetworkID: id}
 }
 
-func desired(req *sdk.Request) string {
-	if req.Gcompose != nil && req.Gcompose.Desired != "" {
-		return req.Gcompose.Desired
-	}
-	return protocol.Present
-}
-
 func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error) {
 	var cfg Config
 	if err := req.DecodeConfig(&cfg); err != nil {
@@ -110,7 +103,7 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 	if cur != nil {
 		ident["network_id"] = cur.ID
 	}
-	if desired(req) == protocol.Absent {
+	if req.Desired() == protocol.Absent {
 		if cur == nil {
 			return &protocol.StateResult{Status: protocol.Valid}, nil
 		}

@@ -82,13 +82,6 @@ func decode(req *sdk.Request) (Config, error) {
 	return cfg, nil
 }
 
-func desired(req *sdk.Request) string {
-	if req.Gcompose != nil && req.Gcompose.Desired != "" {
-		return req.Gcompose.Desired
-	}
-	return protocol.Present
-}
-
 func allocationID(req *sdk.Request) string {
 	id, _ := req.Persisted().Identity["allocation_id"].(string)
 	return id
@@ -129,7 +122,7 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 	if err != nil {
 		return nil, err
 	}
-	if desired(req) == protocol.Absent {
+	if req.Desired() == protocol.Absent {
 		if alloc == nil && c == nil {
 			return &protocol.StateResult{Status: protocol.Valid}, nil
 		}

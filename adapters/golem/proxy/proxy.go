@@ -123,13 +123,6 @@ func decode(req *sdk.Request) (Config, error) {
 	return cfg, nil
 }
 
-func desired(req *sdk.Request) string {
-	if req.Gcompose != nil && req.Gcompose.Desired != "" {
-		return req.Gcompose.Desired
-	}
-	return protocol.Present
-}
-
 // chosen are the local ports picked before (identity "ports": key -> port).
 func chosen(req *sdk.Request) map[string]int {
 	out := map[string]int{}
@@ -177,7 +170,7 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 	if err != nil {
 		return nil, err
 	}
-	if desired(req) == protocol.Absent {
+	if req.Desired() == protocol.Absent {
 		if c == nil {
 			return &protocol.StateResult{Status: protocol.Valid}, nil
 		}

@@ -103,13 +103,6 @@ type staleState struct {
 	Previous string `json:"previous_ip,omitempty"`
 }
 
-func desired(req *sdk.Request) string {
-	if req.Gcompose != nil && req.Gcompose.Desired != "" {
-		return req.Gcompose.Desired
-	}
-	return protocol.Present
-}
-
 // observed is what exists of a resource's rental.
 type observed struct {
 	activity  yagna.StateName // "" when missing
@@ -187,7 +180,7 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 	if err != nil {
 		return nil, fmt.Errorf("service %s: %w", req.Name, err)
 	}
-	if desired(req) == protocol.Absent {
+	if req.Desired() == protocol.Absent {
 		if !o.anything() {
 			return &protocol.StateResult{Status: protocol.Valid}, nil
 		}
