@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,7 +103,19 @@ resources:
 		}
 		return out.String(), errb.String()
 	}
+	// docker-compose run creates the file's default network (a fixed name,
+	// shared with the devnet service); remove it afterwards unless it was
+	// there before the test, so the test leaves nothing behind.
+	cli := testimage.Client(t)
+	const composeNetwork = "gcompose-devnet"
+	_, netErr := cli.NetworkInspect(ctx, composeNetwork, network.InspectOptions{})
+	hadNetwork := netErr == nil
 	t.Cleanup(func() {
+		if !hadNetwork {
+			if err := cli.NetworkRemove(ctx, composeNetwork); err != nil && !client.IsErrNotFound(err) {
+				t.Errorf("removing the network %s that docker-compose run created: %v", composeNetwork, err)
+			}
+		}
 		if ids := testimage.ContainersLabelled(t, ctx, "com.docker.compose.project", project); len(ids) > 0 {
 			t.Errorf("compose containers left behind: %v", ids)
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -56,6 +57,26 @@ type env struct {
 	bin      string
 	dir      string
 	srv      *devnet.Server
+	// devnetLog is everything the devnet logged: searched for the app key.
+	devnetLog *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the devnet's concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Contains(x string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Contains(s.b.Bytes(), []byte(x))
 }
 
 var unsafe = regexp.MustCompile(`[^a-z0-9]+`)
@@ -88,7 +109,9 @@ func start(t *testing.T, cfg devnet.Config) *env {
 			{Name: "large", Count: 3, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}},
 		}
 	}
-	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: appKey, Docker: docker})
+	devnetLog := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, devnetLog), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: appKey, Docker: docker, Logger: logger})
 	if err != nil {
 		t.Fatalf("devnet.New: %v", err)
 	}
@@ -113,7 +136,7 @@ func start(t *testing.T, cfg devnet.Config) *env {
 		checked.ServeHTTP(w, r)
 	})}
 	go func() { _ = hs.Serve(ln) }()
-	e := &env{t: t, url: "http://" + ln.Addr().String(), docker: docker, instance: cfg.Instance, app: cfg.Instance,
+	e := &env{devnetLog: devnetLog, t: t, url: "http://" + ln.Addr().String(), docker: docker, instance: cfg.Instance, app: cfg.Instance,
 		state: filepath.Join(t.TempDir(), "state"), bin: bin, dir: t.TempDir(), srv: srv}
 	e.yc = yagna.New(e.url, appKey)
 	t.Cleanup(func() {
@@ -165,6 +188,9 @@ func (e *env) settle(ctx context.Context) {
 // the long-lived containers that docker inspect shows (env, args, labels).
 func (e *env) noKeyLeak(ctx context.Context) {
 	e.t.Helper()
+	if e.devnetLog.Contains(appKey) {
+		e.t.Errorf("the devnet's log holds the app key")
+	}
 	err := filepath.WalkDir(e.state, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
