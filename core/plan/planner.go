@@ -368,7 +368,7 @@ func (p *Planner) planRefresh(ctx context.Context, app, name string, old *state.
 	obs.put(name, &observed{config: old.Config, answer: ans, desired: protocol.Present, outputs: ans.State})
 	if ans.Status == protocol.Valid {
 		s.After = ans.State
-		if !reflect.DeepEqual(normalizeJSON(ans.State), normalizeJSON(old.State)) {
+		if !SameJSON(ans.State, old.State) {
 			s.Drift = "changed"
 			s.Reason = "outputs changed: " + strings.Join(diffKeys(old.State, ans.State), ", ")
 		}
@@ -410,8 +410,74 @@ func normalizeJSON(v any) any {
 	return out
 }
 
-// SameJSON reports whether two trees are equal as JSON.
-func SameJSON(a, b any) bool { return reflect.DeepEqual(normalizeJSON(a), normalizeJSON(b)) }
+// SameJSON reports whether two trees are equal as JSON: numbers compare by
+// value whatever their Go type (1 from YAML equals 1.0 from a state file).
+// It walks the common decoded shapes directly, because a re-deploy compares
+// every resource's config and outputs and a JSON round trip for each was a
+// tenth of its time; anything else falls back to the round trip.
+func SameJSON(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return ok && len(x) == 0 && len(y) == 0
+		}
+		for k, v := range x {
+			w, found := y[k]
+			if !found || !SameJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !SameJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	return reflect.DeepEqual(normalizeJSON(a), normalizeJSON(b))
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
 
 // diffKeys lists the top-level keys whose values differ.
 func diffKeys(a, b map[string]any) []string {
