@@ -22,7 +22,7 @@ type Options struct {
 	// Env looks up ${env.NAME}; nil means the process environment.
 	Env func(string) (string, bool)
 	// AppID is the value of ${app.id}; when empty, ${app.id} is kept for
-	// apply time (Bind asks Outputs("app") for "id").
+	// apply time (the engine gives it: the state lineage, core/plan.OutputRef).
 	AppID string
 	// ReadFile reads a descriptor file to place a reference's column exactly
 	// (quoted scalars, escapes); nil means os.ReadFile. Failing reads only
@@ -57,7 +57,7 @@ type Node struct {
 	// substituted and runtime references kept as ${...} templates in
 	// canonical form (${services.db.network_node.ip}). Every string in Spec
 	// is in template form: a literal "${" (written "$${" by the user) stays
-	// "$${", so evaluating the whole Spec at apply time (Node.Bind, or
+	// "$${", so evaluating the whole Spec at apply time (core/plan.ResolveConfig, or
 	// expr.EvalTree with your own lookup) gives the right text. For a service,
 	// "payload" holds the payload's subtree (with its "name") instead of its
 	// name, and "instances" is left out: an instance's spec does not change
