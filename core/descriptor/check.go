@@ -173,11 +173,11 @@ func checkServices(a *App, nets map[string]*netInfo, ds *source.Diagnostics) {
 		s := a.Services[name]
 		base := pointer("services", name)
 		if _, ok := a.Payloads[s.Payload]; !ok {
-			ds.Errorf(a.Pos(base+"/payload"), "service %s: payload %q is not defined%s", name, s.Payload, suggest(s.Payload, sortedKeys(a.Payloads)))
+			ds.Errorf(a.Pos(base+"/payload"), "service %s: payload %q is not defined%s", name, s.Payload, source.Suggest(s.Payload, sortedKeys(a.Payloads)))
 		}
 		if s.Network != "" {
 			if _, ok := a.Networks[s.Network]; !ok {
-				ds.Errorf(a.Pos(base+"/network"), "service %s: network %q is not defined%s", name, s.Network, suggest(s.Network, sortedKeys(a.Networks)))
+				ds.Errorf(a.Pos(base+"/network"), "service %s: network %q is not defined%s", name, s.Network, source.Suggest(s.Network, sortedKeys(a.Networks)))
 			}
 		}
 		if s.Instances < 1 {
@@ -262,7 +262,7 @@ func checkResources(a *App, ds *source.Diagnostics) {
 			dep := r.Dependencies[alias]
 			at := a.Pos(base + "/dependencies/" + pointerEscape(alias))
 			if _, ok := a.Resources[dep]; !ok {
-				ds.Errorf(at, "resource %s: dependency %s names resource %q, which is not defined%s", name, alias, dep, suggest(dep, sortedKeys(a.Resources)))
+				ds.Errorf(at, "resource %s: dependency %s names resource %q, which is not defined%s", name, alias, dep, source.Suggest(dep, sortedKeys(a.Resources)))
 			} else if dep == name {
 				ds.Errorf(at, "resource %s depends on itself", name)
 			}

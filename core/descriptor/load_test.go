@@ -195,11 +195,6 @@ func TestHelpers(t *testing.T) {
 			t.Errorf("checkImageRef(%q) = %q, want %q", ref, got, want)
 		}
 	}
-	for a, want := range map[[2]string]int{{"rnu", "run"}: 1, {"netwrok", "network"}: 1, {"", "abc"}: 3, {"kitten", "sitting"}: 3} {
-		if got := editDistance(a[0], a[1]); got != want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", a[0], a[1], got, want)
-		}
-	}
 	ports := map[string]PortMapping{"80": {Remote: 80}, "8080:80": {Local: 8080, Remote: 80}, " 443 ": {Remote: 443}}
 	for in, want := range ports {
 		if got, msg := ParsePortMapping(in); got != want || msg != "" {

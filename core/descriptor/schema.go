@@ -242,59 +242,9 @@ func (sv *schemaValidator) knownKeys(schemaURL string) []string {
 
 // unknownHint suggests the key meant, or lists the keys allowed.
 func unknownHint(p problem) string {
-	hint := suggest(p.unknown, p.known)
+	hint := source.Suggest(p.unknown, p.known)
 	if hint == "" && len(p.known) > 0 {
 		hint = "; allowed here: " + strings.Join(p.known, ", ")
 	}
 	return hint
-}
-
-// suggest returns ` (did you mean "x"?)` for the known key closest to an
-// unknown one, when one is close enough to be a typo.
-func suggest(unknown string, known []string) string {
-	best, bestD := "", -1
-	for _, k := range known {
-		d := editDistance(strings.ToLower(unknown), strings.ToLower(k))
-		if bestD < 0 || d < bestD {
-			best, bestD = k, d
-		}
-	}
-	limit := 2
-	if len(unknown) <= 4 {
-		limit = 1
-	}
-	if bestD < 0 || bestD > limit && !(len(unknown) >= 3 && (strings.HasPrefix(best, unknown) || strings.HasPrefix(unknown, best))) {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the optimal string alignment distance between a and b:
-// insertions, deletions, substitutions and swaps of neighbours cost 1.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return max(len(ra), len(rb)) // not a typo of a key; keep the work bounded
-	}
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }

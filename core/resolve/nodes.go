@@ -198,7 +198,7 @@ func (rv *resolver) addStructuralEdges() {
 			ptr := pointer("services", name, "depends_on", strconv.Itoa(i))
 			targets, ok := rv.services[dep]
 			if !ok {
-				rv.errorf(rv.app.Pos(ptr), "service %q: depends_on %q names no service%s", name, dep, suggest(dep, sortedKeys(rv.app.Services)))
+				rv.errorf(rv.app.Pos(ptr), "service %q: depends_on %q names no service%s", name, dep, source.Suggest(dep, sortedKeys(rv.app.Services)))
 				continue
 			}
 			for _, n := range from {

@@ -3,6 +3,7 @@ package resolve
 import (
 	"errors"
 	"fmt"
+	"github.com/gcompose/gcompose/core/source"
 	"strconv"
 	"strings"
 
@@ -210,7 +211,7 @@ func (rv *resolver) lookup(sc *scope, ptr, s string, r expr.Ref) (v any, known b
 		}
 		val, ok := rv.opts.Vars[p[1].Name]
 		if !ok {
-			return nil, false, "", fmt.Errorf("variable %q is not set: pass --var %s=VALUE or a --var-file%s", p[1].Name, p[1].Name, suggest(p[1].Name, sortedKeys(rv.opts.Vars)))
+			return nil, false, "", fmt.Errorf("variable %q is not set: pass --var %s=VALUE or a --var-file%s", p[1].Name, p[1].Name, source.Suggest(p[1].Name, sortedKeys(rv.opts.Vars)))
 		}
 		return val, true, "", nil
 	case "env":
@@ -244,7 +245,7 @@ func (rv *resolver) lookup(sc *scope, ptr, s string, r expr.Ref) (v any, known b
 		}
 		return sc.node.Index, true, "", nil
 	default:
-		return nil, false, "", fmt.Errorf("unknown reference root %q%s; references start with %s", root, suggest(root, referenceRoots()), strings.Join(referenceRoots(), ", "))
+		return nil, false, "", fmt.Errorf("unknown reference root %q%s; references start with %s", root, source.Suggest(root, referenceRoots()), strings.Join(referenceRoots(), ", "))
 	}
 }
 
@@ -259,7 +260,7 @@ func suggestPath(p []expr.Step, known []string) string {
 	if len(p) < 2 || p[1].IsIndex {
 		return ""
 	}
-	return suggest(p[1].Name, known)
+	return source.Suggest(p[1].Name, known)
 }
 
 // entryName checks p[1] names an entry of m and returns it with the rest of
@@ -270,7 +271,7 @@ func entryName[V any](p []expr.Step, what string, m map[string]V) (string, []exp
 	}
 	name := p[1].Name
 	if _, ok := m[name]; !ok {
-		return "", nil, fmt.Errorf("no %s named %q%s", what, name, suggest(name, sortedKeys(m)))
+		return "", nil, fmt.Errorf("no %s named %q%s", what, name, source.Suggest(name, sortedKeys(m)))
 	}
 	return name, p[2:], nil
 }
@@ -313,7 +314,7 @@ func (rv *resolver) runtime(sc *scope, ptr, s string, r expr.Ref, target, what s
 	field := expr.PathString(rest)
 	if len(subs) > 0 {
 		if len(rest) > 1 && !rest[1].IsIndex && !contains(subs, rest[1].Name) {
-			return nil, false, "", fmt.Errorf("%s output %s has no field %q%s; it has %s", what, rest[0].Name, rest[1].Name, suggest(rest[1].Name, subs), strings.Join(subs, ", "))
+			return nil, false, "", fmt.Errorf("%s output %s has no field %q%s; it has %s", what, rest[0].Name, rest[1].Name, source.Suggest(rest[1].Name, subs), strings.Join(subs, ", "))
 		}
 	}
 	if sc.node == nil {
@@ -343,7 +344,7 @@ func (rv *resolver) static(sc *scope, label, base string, rest []expr.Step, runt
 				if i == 0 {
 					known = append(known, runtimeFields...)
 				}
-				return nil, false, "", fmt.Errorf("%s has no field %q%s", labelOf(label, rest[:i]), st.Name, suggest(st.Name, known))
+				return nil, false, "", fmt.Errorf("%s has no field %q%s", labelOf(label, rest[:i]), st.Name, source.Suggest(st.Name, known))
 			}
 			cur, ptr = v, ptr+"/"+expr.EscapePointer(st.Name)
 		case []any:

@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"fmt"
+	"github.com/gcompose/gcompose/core/source"
 	"path/filepath"
 	"strings"
 
@@ -21,7 +22,7 @@ func (rv *resolver) lookupSecret(p []expr.Step) (any, bool, string, error) {
 	s, ok := rv.app.Secrets[name]
 	if !ok {
 		return nil, false, "", fmt.Errorf("no secret named %q is declared%s: declare it under secrets: (%s: {env: VARIABLE} or {file: PATH})",
-			name, suggest(name, sortedKeys(rv.app.Secrets)), name)
+			name, source.Suggest(name, sortedKeys(rv.app.Secrets)), name)
 	}
 	var val string
 	switch {
