@@ -3,12 +3,12 @@ package resolve
 import (
 	"errors"
 	"fmt"
-	"github.com/gcompose/gcompose/core/source"
 	"strconv"
 	"strings"
 
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/graph"
+	"github.com/gcompose/gcompose/core/source"
 )
 
 // scope is where a value is resolved: inside a node (nil for meta), and the

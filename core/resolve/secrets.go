@@ -2,11 +2,11 @@ package resolve
 
 import (
 	"fmt"
-	"github.com/gcompose/gcompose/core/source"
 	"path/filepath"
 	"strings"
 
 	"github.com/gcompose/gcompose/core/expr"
+	"github.com/gcompose/gcompose/core/source"
 )
 
 // lookupSecret resolves ${secret.NAME}: the value of the secret declared
