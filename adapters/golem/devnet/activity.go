@@ -112,11 +112,7 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) activityOr404(w http.ResponseWriter, id string) (*activity, bool) {
-	a, ok := s.activities[id]
-	if !ok {
-		writeError(w, http.StatusNotFound, "activity %s not found", id)
-	}
-	return a, ok
+	return find(w, s.activities, "activity", id)
 }
 
 func (s *Server) destroyActivity(w http.ResponseWriter, r *http.Request) {

@@ -577,11 +577,7 @@ func (s *Server) agreementJSON(a *agreement) map[string]any {
 }
 
 func (s *Server) agreementOr404(w http.ResponseWriter, id string) (*agreement, bool) {
-	a, ok := s.agreements[id]
-	if !ok {
-		writeError(w, http.StatusNotFound, "agreement %s not found", id)
-	}
-	return a, ok
+	return find(w, s.agreements, "agreement", id)
 }
 
 func (s *Server) getAgreement(w http.ResponseWriter, r *http.Request) {

@@ -163,11 +163,7 @@ func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) networkOr404(w http.ResponseWriter, id string) (*vpn, bool) {
-	v, ok := s.networks[id]
-	if !ok {
-		writeError(w, http.StatusNotFound, "network %s not found", id)
-	}
-	return v, ok
+	return find(w, s.networks, "network", id)
 }
 
 func (s *Server) getNetwork(w http.ResponseWriter, r *http.Request) {

@@ -193,11 +193,7 @@ func (s *Server) listAllocations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) allocationOr404(w http.ResponseWriter, id string) (*allocation, bool) {
-	a, ok := s.allocations[id]
-	if !ok {
-		writeError(w, http.StatusNotFound, "allocation %s not found", id)
-	}
-	return a, ok
+	return find(w, s.allocations, "allocation", id)
 }
 
 func (s *Server) getAllocation(w http.ResponseWriter, r *http.Request) {
@@ -311,24 +307,14 @@ func (s *Server) invoiceJSON(i *invoice) map[string]any {
 func (s *Server) listDebitNotes(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	list := make([]*debitNote, 0, len(s.debitNotes))
-	for _, d := range s.debitNotes {
-		list = append(list, d)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].created.Before(list[j].created) })
-	out := []map[string]any{}
-	for _, d := range list {
-		out = append(out, s.debitNoteJSON(d))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, byCreation(s.debitNotes, func(d *debitNote) time.Time { return d.created }, s.debitNoteJSON))
 }
 
 func (s *Server) getDebitNote(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, ok := s.debitNotes[r.PathValue("id")]
+	d, ok := find(w, s.debitNotes, "debit note", r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "debit note %s not found", r.PathValue("id"))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.debitNoteJSON(d))
@@ -374,9 +360,8 @@ func (s *Server) acceptDebitNote(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, ok := s.debitNotes[r.PathValue("id")]
+	d, ok := find(w, s.debitNotes, "debit note", r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "debit note %s not found", r.PathValue("id"))
 		return
 	}
 	if d.status == "ACCEPTED" {
@@ -400,24 +385,14 @@ func (s *Server) acceptDebitNote(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	list := make([]*invoice, 0, len(s.invoices))
-	for _, i := range s.invoices {
-		list = append(list, i)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].created.Before(list[j].created) })
-	out := []map[string]any{}
-	for _, i := range list {
-		out = append(out, s.invoiceJSON(i))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, byCreation(s.invoices, func(i *invoice) time.Time { return i.created }, s.invoiceJSON))
 }
 
 func (s *Server) getInvoice(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.invoices[r.PathValue("id")]
+	i, ok := find(w, s.invoices, "invoice", r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "invoice %s not found", r.PathValue("id"))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.invoiceJSON(i))
@@ -430,9 +405,8 @@ func (s *Server) acceptInvoice(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.invoices[r.PathValue("id")]
+	i, ok := find(w, s.invoices, "invoice", r.PathValue("id"))
 	if !ok {
-		writeError(w, http.StatusNotFound, "invoice %s not found", r.PathValue("id"))
 		return
 	}
 	if i.status == "ACCEPTED" || i.status == "SETTLED" {
