@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"testing"
+
+	"github.com/gcompose/gcompose/internal/benchmetrics"
 )
 
 // wide: one root and n-1 vertices depending on it. deep: a chain of n.
@@ -42,13 +44,13 @@ func BenchmarkWalk10k(b *testing.B) {
 			g := benchGraph(b, shape, 10000)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := cpuNow()
+			cpu := benchmetrics.CPU()
 			for i := 0; i < b.N; i++ {
 				if _, err := Walk(context.Background(), g, 10, false, func(context.Context, string) error { return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}
-			reportCPU(b, cpu)
+			benchmetrics.ReportCPU(b, cpu)
 		})
 	}
 }
@@ -57,7 +59,7 @@ func BenchmarkTopoAndCycles10k(b *testing.B) {
 	g := benchGraph(b, "mixed", 10000)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := benchmetrics.CPU()
 	for i := 0; i < b.N; i++ {
 		if _, err := g.TopoOrder(); err != nil {
 			b.Fatal(err)
@@ -66,5 +68,5 @@ func BenchmarkTopoAndCycles10k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	reportCPU(b, cpu)
+	benchmetrics.ReportCPU(b, cpu)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gcompose/gcompose/core/descriptor"
+	"github.com/gcompose/gcompose/internal/benchmetrics"
 )
 
 // genApp builds n services, each (but the first) with two runtime
@@ -38,7 +39,7 @@ func BenchmarkResolve10kServices20kRefs(b *testing.B) {
 	app := genApp(10000)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := benchmetrics.CPU()
 	for i := 0; i < b.N; i++ {
 		r, diags := Resolve(app, Options{})
 		if diags.HasErrors() {
@@ -48,7 +49,7 @@ func BenchmarkResolve10kServices20kRefs(b *testing.B) {
 			b.Fatalf("edges = %d", r.Edges)
 		}
 	}
-	reportCPU(b, cpu)
+	benchmetrics.ReportCPU(b, cpu)
 }
 
 // The whole validate path on a generated file: load (parse, schema,
@@ -69,7 +70,7 @@ func BenchmarkLoadAndResolve10k(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuNow()
+	cpu := benchmetrics.CPU()
 	for i := 0; i < b.N; i++ {
 		app, diags := descriptor.Load(context.Background(), descriptor.Options{}, path)
 		if diags.HasErrors() {
@@ -79,6 +80,6 @@ func BenchmarkLoadAndResolve10k(b *testing.B) {
 			b.Fatal(diags)
 		}
 	}
-	reportCPU(b, cpu)
-	reportPeakRSS(b)
+	benchmetrics.ReportCPU(b, cpu)
+	benchmetrics.ReportPeakRSS(b)
 }
