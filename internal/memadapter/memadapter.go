@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,10 +90,10 @@ func (a *Adapter) State(ctx context.Context, c plan.Call, desired string) (*prot
 		return stale(protocol.ChangeCreate, "create", "does not exist", nil), nil
 	}
 	cfg := configOf(obj)
-	if !reflect.DeepEqual(normalize(cfg), normalize(c.Config)) {
+	if !plan.SameJSON(cfg, c.Config) {
 		var forces []string
 		for _, k := range a.Rebuild {
-			if !reflect.DeepEqual(normalize(cfg[k]), normalize(c.Config[k])) {
+			if !plan.SameJSON(cfg[k], c.Config[k]) {
 				forces = append(forces, "/"+k)
 			}
 		}
@@ -149,11 +148,4 @@ func configOf(obj map[string]any) map[string]any {
 	delete(cfg, "id")
 	delete(cfg, "generation")
 	return cfg
-}
-
-func normalize(v any) any {
-	b, _ := json.Marshal(v)
-	var out any
-	_ = json.Unmarshal(b, &out)
-	return out
 }
