@@ -253,7 +253,7 @@ func (r *run) converge(ctx context.Context, want *plan.Resource, step *plan.Step
 		}
 		old = nil
 	}
-	call := plan.Call{App: r.in.App, Name: want.Name, Type: want.Type, Config: cfg, Persisted: persisted(old)}
+	call := plan.Call{App: r.in.App, Name: want.Name, Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
 	ans := r.obs.Reuse(want.Name, cfg, protocol.Present)
 	if ans == nil {
 		r.emit(Event{Resource: want.Name, Phase: PhaseState})
@@ -308,7 +308,7 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 				res.Identity = map[string]any{}
 			}
 			maps.Copy(res.Identity, out.Identity)
-			call.Persisted = persisted(res)
+			call.Persisted = plan.PersistedOf(res)
 			if perr := r.put(ctx, res); perr != nil && err == nil {
 				err = perr
 			}
@@ -349,7 +349,7 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource) (bool, error
 	if !caps.Destroy {
 		return true, r.forget(ctx, old.Name)
 	}
-	call := plan.Call{App: r.in.App, Name: old.Name, Type: old.Type, Config: old.Config, Persisted: persisted(old)}
+	call := plan.Call{App: r.in.App, Name: old.Name, Type: old.Type, Config: old.Config, Persisted: plan.PersistedOf(old)}
 	ans := r.obs.Reuse(old.Name, old.Config, protocol.Absent)
 	if ans == nil {
 		r.emit(Event{Resource: old.Name, Phase: PhaseState})
@@ -385,9 +385,9 @@ func (r *run) resolve(ctx context.Context, want *plan.Resource) (map[string]any,
 			return cfg, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("waited %s for %s: the dependency never reported that output", timeout, unknownText(unknown))
+			return nil, fmt.Errorf("waited %s for %s: the dependency never reported that output", timeout, plan.UnknownText(unknown))
 		}
-		r.emit(Event{Resource: want.Name, Phase: PhaseWait, Message: "waiting for " + unknownText(unknown)})
+		r.emit(Event{Resource: want.Name, Phase: PhaseWait, Message: "waiting for " + plan.UnknownText(unknown)})
 		if err := r.requery(ctx, unknown); err != nil {
 			return nil, err
 		}
@@ -413,7 +413,7 @@ func (r *run) requery(ctx context.Context, unknown []expr.Unknown) error {
 		if dep == nil {
 			return fmt.Errorf("%s: %s is not deployed", u.Ref.Text(), name)
 		}
-		ans, err := r.e.Adapters.State(ctx, plan.Call{App: r.in.App, Name: name, Type: dep.Type, Config: dep.Config, Persisted: persisted(dep)}, protocol.Present)
+		ans, err := r.e.Adapters.State(ctx, plan.Call{App: r.in.App, Name: name, Type: dep.Type, Config: dep.Config, Persisted: plan.PersistedOf(dep)}, protocol.Present)
 		if err != nil {
 			return fmt.Errorf("asking %s for %s: %w", name, u.Ref.Text(), err)
 		}
@@ -422,30 +422,6 @@ func (r *run) requery(ctx context.Context, unknown []expr.Unknown) error {
 		}
 	}
 	return nil
-}
-
-func unknownText(u []expr.Unknown) string {
-	seen := map[string]bool{}
-	s := ""
-	for _, x := range u {
-		t := x.Ref.Text()
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		if s != "" {
-			s += ", "
-		}
-		s += t
-	}
-	return s
-}
-
-func persisted(r *state.Resource) *protocol.Persisted {
-	if r == nil {
-		return nil
-	}
-	return &protocol.Persisted{State: r.State, Identity: r.Identity, Config: r.Config}
 }
 
 func activeResource(want *plan.Resource, cfg map[string]any, ans *protocol.StateResult, old *state.Resource) *state.Resource {

@@ -206,7 +206,8 @@ func keepKnown(names []string, known map[string]*state.Resource) []string {
 	return out
 }
 
-func persistedOf(r *state.Resource) *protocol.Persisted {
+// PersistedOf is what an adapter is told of a resource's persisted state.
+func PersistedOf(r *state.Resource) *protocol.Persisted {
 	if r == nil {
 		return nil
 	}
@@ -230,7 +231,7 @@ func (p *Planner) planPresent(ctx context.Context, app string, r *Resource, old 
 	}
 	if len(unknown) > 0 {
 		s.KnownAfterApply = true
-		s.Reason = "inputs known after apply: " + unknownList(unknown)
+		s.Reason = "inputs known after apply: " + UnknownText(unknown)
 		if old == nil {
 			s.Op = Create
 		} else {
@@ -241,7 +242,7 @@ func (p *Planner) planPresent(ctx context.Context, app string, r *Resource, old 
 	if _, err := p.Adapters.Describe(ctx, r.Type, r.Name); err != nil {
 		return s, err
 	}
-	ans, err := p.Adapters.State(ctx, Call{App: app, Name: r.Name, Type: r.Type, Config: cfg, Persisted: persistedOf(old)}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app, Name: r.Name, Type: r.Type, Config: cfg, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
 		return s, err
 	}
@@ -334,7 +335,7 @@ func (p *Planner) planAbsent(ctx context.Context, app, name string, old *state.R
 	if mode == Refresh {
 		return p.planRefresh(ctx, app, name, old, obs)
 	}
-	ans, err := p.Adapters.State(ctx, Call{App: app, Name: name, Type: old.Type, Config: old.Config, Persisted: persistedOf(old)}, protocol.Absent)
+	ans, err := p.Adapters.State(ctx, Call{App: app, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Absent)
 	if err != nil {
 		return s, err
 	}
@@ -361,7 +362,7 @@ func (p *Planner) planAbsent(ctx context.Context, app, name string, old *state.R
 // recorded, without planning any change to it (gcompose refresh).
 func (p *Planner) planRefresh(ctx context.Context, app, name string, old *state.Resource, obs *Observations) (*Step, error) {
 	s := &Step{Resource: name, Type: old.Type, Before: old.State, Op: NoOp}
-	ans, err := p.Adapters.State(ctx, Call{App: app, Name: name, Type: old.Type, Config: old.Config, Persisted: persistedOf(old)}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
 		return s, err
 	}
@@ -382,7 +383,9 @@ func (p *Planner) planRefresh(ctx context.Context, app, name string, old *state.
 	return s, nil
 }
 
-func unknownList(u []expr.Unknown) string {
+// UnknownText lists the distinct references not known yet, sorted:
+// "${a.state.x}, ${b.state.y}".
+func UnknownText(u []expr.Unknown) string {
 	seen := map[string]bool{}
 	var names []string
 	for _, x := range u {
