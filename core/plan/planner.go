@@ -129,7 +129,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, *Observations, err
 	// leave outputs as they were; apply finds out and skips the dependent.
 	outs := func(name string) (map[string]any, bool) {
 		if name == AppOutputs {
-			return appOutputs(in.App, doc.Lineage)
+			return AppOutputsOf(in.App, doc.Lineage)
 		}
 		s := stepOf(name)
 		if s != nil && (s.Op.Changes() || s.KnownAfterApply) {

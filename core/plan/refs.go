@@ -54,17 +54,14 @@ func OutputRef(r expr.Ref) (resource string, field []expr.Step, err error) {
 // id (the state lineage, stable for the application's whole history) and name.
 const AppOutputs = "app"
 
-// appOutputs returns the application's outputs, or false while it has no
+// AppOutputsOf returns the application's outputs, or false while it has no
 // lineage yet (nothing was ever written).
-func appOutputs(app, lineage string) (map[string]any, bool) {
+func AppOutputsOf(app, lineage string) (map[string]any, bool) {
 	if lineage == "" {
 		return nil, false
 	}
 	return map[string]any{"id": lineage, "name": app}, true
 }
-
-// AppOutputsOf is appOutputs for the executor.
-func AppOutputsOf(app, lineage string) (map[string]any, bool) { return appOutputs(app, lineage) }
 
 // lookupField finds a field path in an output tree.
 func lookupField(v any, path []expr.Step) (any, bool) {
