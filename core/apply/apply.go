@@ -174,7 +174,7 @@ func (r *run) collect(errs map[string]error) {
 				op = s.Op
 			}
 			r.res.Outcomes[name] = &Outcome{Resource: name, Op: op, Err: err}
-			r.emitLocked(Event{Resource: name, Phase: PhaseSkipped, Message: err.Error()})
+			r.emit(Event{Resource: name, Phase: PhaseSkipped, Message: err.Error()})
 		}
 	}
 }
@@ -188,7 +188,6 @@ func (r *run) emit(ev Event) {
 	}
 }
 
-func (r *run) emitLocked(ev Event) { r.emit(ev) }
 
 // outputsFor is the executor's view of a resource's outputs: what this run
 // produced or confirmed, else what planning observed, else what the state
