@@ -188,7 +188,6 @@ func (r *run) emit(ev Event) {
 	}
 }
 
-
 // outputsFor is the executor's view of a resource's outputs: what this run
 // produced or confirmed, else what planning observed, else what the state
 // holds for an Active resource whose step changes nothing.
