@@ -188,17 +188,15 @@ func (r *run) emit(ev Event) {
 	}
 }
 
-// outputsFor is the executor's view of a resource's outputs: what this run
-// produced or confirmed, else what planning observed, else what the state
-// holds for an Active resource whose step changes nothing.
+// outputsFor is the executor's view of a resource's outputs: only what this
+// run produced or confirmed. Every desired resource is converged before its
+// dependents start, so a dependency's outputs are always set by then; one
+// that failed has none, and its dependents are not started.
 func (r *run) outputsFor(name string) (map[string]any, bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	o, ok := r.outs[name]
-	r.mu.Unlock()
-	if ok {
-		return o, true
-	}
-	return nil, false
+	return o, ok
 }
 
 func (r *run) setOutputs(name string, o map[string]any) {
