@@ -10,11 +10,19 @@ const (
 	CallInit   = "init"
 	CallState  = "state"
 	CallAction = "action"
+	CallSweep  = "sweep"
+	CallCheck  = "check"
 )
 
 // ServeArg is the single argument a served adapter container is started
 // with (InitExt.Serve).
 const ServeArg = "serve"
+
+// SweepArg is the single argument of a one-shot sweep container.
+const SweepArg = "sweep"
+
+// CheckArg is the single argument of a one-shot check container.
+const CheckArg = "check"
 
 // CheckVersion tells whether gcompose can talk to an adapter that answered
 // init with protocol version v (0: a plain Deployster adapter, no extension).
@@ -63,15 +71,26 @@ type ServeRequest struct {
 	Call   string `json:"call"`
 	Action string `json:"action,omitempty"`
 	// Args are the args the one-shot container would have been run with.
-	Args    []string `json:"args,omitempty"`
-	Request Request  `json:"request"`
+	Args []string `json:"args,omitempty"`
+	// Stream says gcompose reads interim lines for this call: the adapter
+	// may report identity with {id, identity} lines before the response.
+	Stream  bool    `json:"stream,omitempty"`
+	Request Request `json:"request"`
 }
 
 // ServeResponse is one line a served adapter writes to stdout: Result (the
-// init or state answer) or Error, and an action's Stdout.
+// init or state answer) or Error, and an action's Stdout; or, before those,
+// an interim Identity report of a call whose request said Stream.
 type ServeResponse struct {
 	ID     uint64          `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  string          `json:"error,omitempty"`
 	Stdout string          `json:"stdout,omitempty"`
+	// Identity makes the line interim: identifying attributes the action
+	// reported while it runs (gcompose persists them at once); the call's
+	// response follows later.
+	Identity map[string]any `json:"identity,omitempty"`
 }
+
+// Interim says whether the line is an interim report, not the response.
+func (r *ServeResponse) Interim() bool { return r.Identity != nil }

@@ -5,7 +5,10 @@
 // answer carried one). docs/protocol.md is the prose version of this file.
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Version is the gcompose protocol version this build speaks.
 const Version = 1
@@ -47,7 +50,7 @@ type Request struct {
 type RequestExt struct {
 	Protocol int    `json:"protocol"`
 	App      string `json:"app,omitempty"`
-	// Call is "init", "state" or "action".
+	// Call is "init", "state", "action" or "sweep".
 	Call string `json:"call"`
 	// Action names the action being run, on action calls.
 	Action string `json:"action,omitempty"`
@@ -62,6 +65,16 @@ type RequestExt struct {
 	// environment, arguments or labels, never persisted or printed. This is
 	// how an adapter gets credentials such as YAGNA_APPKEY.
 	Env map[string]string `json:"env,omitempty"`
+	// Lineage is the stable ID of this application's state (${app.id}):
+	// an adapter tags what it creates with it, so that a sweep tells this
+	// state's objects from another's of the same app name.
+	Lineage string `json:"lineage,omitempty"`
+	// Operation is, on action calls, the operation gcompose durably
+	// recorded as pending just before the call: its ID is the idempotency
+	// key an adapter tags what it creates with.
+	Operation *Operation `json:"operation,omitempty"`
+	// Sweep is the sweep call's question (Call "sweep").
+	Sweep *SweepRequest `json:"sweep,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.
@@ -69,6 +82,68 @@ type Persisted struct {
 	State    map[string]any `json:"state,omitempty"`
 	Identity map[string]any `json:"identity,omitempty"`
 	Config   map[string]any `json:"config,omitempty"`
+	// Pending is an operation recorded on the resource but never completed
+	// (a killed or interrupted run, or the actions of this run that the
+	// state call verifies): the adapter should look for objects tagged with
+	// its ID and adopt them (report them in StateExt.Identity) or remove
+	// them.
+	Pending *Operation `json:"pending,omitempty"`
+}
+
+// Operation is a pending operation gcompose durably recorded before a call.
+// ID is the idempotency key: an adapter tags what it creates with it (where
+// the remote API allows) so that a later call finds it.
+type Operation struct {
+	ID string `json:"id"`
+	// Kind is ChangeCreate, ChangeUpdate, ChangeRebuild or ChangeDelete.
+	Kind string `json:"kind"`
+	// Action is the action's name.
+	Action    string    `json:"action,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// SweepRequest is the question of a sweep call: find what this adapter made
+// for the application that no state names, and terminate it (or only
+// report it).
+type SweepRequest struct {
+	// Known are every resource of this adapter type in the app's state.
+	Known []KnownResource `json:"known"`
+	// Terminate is false for a dry run: report only.
+	Terminate bool `json:"terminate"`
+}
+
+// KnownResource is one resource of the state, as a sweep sees it.
+type KnownResource struct {
+	Name     string         `json:"name"`
+	Identity map[string]any `json:"identity,omitempty"`
+	Pending  *Operation     `json:"pending,omitempty"`
+}
+
+// SweepResult is the sweep answer.
+type SweepResult struct {
+	Found []Orphan `json:"found"`
+}
+
+// Orphan actions.
+const (
+	OrphanTerminated = "terminated"
+	OrphanReported   = "reported"
+)
+
+// Orphan is one object a sweep found that no state names.
+type Orphan struct {
+	// Kind of object: "agreement", "activity", "allocation", "container", ...
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	// Lineage is the state lineage the object is tagged with, when known.
+	Lineage string `json:"lineage,omitempty"`
+	// Resource is the resource it was made for, when known.
+	Resource string `json:"resource,omitempty"`
+	// Action is OrphanTerminated or OrphanReported.
+	Action string `json:"action"`
+	// Detail is one line for people ("provider p-3, created 12:01:03 by
+	// operation 8f2…").
+	Detail string `json:"detail,omitempty"`
 }
 
 // InitResult is the init answer.
@@ -93,6 +168,43 @@ type InitExt struct {
 	// needs (e.g. YAGNA_API_URL, YAGNA_APPKEY); their values are sent in
 	// RequestExt.Env on every state and action call.
 	Env []string `json:"env,omitempty"`
+	// Sweep says the adapter answers sweep calls (see SweepRequest).
+	Sweep bool `json:"sweep,omitempty"`
+	// EnvRequired names the variables of Env the adapter cannot work
+	// without: gcompose refuses to plan when one is not set, in one line
+	// naming it, rather than running every resource's calls into the
+	// adapter's error.
+	EnvRequired []string `json:"env_required,omitempty"`
+	// Check says the adapter answers check calls (CheckResult): before
+	// planning, gcompose asks each such adapter type once whether it can
+	// work at all (an API reachable, its credentials accepted).
+	Check bool `json:"check,omitempty"`
+	// Summary says which outputs gcompose shows for the adapter's
+	// resources: the endpoints printed after a deploy and the columns of
+	// gcompose ps.
+	Summary *Summary `json:"summary,omitempty"`
+}
+
+// CheckResult is the check answer: OK, or the Problem in one line for
+// people ("yagna at http://127.0.0.1:7465 refused the app key (401)").
+type CheckResult struct {
+	OK      bool   `json:"ok"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// Summary names outputs people look for, each as a JSON pointer into a
+// resource's outputs (its VALID state). An output that is missing or not a
+// string or number is left blank.
+type Summary struct {
+	// URL is what a person opens: printed after a deploy as an endpoint.
+	URL string `json:"url,omitempty"`
+	// For points at an output holding the address of the resource the URL
+	// serves, when that is another one (a proxy in front of a service).
+	For string `json:"for,omitempty"`
+	// IP is the resource's address.
+	IP string `json:"ip,omitempty"`
+	// Provider is who runs it.
+	Provider string `json:"provider,omitempty"`
 }
 
 // PlugSpec is what an adapter asks to have mounted.

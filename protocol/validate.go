@@ -32,6 +32,8 @@ const (
 	MsgStateResult   = "state-result"
 	MsgServeRequest  = "serve-request"
 	MsgServeResponse = "serve-response"
+	MsgSweepResult   = "sweep-result"
+	MsgCheckResult   = "check-result"
 )
 
 // Validator checks protocol messages against the embedded schemas and
@@ -71,7 +73,7 @@ func NewValidator() (*Validator, error) {
 		printer:  message.NewPrinter(language.English),
 		configs:  map[[sha256.Size]byte]*jsonschema.Schema{},
 	}
-	for _, name := range []string{MsgRequest, MsgInitResult, MsgStateResult, MsgServeRequest, MsgServeResponse} {
+	for _, name := range []string{MsgRequest, MsgInitResult, MsgStateResult, MsgServeRequest, MsgServeResponse, MsgSweepResult, MsgCheckResult} {
 		s, err := c.Compile(SchemaBase + name + ".json")
 		if err != nil {
 			return nil, fmt.Errorf("compile schema %s.json: %w", name, err)
@@ -109,6 +111,16 @@ func (v *Validator) ValidateInitResult(data []byte) error {
 // ValidateStateResult checks a state answer.
 func (v *Validator) ValidateStateResult(data []byte) error {
 	return v.ValidateMessage(MsgStateResult, data)
+}
+
+// ValidateSweepResult checks a sweep answer.
+func (v *Validator) ValidateSweepResult(data []byte) error {
+	return v.ValidateMessage(MsgSweepResult, data)
+}
+
+// ValidateCheckResult checks a check answer.
+func (v *Validator) ValidateCheckResult(data []byte) error {
+	return v.ValidateMessage(MsgCheckResult, data)
 }
 
 // ValidateMessage checks data against the schema of the named message (one
@@ -215,6 +227,10 @@ func describe(name string) string {
 		return "serve request"
 	case MsgServeResponse:
 		return "serve response"
+	case MsgSweepResult:
+		return "sweep answer"
+	case MsgCheckResult:
+		return "check answer"
 	}
 	return name
 }

@@ -29,7 +29,7 @@ func newValidator(t testing.TB) *protocol.Validator {
 func TestMessages(t *testing.T) {
 	v := newValidator(t)
 	for _, msg := range []string{protocol.MsgRequest, protocol.MsgInitResult, protocol.MsgStateResult,
-		protocol.MsgServeRequest, protocol.MsgServeResponse} {
+		protocol.MsgServeRequest, protocol.MsgServeResponse, protocol.MsgSweepResult, protocol.MsgCheckResult} {
 		files, err := filepath.Glob(filepath.Join("testdata", msg, "*.json"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no cases for %s: %v", msg, err)
@@ -49,6 +49,8 @@ func TestMessages(t *testing.T) {
 					verr = v.ValidateStateResult(data)
 				case protocol.MsgRequest:
 					verr = v.ValidateRequest(data)
+				case protocol.MsgSweepResult:
+					verr = v.ValidateSweepResult(data)
 				default:
 					verr = v.ValidateMessage(msg, data)
 				}

@@ -13,14 +13,15 @@ import (
 // what the SDK knows about the invocation.
 type Request struct {
 	protocol.Request
-	// Call is protocol.CallInit, CallState or CallAction.
+	// Call is protocol.CallInit, CallState, CallAction or CallSweep.
 	Call string
 	// Action is the action's name on action calls.
 	Action string
 	// Log writes to stderr (debug lines only when the request is verbose).
 	Log *slog.Logger
 
-	out io.Writer
+	out    io.Writer
+	report func(map[string]any) error
 }
 
 // Out is where an action writes free text for the user (its stdout). In a
@@ -33,11 +34,19 @@ func (r *Request) Printf(format string, args ...any) {
 }
 
 // ReportIdentity reports identifying attributes of what the action just
-// made (an id, a path, an agreement): gcompose persists them at once, so a
-// crash right after still finds what was created. It prints one
-// protocol.IdentityPrefix line on the action's stdout; a plain Deployster
-// engine shows it as text.
+// made (an id, a path, an agreement): gcompose persists them at once, while
+// the action still runs, so a crash right after still finds what was
+// created. One-shot, it prints one protocol.IdentityPrefix line on the
+// action's stdout (gcompose reads stdout as it comes; a plain Deployster
+// engine shows the line as text); served, it writes an interim line
+// {id, identity} at once when gcompose asked for them.
 func (r *Request) ReportIdentity(identity map[string]any) error {
+	if r.report != nil {
+		if identity == nil {
+			identity = map[string]any{}
+		}
+		return r.report(identity)
+	}
 	line, err := protocol.IdentityLine(identity)
 	if err != nil {
 		return err
@@ -66,6 +75,35 @@ func (r *Request) Env(name string) (value string, ok bool) {
 	}
 	value, ok = r.Gcompose.Env[name]
 	return value, ok
+}
+
+// Lineage is the stable ID of the application's state (${app.id}), when
+// the engine sent one. Tag what you create with it (with App), so that a
+// sweep tells this state's objects from another state's of the same app.
+func (r *Request) Lineage() string {
+	if r.Gcompose == nil {
+		return ""
+	}
+	return r.Gcompose.Lineage
+}
+
+// Operation is, on an action call, the operation gcompose durably recorded
+// as pending just before the call (nil from a plain Deployster engine). Its
+// ID is the idempotency key: tag what the action creates with it, so that a
+// later state call (Persisted().Pending) or sweep finds it after a crash.
+func (r *Request) Operation() *protocol.Operation {
+	if r.Gcompose == nil {
+		return nil
+	}
+	return r.Gcompose.Operation
+}
+
+// SweepRequest is the sweep call's question (nil on other calls).
+func (r *Request) SweepRequest() *protocol.SweepRequest {
+	if r.Gcompose == nil {
+		return nil
+	}
+	return r.Gcompose.Sweep
 }
 
 // App is the application's name, when the engine sent one.

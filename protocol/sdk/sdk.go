@@ -26,7 +26,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -43,6 +45,10 @@ const (
 	ActionArg = "action"
 	// ServeArg runs the adapter as a server of JSON-line requests.
 	ServeArg = protocol.ServeArg
+	// SweepArg runs the sweep call (offered when Adapter.Sweep is set).
+	SweepArg = protocol.SweepArg
+	// CheckArg runs the check call (offered when Adapter.Check is set).
+	CheckArg = protocol.CheckArg
 )
 
 // ActionFunc performs one action. What it prints to req.Out() is shown to
@@ -61,9 +67,50 @@ type Adapter struct {
 	State func(ctx context.Context, req *Request) (*protocol.StateResult, error)
 	// Actions by name.
 	Actions map[string]ActionFunc
+	// Sweep answers the sweep call: find what this adapter made for the
+	// application (tagged with req.App() and req.Lineage()) that none of
+	// req.SweepRequest().Known names, and terminate it when Terminate is
+	// set (else only report it). An object tagged with another lineage is
+	// only ever reported; one tagged with a known resource's pending
+	// operation is left alone (that resource's next state call adopts or
+	// removes it). nil: the adapter does not offer sweep (the SDK says so
+	// in the init answer).
+	Sweep func(ctx context.Context, req *Request) (*protocol.SweepResult, error)
+	// Check answers the check call gcompose makes once per adapter type
+	// before planning: can the adapter work at all with what it was given
+	// (req.Env: its API reachable, its credentials accepted)? Return the
+	// problem in one line for people; the SDK answers {"ok": false,
+	// "problem": ...}. nil: the adapter does not offer check.
+	Check func(ctx context.Context, req *Request) error
 	// NoServe keeps the adapter out of serve mode (the init answer will not
 	// offer it), e.g. when its actions must run in separate containers.
 	NoServe bool
+	// DeleteGrace is how long a served adapter lets delete actions in
+	// flight run on once gcompose is gone (its stdin closed), before it
+	// cancels them too; every other call is cancelled at once, so that a
+	// create rolls back. 0: DefaultDeleteGrace.
+	DeleteGrace time.Duration
+}
+
+// DefaultDeleteGrace bounds how long deletes run on after gcompose left.
+const DefaultDeleteGrace = 2 * time.Minute
+
+// CleanupTimeout bounds the cleanup a cancelled action does (CleanupContext).
+const CleanupTimeout = time.Minute
+
+// CleanupContext is the context for an action's cleanup once its own ctx is
+// done (gcompose went away or interrupted it): a create that made
+// something must remove it, which needs a context that is not cancelled,
+// yet bounded (CleanupTimeout) so the adapter still ends. Call cancel when
+// the cleanup is over.
+//
+//	if err := provision(ctx, id); err != nil {
+//		cctx, cancel := sdk.CleanupContext(ctx)
+//		defer cancel()
+//		return errors.Join(err, destroy(cctx, id))
+//	}
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
 
 // Static returns an Init function that always answers r.
@@ -120,7 +167,7 @@ func Run(ctx context.Context, a Adapter, args []string, stdin io.Reader, stdout,
 			return 1
 		}
 	}
-	result, err := a.handle(ctx, v, inv, req, out, newLogger(stderr, req.Verbose))
+	result, err := a.handle(ctx, v, inv, req, out, newLogger(stderr, req.Verbose), nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
@@ -150,8 +197,12 @@ func parseArgs(args []string) (invocation, error) {
 		return invocation{call: protocol.CallAction, action: args[1]}, nil
 	case len(args) == 1 && args[0] == ServeArg:
 		return invocation{call: ServeArg}, nil
+	case len(args) == 1 && args[0] == SweepArg:
+		return invocation{call: protocol.CallSweep}, nil
+	case len(args) == 1 && args[0] == CheckArg:
+		return invocation{call: protocol.CallCheck}, nil
 	}
-	return invocation{}, fmt.Errorf("unknown invocation %q: want no args (init), %q, %q NAME or %q", args, StateArg, ActionArg, ServeArg)
+	return invocation{}, fmt.Errorf("unknown invocation %q: want no args (init), %q, %q NAME, %q, %q or %q", args, StateArg, ActionArg, SweepArg, CheckArg, ServeArg)
 }
 
 func newLogger(w io.Writer, verbose bool) *slog.Logger {
@@ -165,13 +216,15 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 // handle answers one call, whichever mode it came in. It returns the JSON
 // answer (nil for actions). A panic in adapter code becomes an error, so one
 // bad request does not take a served container down.
-func (a Adapter) handle(ctx context.Context, v *protocol.Validator, inv invocation, req protocol.Request, out io.Writer, log *slog.Logger) (result []byte, err error) {
+// report, when set, sends identity reports at once (serve mode with
+// streaming); otherwise they are identity lines on out.
+func (a Adapter) handle(ctx context.Context, v *protocol.Validator, inv invocation, req protocol.Request, out io.Writer, log *slog.Logger, report func(map[string]any) error) (result []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s call panicked: %v\n%s", inv.call, p, debug.Stack())
 		}
 	}()
-	r := &Request{Request: req, Call: inv.call, Action: inv.action, Log: log, out: out}
+	r := &Request{Request: req, Call: inv.call, Action: inv.action, Log: log, out: out, report: report}
 	switch inv.call {
 	case protocol.CallInit:
 		raw, err := a.init(ctx)
@@ -179,6 +232,12 @@ func (a Adapter) handle(ctx context.Context, v *protocol.Validator, inv invocati
 	case protocol.CallState:
 		raw, err := a.state(ctx, r)
 		return checked(raw, err, v.ValidateStateResult)
+	case protocol.CallSweep:
+		raw, err := a.sweep(ctx, r)
+		return checked(raw, err, v.ValidateSweepResult)
+	case protocol.CallCheck:
+		raw, err := a.check(ctx, r)
+		return checked(raw, err, v.ValidateCheckResult)
 	case protocol.CallAction:
 		fn, ok := a.Actions[inv.action]
 		if !ok {
@@ -222,10 +281,52 @@ func (a Adapter) init(ctx context.Context) ([]byte, error) {
 	}
 	ext.Protocol = protocol.Version
 	ext.Serve = !a.NoServe
+	ext.Sweep = a.Sweep != nil
+	ext.Check = a.Check != nil
 	res.Gcompose = &ext
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return nil, fmt.Errorf("init: encode answer: %w", err)
+	}
+	return raw, nil
+}
+
+// check turns the adapter's verdict into the check answer: a problem is an
+// answer, not a failed call.
+func (a Adapter) check(ctx context.Context, r *Request) ([]byte, error) {
+	if a.Check == nil {
+		return nil, errors.New("check: the adapter does not offer check")
+	}
+	res := protocol.CheckResult{OK: true}
+	if err := a.Check(ctx, r); err != nil {
+		res = protocol.CheckResult{Problem: strings.TrimSpace(err.Error())}
+		if res.Problem == "" {
+			res.Problem = "failed"
+		}
+	}
+	return json.Marshal(res)
+}
+
+func (a Adapter) sweep(ctx context.Context, r *Request) ([]byte, error) {
+	if a.Sweep == nil {
+		return nil, errors.New("sweep: the adapter does not offer sweep")
+	}
+	if r.SweepRequest() == nil {
+		return nil, errors.New("sweep: the request carries no sweep question (gcompose.sweep)")
+	}
+	res, err := a.Sweep(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	if res == nil {
+		res = &protocol.SweepResult{}
+	}
+	if res.Found == nil {
+		res.Found = []protocol.Orphan{}
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: encode answer: %w", err)
 	}
 	return raw, nil
 }

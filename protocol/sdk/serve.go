@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -22,6 +23,12 @@ const MaxServeLine = 64 << 20
 // order, matched by id). It returns when stdin is closed and every request
 // in flight has been answered. A line that is not a request is answered
 // with an error when its id can be read, and logged otherwise.
+//
+// stdin closes when gcompose ends its run, or dies: the server must not
+// outlive it with work nobody will record. So at end of input, every call
+// still in flight is cancelled (a create rolls back through its error
+// path), except deletes, which may finish for up to DeleteGrace: a
+// half-done delete is worse than a finished one.
 func (a Adapter) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
 	v, err := protocol.NewValidator()
 	if err != nil {
@@ -29,11 +36,12 @@ func (a Adapter) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.W
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	inputOver, endOfInput := context.WithCancel(context.Background())
+	defer endOfInput()
 	w := &lineWriter{w: stdout}
 	logMu := &sync.Mutex{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{mu: logMu, w: stderr}, nil))
 	var wg sync.WaitGroup
-	defer wg.Wait()
 
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 0, 64*1024), MaxServeLine)
@@ -54,12 +62,25 @@ func (a Adapter) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.W
 			}
 			continue
 		}
+		rctx, rcancel := context.WithCancel(ctx)
+		if !isDelete(sr) {
+			context.AfterFunc(inputOver, rcancel)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.write(a.serveOne(ctx, v, sr, stderr, logMu))
+			defer rcancel()
+			w.write(a.serveOne(rctx, v, sr, stderr, logMu, w))
 		}()
 	}
+	endOfInput()
+	grace := a.DeleteGrace
+	if grace <= 0 {
+		grace = DefaultDeleteGrace
+	}
+	stopDeletes := time.AfterFunc(grace, cancel)
+	wg.Wait()
+	stopDeletes.Stop()
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read requests: %w", err)
 	}
@@ -69,14 +90,21 @@ func (a Adapter) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.W
 	return nil
 }
 
-func (a Adapter) serveOne(ctx context.Context, v *protocol.Validator, sr protocol.ServeRequest, stderr io.Writer, logMu *sync.Mutex) protocol.ServeResponse {
+// isDelete says whether a request is a delete action: the engine's
+// operation says so.
+func isDelete(sr protocol.ServeRequest) bool {
+	ext := sr.Request.Gcompose
+	return sr.Call == protocol.CallAction && ext != nil && ext.Operation != nil && ext.Operation.Kind == protocol.ChangeDelete
+}
+
+func (a Adapter) serveOne(ctx context.Context, v *protocol.Validator, sr protocol.ServeRequest, stderr io.Writer, logMu *sync.Mutex, w *lineWriter) protocol.ServeResponse {
 	resp := protocol.ServeResponse{ID: sr.ID}
 	inv := invocation{call: sr.Call, action: sr.Action}
 	if inv.call == protocol.CallAction && inv.action == "" && len(sr.Args) == 2 && sr.Args[0] == ActionArg {
 		inv.action = sr.Args[1]
 	}
 	switch inv.call {
-	case protocol.CallInit, protocol.CallState, protocol.CallAction:
+	case protocol.CallInit, protocol.CallState, protocol.CallAction, protocol.CallSweep, protocol.CallCheck:
 	default:
 		resp.Error = fmt.Sprintf("unknown call %q", sr.Call)
 		return resp
@@ -87,7 +115,20 @@ func (a Adapter) serveOne(ctx context.Context, v *protocol.Validator, sr protoco
 		o = &lockedWriter{mu: logMu, w: stderr}
 	}
 	log := newLogger(&lockedWriter{mu: logMu, w: stderr}, sr.Request.Verbose).With("id", sr.ID, "resource", sr.Request.Name)
-	result, err := a.handle(ctx, v, inv, sr.Request, o, log)
+	var report func(map[string]any) error
+	if sr.Stream && inv.call == protocol.CallAction {
+		// The report goes out at once, not with the response: gcompose
+		// records it while the action goes on, so a kill of gcompose
+		// later in the action does not lose it.
+		report = func(identity map[string]any) error {
+			w.write(protocol.ServeResponse{ID: sr.ID, Identity: identity})
+			if err := w.err(); err != nil {
+				return fmt.Errorf("report identity: %w", err)
+			}
+			return nil
+		}
+	}
+	result, err := a.handle(ctx, v, inv, sr.Request, o, log, report)
 	if err != nil {
 		resp.Error = err.Error()
 	} else if result != nil {
