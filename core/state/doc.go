@@ -93,6 +93,9 @@ type Resource struct {
 	// state call what really exists.
 	Pending   *Operation `json:"pending,omitempty"`
 	UpdatedAt time.Time  `json:"updated_at"`
+	// CreatedAt is when the thing was last created (or rebuilt): the age
+	// gcompose ps shows. Zero in states written before it was recorded.
+	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
 // Operation is a mutating action in flight on a resource.
@@ -107,6 +110,21 @@ type Operation struct {
 	Holder string `json:"holder,omitempty"`
 	// LockID is the lock under which it was started.
 	LockID string `json:"lock_id,omitempty"`
+	// Failed is set when the action ended with an error (the adapter
+	// failed, or its call could not be made) rather than being cut short:
+	// what it did is as unknown as an interrupted action's, and the next
+	// run resolves it the same way, but says that it failed, and why.
+	Failed   string     `json:"failed,omitempty"`
+	FailedAt *time.Time `json:"failed_at,omitempty"`
+}
+
+// Describe is the operation in a few words: "interrupted create" or
+// "failed create".
+func (o *Operation) Describe() string {
+	if o.Failed != "" {
+		return "failed " + string(o.Kind)
+	}
+	return "interrupted " + string(o.Kind)
 }
 
 // NewOperation returns the operation to record as a resource's Pending
@@ -190,6 +208,10 @@ func (r *Resource) Clone() *Resource {
 	}
 	if r.Pending != nil {
 		p := *r.Pending
+		if p.FailedAt != nil {
+			at := *p.FailedAt
+			p.FailedAt = &at
+		}
 		c.Pending = &p
 	}
 	return &c

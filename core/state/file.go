@@ -30,11 +30,13 @@ type Options struct {
 //	<app>.json         the compacted document (written atomically)
 //	<app>.json.backup  the document before the last compaction or replace
 //	<app>.journal      changes applied since, one JSON line each, fsynced
-//	<app>.lock         the lock: LockInfo as JSON, created exclusively
+//	<app>.lock         the lock: an OS lock (flock) held on it for the life
+//	                   of the holder; its content (LockInfo) describes the holder
 //
-// Writers hold an advisory flock on the journal while they check the lock
-// file and write, and ForceUnlock takes the same flock to remove the lock
-// file, so a write can never interleave with the lock changing hands.
+// The OS lock is what excludes: the kernel releases it when its holder ends,
+// in a container or not, so no holder is ever guessed dead. Writers also
+// hold an advisory flock on the journal while they write, which readers
+// take shared so that they never see half of a compaction.
 type FileStore struct {
 	dir string
 	log *slog.Logger
@@ -45,15 +47,17 @@ type FileStore struct {
 
 // session is what a FileStore knows about a lock it holds.
 type session struct {
-	mu        sync.Mutex // serializes writes of this lock
-	lock      Lock
-	lockBytes []byte   // the lock file content written by Lock
-	journal   *os.File // open for append; also the flock target
-	jlen      int64    // bytes of valid journal
-	doc       *Document
-	loadErr   error // the state could not be read; only a forced Replace may write
-	closed    bool  // unlocked: the journal is closed
-	written   atomic.Uint64
+	mu       sync.Mutex // serializes writes of this lock
+	lock     Lock
+	lockFile *os.File // APP.lock, its OS lock held until Unlock or Close
+	lockID   string   // the lock file's identity (fileIdentity)
+	journal  *os.File // open for append; also the writers' flock target
+	jlen     int64    // bytes of valid journal
+	doc      *Document
+	loadErr  error // the state could not be read; only a forced Replace may write
+	upgrade  bool  // the document has no checksum: Compact rewrites it with one
+	closed   bool  // unlocked: the journal is closed
+	written  atomic.Uint64
 
 	syncMu sync.Mutex // taken before mu, never after
 	synced uint64     // journal lines known durable (by written count)
@@ -74,9 +78,9 @@ func NewFileStore(dir string, opts Options) (*FileStore, error) {
 // Dir is the state directory.
 func (s *FileStore) Dir() string { return s.dir }
 
-// Close closes the journals of the locks this store holds, without
-// releasing the locks (their later writes fail; a lock left so is reported
-// stale once this process exits).
+// Close closes the journals of the locks this store holds and lets their OS
+// locks go, as the end of the process would: their later writes fail, and
+// the next holder finds them ended without a release (Lock.Previous).
 func (s *FileStore) Close() error {
 	s.mu.Lock()
 	sessions := s.sessions
@@ -88,7 +92,7 @@ func (s *FileStore) Close() error {
 		sess.mu.Lock()
 		if !sess.closed {
 			sess.closed = true
-			errs = append(errs, sess.journal.Sync(), sess.journal.Close())
+			errs = append(errs, sess.journal.Sync(), sess.journal.Close(), sess.lockFile.Close())
 		}
 		sess.mu.Unlock()
 		sess.syncMu.Unlock()
@@ -103,6 +107,13 @@ func (s *FileStore) DocPath(app string) string     { return s.path(app, ".json")
 func (s *FileStore) JournalPath(app string) string { return s.path(app, ".journal") }
 func (s *FileStore) BackupPath(app string) string  { return s.path(app, ".json.backup") }
 func (s *FileStore) LockPath(app string) string    { return s.path(app, ".lock") }
+
+// JournalBackupPath is the journal as it was at the last compaction: the
+// lines that lead from the backup to the document.
+func (s *FileStore) JournalBackupPath(app string) string { return s.path(app, ".journal.backup") }
+
+// RemovedPath is where Remove keeps the document it removed.
+func (s *FileStore) RemovedPath(app string) string { return s.path(app, ".json.removed") }
 
 // checkApp refuses names that are not safe as file names.
 func checkApp(app string) error {
@@ -120,7 +131,10 @@ func checkApp(app string) error {
 	return nil
 }
 
-// Lock implements Store.
+// Lock implements Store. The lock is an OS lock (flock) on APP.lock, held
+// for the life of the process: the kernel releases it the moment the holder
+// ends, killed or not, in a container or not, so no process is ever guessed
+// dead from a PID. The file's content only describes the holder.
 func (s *FileStore) Lock(ctx context.Context, app string, info LockInfo) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -134,73 +148,182 @@ func (s *FileStore) Lock(ctx context.Context, app string, info LockInfo) (*Lock,
 	if info.Created.IsZero() {
 		info.Created = time.Now().UTC()
 	}
+	info.OSLock = true
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("lock info: %w", err)
 	}
 	data = append(data, '\n')
-	lockPath := s.LockPath(app)
-	// Write the whole content to a private file, then link it into place:
-	// link fails if the lock exists, and a reader never sees a half-written
-	// lock file.
-	tmp := lockPath + ".tmp-" + NewID()
-	if err := writeFileSync(tmp, data); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
-	}
-	for attempt := 0; ; attempt++ {
-		err = linkOrCreate(tmp, lockPath, data)
-		if err == nil || !errors.Is(err, fs.ErrExist) {
-			break
-		}
-		held, rerr := s.readLock(app)
-		if rerr != nil {
-			_ = os.Remove(tmp)
-			return nil, fmt.Errorf("state for app %q is locked (%s unreadable: %v)", app, lockPath, rerr)
-		}
-		if held != nil {
-			_ = os.Remove(tmp)
-			return nil, &LockedError{App: app, Info: *held, Stale: held.HolderGone()}
-		}
-		if attempt == 3 { // released and retaken over and over
-			_ = os.Remove(tmp)
-			return nil, &LockedError{App: app, Info: LockInfo{Holder: "processes that keep taking and releasing it"}}
-		}
-	}
-	_ = os.Remove(tmp)
+	lf, prev, err := s.takeLockFile(app)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
-	}
-	if err := syncDir(s.dir); err != nil {
-		_ = os.Remove(lockPath)
-		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
-	}
-	sess, err := s.openSession(app, info, data)
-	if err != nil {
-		_ = os.Remove(lockPath)
 		return nil, err
 	}
+	lockPath := s.LockPath(app)
+	if prev != nil && !prev.OSLock {
+		// An older gcompose holds its lock by the file's existence alone:
+		// it may be running now.
+		lf.Close()
+		return nil, &LockedError{App: app, Info: *prev, Hint: fmt.Sprintf(
+			"%s was written by an older gcompose, which holds no OS lock: if no such gcompose works on this application, remove it with gcompose unlock %s", lockPath, prev.ID)}
+	}
+	if err := writeLockContent(lf, data); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
+	}
+	fi, err := lf.Stat()
+	if err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("lock %s: %w", lockPath, err)
+	}
+	sess, err := s.openSession(app, info)
+	if err != nil {
+		_ = lf.Truncate(0)
+		lf.Close()
+		return nil, err
+	}
+	sess.lockFile = lf
+	sess.lockID = fileIdentity(fi)
 	s.mu.Lock()
 	s.sessions[sessionKey(app, info.ID)] = sess
 	s.mu.Unlock()
 	l := sess.lock
+	l.Scope = "file:" + sess.lockID
+	if prev != nil {
+		l.Previous = prev
+	}
 	return &l, nil
+}
+
+// takeLockFile opens APP.lock and takes its OS lock without waiting. It
+// returns the open file, holding the lock, and what it described before:
+// a holder that ended without releasing it (nil when it was released).
+func (s *FileStore) takeLockFile(app string) (*os.File, *LockInfo, error) {
+	lockPath := s.LockPath(app)
+	for attempt := 0; ; attempt++ {
+		lf, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("lock %s: %w", lockPath, err)
+		}
+		got, err := tryFlock(lf, true)
+		if err != nil {
+			lf.Close()
+			return nil, nil, fmt.Errorf("lock %s: %w", lockPath, err)
+		}
+		if !got && attempt < 5 {
+			// Possibly a reader's brief shared probe (LockInfo): look again.
+			lf.Close()
+			time.Sleep(time.Duration(attempt+1) * 2 * time.Millisecond)
+			continue
+		}
+		if !got {
+			lf.Close()
+			held, err := s.heldLockInfo(app)
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, nil, &LockedError{App: app, Info: *held, Hint: fileLockHint}
+		}
+		// The file may have been removed (by hand) between open and flock:
+		// a lock on a file that is no longer APP.lock locks nothing.
+		if same, err := sameFile(lf, lockPath); err != nil || !same {
+			lf.Close()
+			if attempt >= 10 {
+				return nil, nil, fmt.Errorf("lock %s: the file keeps being replaced", lockPath)
+			}
+			continue
+		}
+		prev, err := readLockContent(lf)
+		if err != nil {
+			lf.Close()
+			return nil, nil, fmt.Errorf("lock %s: %w", lockPath, err)
+		}
+		return lf, prev, nil
+	}
+}
+
+// fileLockHint ends the message of a file lock held by a live process.
+const fileLockHint = "the OS holds it for that process and releases it the moment the process ends, killed or not (--lock-timeout waits for it)"
+
+// heldLockInfo describes the holder of a lock held by another open file.
+// A holder writes its description right after taking the lock: it is
+// read again for a moment when still empty.
+func (s *FileStore) heldLockInfo(app string) (*LockInfo, error) {
+	p := s.LockPath(app)
+	for i := 0; ; i++ {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("lock file %s: %w", p, err)
+		}
+		var info LockInfo
+		if len(bytes.TrimSpace(data)) > 0 && json.Unmarshal(data, &info) == nil {
+			return &info, nil
+		}
+		if i == 20 {
+			return &LockInfo{Holder: "a process that has not described itself (" + p + " is empty)"}, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readLockContent reads the description in a lock file whose OS lock is
+// held: nil when empty (released).
+func readLockContent(f *os.File) (*LockInfo, error) {
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	var info LockInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		// Cut short by a crash while it was written: its writer is gone.
+		return &LockInfo{Holder: "a holder whose description was cut short", OSLock: true}, nil
+	}
+	return &info, nil
+}
+
+// writeLockContent replaces a held lock file's content.
+func writeLockContent(f *os.File, data []byte) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.WriteAt(data, 0)
+	return err
+}
+
+// sameFile says whether f is still the file at path.
+func sameFile(f *os.File, path string) (bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	pi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fi, pi), nil
 }
 
 // openSession opens the journal, replays the state and trims a torn journal
 // tail so that appends start on a line boundary.
-func (s *FileStore) openSession(app string, info LockInfo, lockBytes []byte) (*session, error) {
+func (s *FileStore) openSession(app string, info LockInfo) (*session, error) {
 	jpath := s.JournalPath(app)
 	j, err := os.OpenFile(jpath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("state journal %s: %w", jpath, err)
 	}
-	sess := &session{lock: Lock{App: app, Info: info}, lockBytes: lockBytes, journal: j}
+	sess := &session{lock: Lock{App: app, Info: info}, journal: j}
 	if err := flock(j, true); err != nil {
 		j.Close()
 		return nil, fmt.Errorf("state journal %s: flock: %w", jpath, err)
 	}
 	defer funlock(j)
-	doc, valid, err := s.read(app, j)
+	doc, rr, err := s.read(app, j)
+	valid := rr.valid
 	if err != nil {
 		// Kept so that Apply reports it, while a forced Replace (state
 		// push) can still repair the state.
@@ -225,27 +348,21 @@ func (s *FileStore) openSession(app string, info LockInfo, lockBytes []byte) (*s
 		s.log.Warn("state journal: removed a torn last line (a write interrupted by a crash; that change was never reported done)",
 			"file", jpath, "bytes", size-valid)
 	}
+	if rr.unterminated {
+		// A whole last line whose newline a crash lost: end it.
+		if _, err := j.Write([]byte("\n")); err != nil {
+			j.Close()
+			return nil, fmt.Errorf("state journal %s: ending its last line: %w", jpath, err)
+		}
+		valid++
+	}
 	sess.jlen = valid
 	sess.doc = doc
+	// A document without a checksum (an older gcompose wrote it) is
+	// rewritten with one by this holder's Compact.
+	sess.upgrade = !rr.sealed
 	s.removeTemps(app)
 	return sess, nil
-}
-
-// linkOrCreate links tmp to path, failing with fs.ErrExist if path exists.
-// Where hard links are not supported it creates path exclusively with data
-// instead (a reader may then see it half-written for an instant).
-func linkOrCreate(tmp, path string, data []byte) error {
-	err := os.Link(tmp, path)
-	if err == nil || errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	if err := writeFileSync(path, data); err != nil {
-		if !errors.Is(err, fs.ErrExist) {
-			_ = os.Remove(path)
-		}
-		return err
-	}
-	return nil
 }
 
 // removeTemps removes temp files of atomic writes a crash left behind.
@@ -291,26 +408,26 @@ func (s *FileStore) fenced(l *Lock, fn func(sess *session) error) error {
 		return fmt.Errorf("state journal %s: flock: %w", sess.journal.Name(), err)
 	}
 	defer funlock(sess.journal)
-	cur, err := os.ReadFile(s.LockPath(l.App))
-	if err != nil || !bytes.Equal(cur, sess.lockBytes) {
-		why := "the lock file was removed (gcompose unlock?)"
-		var other LockInfo
-		if err == nil && json.Unmarshal(cur, &other) == nil {
-			why = fmt.Sprintf("it is now held by %s for %s, lock ID %s", other.who(), other.Operation, other.ID)
+	// Holding the OS lock, nobody else can take it; but a lock file
+	// removed or replaced by hand would let another process lock a new one.
+	if same, err := sameFile(sess.lockFile, s.LockPath(l.App)); err != nil || !same {
+		why := "the lock file was removed or replaced"
+		if err != nil {
+			why = err.Error()
 		}
 		return fmt.Errorf("state for app %q, lock %s: %w: %s", l.App, l.Info.ID, ErrLockNotHeld, why)
 	}
 	return fn(sess)
 }
 
-// Unlock implements Store.
+// Unlock implements Store: the lock file is emptied (released, not
+// abandoned) and closed, which lets its OS lock go.
 func (s *FileStore) Unlock(ctx context.Context, l *Lock) error {
 	err := s.fenced(l, func(sess *session) error {
-		p := s.LockPath(l.App)
-		if err := os.Remove(p); err != nil {
-			return fmt.Errorf("unlock %s: %w", p, err)
+		if err := sess.lockFile.Truncate(0); err != nil {
+			return fmt.Errorf("unlock %s: %w", s.LockPath(l.App), err)
 		}
-		return syncDir(s.dir)
+		return nil
 	})
 	if sess, serr := s.session(l); serr == nil {
 		s.mu.Lock()
@@ -328,6 +445,7 @@ func (s *FileStore) Unlock(ctx context.Context, l *Lock) error {
 			}
 			sess.closed = true
 			sess.journal.Close()
+			sess.lockFile.Close()
 		}
 		sess.mu.Unlock()
 		sess.syncMu.Unlock()
@@ -335,70 +453,82 @@ func (s *FileStore) Unlock(ctx context.Context, l *Lock) error {
 	return err
 }
 
-// ForceUnlock implements Store.
+// ForceUnlock implements Store. A lock held by a live process cannot be
+// taken from it (the OS holds it until that process ends): ForceUnlock only
+// clears a description left by a holder that ended without releasing it, or
+// a lock file of an older gcompose that held no OS lock.
 func (s *FileStore) ForceUnlock(ctx context.Context, app, lockID string) error {
 	if err := checkApp(app); err != nil {
 		return err
 	}
-	held, err := s.readLock(app)
+	p := s.LockPath(app)
+	lf, err := os.OpenFile(p, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("unlock: state for app %q is not locked", app)
+	}
 	if err != nil {
-		return fmt.Errorf("unlock: %w (if no gcompose works on app %q, delete that file)", err, app)
+		return fmt.Errorf("unlock %s: %w", p, err)
+	}
+	defer lf.Close()
+	got, err := tryFlock(lf, true)
+	if err != nil {
+		return fmt.Errorf("unlock %s: %w", p, err)
+	}
+	if !got {
+		held, err := s.heldLockInfo(app)
+		if err != nil {
+			return fmt.Errorf("unlock: %w", err)
+		}
+		if held.ID != lockID {
+			return fmt.Errorf("unlock: state for app %q is locked with ID %s (by %s), not %s", app, held.ID, held.Who(), lockID)
+		}
+		return fmt.Errorf("unlock: the lock %s of app %q is held by a running process, %s, for %s: a file lock cannot be taken from a live process; the OS releases it the moment that process ends (stop it, or wait with --lock-timeout)", lockID, app, held.Who(), held.Operation)
+	}
+	held, err := readLockContent(lf)
+	if err != nil {
+		return fmt.Errorf("unlock %s: %w", p, err)
 	}
 	if held == nil {
 		return fmt.Errorf("unlock: state for app %q is not locked", app)
 	}
 	if held.ID != lockID {
-		return fmt.Errorf("unlock: state for app %q is locked with ID %s (by %s), not %s", app, held.ID, held.who(), lockID)
+		return fmt.Errorf("unlock: state for app %q is locked with ID %s (by %s), not %s", app, held.ID, held.Who(), lockID)
 	}
-	// Take the writers' flock so that no write of the old holder is in
-	// between its lock check and its append.
-	jpath := s.JournalPath(app)
-	j, err := os.OpenFile(jpath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("unlock: state journal %s: %w", jpath, err)
-	}
-	defer j.Close()
-	if err := flock(j, true); err != nil {
-		return fmt.Errorf("unlock: state journal %s: flock: %w", jpath, err)
-	}
-	defer funlock(j)
-	held, err = s.readLock(app)
-	if err != nil {
-		return err
-	}
-	if held == nil || held.ID != lockID {
-		return fmt.Errorf("unlock: the lock of app %q changed meanwhile; look again (gcompose state lock)", app)
-	}
-	p := s.LockPath(app)
-	if err := os.Remove(p); err != nil {
+	if err := lf.Truncate(0); err != nil {
 		return fmt.Errorf("unlock %s: %w", p, err)
 	}
-	return syncDir(s.dir)
+	return nil
 }
 
-// LockInfo implements Store.
+// LockInfo implements Store: the holder of the OS lock, nil when nobody
+// holds it (a description left by a holder that ended is not a lock). A
+// lock file of an older gcompose, which held no OS lock, is reported as held.
 func (s *FileStore) LockInfo(ctx context.Context, app string) (*LockInfo, error) {
 	if err := checkApp(app); err != nil {
 		return nil, err
 	}
-	return s.readLock(app)
-}
-
-// readLock returns the lock file's content, nil when there is none.
-func (s *FileStore) readLock(app string) (*LockInfo, error) {
 	p := s.LockPath(app)
-	data, err := os.ReadFile(p)
+	lf, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock file %s: %w", p, err)
 	}
-	var info LockInfo
-	if err := json.Unmarshal(data, &info); err != nil {
+	defer lf.Close()
+	free, err := tryFlock(lf, false)
+	if err != nil {
 		return nil, fmt.Errorf("lock file %s: %w", p, err)
 	}
-	return &info, nil
+	if !free {
+		return s.heldLockInfo(app)
+	}
+	defer funlock(lf)
+	info, err := readLockContent(lf)
+	if err != nil || info == nil || info.OSLock {
+		return nil, err
+	}
+	return info, nil
 }
 
 // Load implements Store.
@@ -429,113 +559,133 @@ func (s *FileStore) Load(ctx context.Context, app string) (*Document, error) {
 	return doc, err
 }
 
-// read reads the document and replays the journal j (nil: none). It returns
-// the journal length up to the end of its last complete entry.
-func (s *FileStore) read(app string, j *os.File) (*Document, int64, error) {
+// readResult is what read found besides the document.
+type readResult struct {
+	// valid is the journal's length up to the end of its last complete line.
+	valid int64
+	// sealed: the document has a checksum, or there is no document.
+	sealed bool
+	// unterminated: the journal's last line is whole but lacks its newline.
+	unterminated bool
+}
+
+// read reads the document and replays the journal j (nil: none). Without a
+// document, traces of an earlier one (a backup, a rotated journal, a
+// journal that does not start at serial 1) are a *MissingDocumentError.
+func (s *FileStore) read(app string, j *os.File) (*Document, readResult, error) {
+	rr := readResult{sealed: true}
 	dpath := s.DocPath(app)
 	doc := NewDocument(app)
 	data, err := os.ReadFile(dpath)
+	docExists := err == nil
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, 0, fmt.Errorf("state document %s: %w", dpath, err)
+		return nil, rr, fmt.Errorf("state document %s: %w", dpath, err)
 	default:
-		if err := json.Unmarshal(data, doc); err != nil {
-			return nil, 0, fmt.Errorf("state document %s: %w (the previous version is in %s)", dpath, err, s.BackupPath(app))
+		d, sealed, err := DecodeDocument(data)
+		if err != nil {
+			return nil, rr, fmt.Errorf("state document %s: %v: %w%s", dpath, err, ErrCorrupt, s.recoverHint(app))
 		}
-		if doc.FormatVersion > FormatVersion {
-			return nil, 0, fmt.Errorf("state document %s has format version %d; this gcompose reads up to %d: upgrade gcompose", dpath, doc.FormatVersion, FormatVersion)
-		}
-		if doc.Resources == nil {
-			doc.Resources = map[string]*Resource{}
-		}
+		rr.sealed = sealed
+		doc = d
 		doc.App = app // the file name is the identity (a copied file takes its new name)
-		for name, r := range doc.Resources {
-			if r == nil {
-				return nil, 0, fmt.Errorf("state document %s: resource %q is null", dpath, name)
-			}
-			r.Name = name
+	}
+	var jdata []byte
+	if j != nil {
+		if _, err := j.Seek(0, io.SeekStart); err != nil {
+			return nil, rr, fmt.Errorf("state journal %s: %w", j.Name(), err)
+		}
+		if jdata, err = io.ReadAll(j); err != nil {
+			return nil, rr, fmt.Errorf("state journal %s: %w", j.Name(), err)
 		}
 	}
-	if j == nil {
-		return doc, 0, nil
+	if !docExists {
+		if found := s.traces(app, jdata); len(found) > 0 {
+			return nil, rr, &MissingDocumentError{App: app, Where: "state directory " + s.dir, Found: found,
+				Aside: "the traces are kept, renamed with the suffix .old-TIME"}
+		}
 	}
-	if _, err := j.Seek(0, io.SeekStart); err != nil {
-		return nil, 0, fmt.Errorf("state journal %s: %w", j.Name(), err)
-	}
-	jdata, err := io.ReadAll(j)
-	if err != nil {
-		return nil, 0, fmt.Errorf("state journal %s: %w", j.Name(), err)
-	}
-	valid, err := replay(doc, jdata, func(line int, n int) {
+	res, err := replay(doc, jdata, func(line int, n int) {
 		s.log.Warn("state journal: ignoring a torn last line (a write interrupted by a crash; that change was never reported done)",
 			"file", j.Name(), "line", line, "bytes", n)
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("state journal %s: %w", j.Name(), err)
+		return nil, rr, fmt.Errorf("state journal %s: %w%s", j.Name(), err, s.recoverHint(app))
 	}
-	return doc, valid, nil
+	rr.valid = res.valid
+	rr.unterminated = res.unterminated
+	return doc, rr, nil
 }
 
-// journalEntry is one line of a journal: one Apply.
-type journalEntry struct {
-	Serial  uint64    `json:"serial"`
-	Lineage string    `json:"lineage"`
-	LockID  string    `json:"lock_id,omitempty"`
-	Time    time.Time `json:"time"`
-	Changes []Change  `json:"changes"`
+// recoverHint ends the message of a state that cannot be read.
+func (s *FileStore) recoverHint(app string) string {
+	return fmt.Sprintf(" (gcompose state recover --app %s rebuilds the state from what is intact: %s and the journals; see docs/state.md)", app, filepath.Base(s.BackupPath(app)))
 }
 
-// replay applies the journal data to doc. Entries already in doc (serial
-// not above doc.Serial) are skipped; the others must follow one another. An
-// incomplete or unparsable last line is reported to torn and ignored; one
-// anywhere else is an error. It returns the length of the valid prefix.
-func replay(doc *Document, data []byte, torn func(line, bytes int)) (int64, error) {
-	var off int64
-	line := 0
-	for len(data) > 0 {
-		line++
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 { // no newline: the append never completed
-			torn(line, len(data))
-			return off, nil
+// traces lists what is left of an application's state when its document
+// is missing; journal is APP.journal's content. A journal starting at
+// serial 1 is a whole history (a first run stopped before compacting) and
+// no trace.
+func (s *FileStore) traces(app string, journal []byte) []string {
+	var found []string
+	bpath := s.BackupPath(app)
+	if data, err := os.ReadFile(bpath); err == nil {
+		found = append(found, describeDocument(bpath, data))
+	}
+	jb := s.JournalBackupPath(app)
+	if data, err := os.ReadFile(jb); err == nil && len(bytes.TrimSpace(data)) > 0 {
+		found = append(found, describeJournal(jb, data))
+	}
+	if first, ok := firstSerial(journal); ok && first != 1 {
+		found = append(found, describeJournal(s.JournalPath(app), journal))
+	}
+	return found
+}
+
+// describeDocument says what a document file holds, for messages.
+func describeDocument(path string, data []byte) string {
+	var d Document
+	if body, _, err := openDocument(data); err == nil && json.Unmarshal(body, &d) == nil {
+		return fmt.Sprintf("%s (serial %d, lineage %s, %d resources)", path, d.Serial, d.Lineage, len(d.Resources))
+	}
+	return path + " (unreadable)"
+}
+
+// describeJournal says what a journal file holds, for messages.
+func describeJournal(path string, data []byte) string {
+	var first, last uint64
+	n := 0
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		var e struct{ Serial uint64 }
+		if body, _, err := openLine(l); err == nil && json.Unmarshal(body, &e) == nil {
+			if n == 0 {
+				first = e.Serial
+			}
+			last = e.Serial
+			n++
 		}
-		raw := data[:i]
-		rest := data[i+1:]
-		if len(bytes.TrimSpace(raw)) == 0 {
-			off += int64(i + 1)
-			data = rest
+	}
+	if n == 0 {
+		return path + " (no readable line)"
+	}
+	return fmt.Sprintf("%s (%d lines, serials %d to %d)", path, n, first, last)
+}
+
+// firstSerial is the serial of a journal's first complete line.
+func firstSerial(journal []byte) (uint64, bool) {
+	for _, l := range bytes.Split(journal, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		var e journalEntry
-		if err := json.Unmarshal(raw, &e); err != nil {
-			if len(bytes.TrimSpace(rest)) == 0 {
-				torn(line, len(data))
-				return off, nil
-			}
-			return 0, fmt.Errorf("line %d is corrupt (%v) and is not the last one", line, err)
+		var e struct{ Serial uint64 }
+		body, _, err := openLine(l)
+		if err != nil || json.Unmarshal(body, &e) != nil {
+			return 0, false
 		}
-		if e.Serial > doc.Serial {
-			if doc.Lineage != "" && e.Lineage != doc.Lineage {
-				return 0, fmt.Errorf("line %d: lineage %s differs from the document's %s", line, e.Lineage, doc.Lineage)
-			}
-			if e.Serial != doc.Serial+1 {
-				return 0, fmt.Errorf("line %d: serial %d does not follow %d (a journal entry is missing)", line, e.Serial, doc.Serial)
-			}
-			for k, ch := range e.Changes {
-				if ch.Put == nil && ch.Delete == "" || ch.Put != nil && ch.Put.Name == "" {
-					return 0, fmt.Errorf("line %d: change %d is empty or unnamed", line, k)
-				}
-			}
-			doc.apply(e.Changes, e.Time)
-			doc.Serial = e.Serial
-			doc.Lineage = e.Lineage
-			doc.FormatVersion = FormatVersion
-		}
-		off += int64(i + 1)
-		data = rest
+		return e.Serial, true
 	}
-	return off, nil
+	return 0, false
 }
 
 // Apply implements Store: one journal line, appended and fsynced.
@@ -575,11 +725,10 @@ func (s *FileStore) Apply(ctx context.Context, l *Lock, changes ...Change) error
 		if e.Lineage == "" {
 			e.Lineage = NewID()
 		}
-		line, err := json.Marshal(e)
+		line, err := e.encode()
 		if err != nil {
 			return fmt.Errorf("state for app %q: encoding change: %w", l.App, err)
 		}
-		line = append(line, '\n')
 		if _, err := ss.journal.Write(line); err != nil {
 			// Cut a partial line so the next append starts clean.
 			_ = ss.journal.Truncate(ss.jlen)
@@ -622,15 +771,6 @@ func (s *FileStore) syncJournal(sess *session, seq uint64) error {
 	return nil
 }
 
-// journalLine is journalEntry with its changes already encoded.
-type journalLine struct {
-	Serial  uint64          `json:"serial"`
-	Lineage string          `json:"lineage"`
-	LockID  string          `json:"lock_id,omitempty"`
-	Time    time.Time       `json:"time"`
-	Changes json.RawMessage `json:"changes"`
-}
-
 func lockApp(l *Lock) string {
 	if l == nil {
 		return ""
@@ -643,26 +783,45 @@ func (s *FileStore) Compact(ctx context.Context, l *Lock) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.fenced(l, func(sess *session) error {
+	return s.fencedSync(l, func(sess *session) error {
 		if sess.loadErr != nil {
 			return fmt.Errorf("state for app %q cannot be compacted: %w", l.App, sess.loadErr)
 		}
-		if sess.jlen == 0 {
+		if sess.jlen == 0 && !sess.upgrade {
 			return nil
 		}
 		return s.writeDoc(sess, sess.doc)
 	})
 }
 
-// writeDoc makes doc the document: the current one becomes the backup, doc
-// is written atomically, and the journal is emptied.
+// fencedSync is fenced for writes that replace the journal: it also waits
+// for the Apply calls still syncing it.
+func (s *FileStore) fencedSync(l *Lock, fn func(sess *session) error) error {
+	sess, err := s.session(l)
+	if err != nil {
+		return err
+	}
+	sess.syncMu.Lock()
+	defer sess.syncMu.Unlock()
+	return s.fenced(l, fn)
+}
+
+// writeDoc makes doc the document: the current document becomes the
+// backup, doc is written atomically with its checksum, and the journal,
+// which holds exactly the lines from the backup to doc, becomes the journal
+// backup; a new, empty journal takes its place. So the backup and the
+// journal backup always add up to the document (gcompose state recover).
+// The caller holds syncMu and mu.
 func (s *FileStore) writeDoc(sess *session, doc *Document) error {
 	app := sess.lock.App
-	data, err := json.MarshalIndent(doc, "", "  ")
+	body, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("state for app %q: encoding: %w", app, err)
 	}
-	data = append(data, '\n')
+	data := sealDocument(append(body, '\n'))
+	if err := sess.journal.Sync(); err != nil {
+		return fmt.Errorf("state journal %s: %w", sess.journal.Name(), err)
+	}
 	if err := s.backup(app); err != nil {
 		return err
 	}
@@ -670,15 +829,36 @@ func (s *FileStore) writeDoc(sess *session, doc *Document) error {
 	if err := writeAtomic(dpath, data); err != nil {
 		return fmt.Errorf("state document %s: %w", dpath, err)
 	}
-	// A crash before this point leaves journal entries that the new
+	// A crash before this point leaves journal lines that the new
 	// document already contains: replay skips them by serial.
-	if err := sess.journal.Truncate(0); err != nil {
-		return fmt.Errorf("state journal %s: emptying after compaction: %w", sess.journal.Name(), err)
+	if err := s.rotateJournal(sess); err != nil {
+		return err
 	}
-	if err := sess.journal.Sync(); err != nil {
-		return fmt.Errorf("state journal %s: %w", sess.journal.Name(), err)
+	sess.upgrade = false
+	return nil
+}
+
+// rotateJournal renames the journal to the journal backup and opens a new,
+// empty one. Readers that opened the old one still read it whole, and skip
+// its lines (all in the new document) by serial.
+func (s *FileStore) rotateJournal(sess *session) error {
+	app := sess.lock.App
+	jpath := s.JournalPath(app)
+	if err := os.Rename(jpath, s.JournalBackupPath(app)); err != nil {
+		return fmt.Errorf("state journal %s: rotating after compaction: %w", jpath, err)
 	}
+	j, err := os.OpenFile(jpath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("state journal %s: %w", jpath, err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		j.Close()
+		return fmt.Errorf("state journal %s: %w", jpath, err)
+	}
+	old := sess.journal
+	sess.journal = j
 	sess.jlen = 0
+	old.Close() // lets go of the writers' flock fenced took on it
 	return nil
 }
 
@@ -705,31 +885,6 @@ func (s *FileStore) backup(app string) error {
 		return fmt.Errorf("state backup %s: %w", bpath, err)
 	}
 	return nil
-}
-
-// Replace implements Store.
-func (s *FileStore) Replace(ctx context.Context, l *Lock, doc *Document, force bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if doc == nil {
-		return errors.New("state replace: nil document")
-	}
-	return s.fenced(l, func(sess *session) error {
-		if sess.loadErr != nil && !force {
-			return fmt.Errorf("state for app %q is unreadable (%v); replace it with force", l.App, sess.loadErr)
-		}
-		next, err := replacement(sess.doc, doc, l.App, force)
-		if err != nil {
-			return err
-		}
-		if err := s.writeDoc(sess, next); err != nil {
-			return err
-		}
-		sess.doc = next
-		sess.loadErr = nil
-		return nil
-	})
 }
 
 // replacement checks a Replace of cur by doc and returns what to store.
@@ -768,7 +923,109 @@ func replacement(cur, doc *Document, app string, force bool) (*Document, error) 
 	return next, nil
 }
 
-// Apps implements Store: applications with a document or a non-empty journal.
+// Replace implements Store: the new document goes into the journal as one
+// line, then is compacted, so that the backup (the document before) and
+// the journal backup still add up to it.
+func (s *FileStore) Replace(ctx context.Context, l *Lock, doc *Document, force bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if doc == nil {
+		return errors.New("state replace: nil document")
+	}
+	return s.fencedSync(l, func(sess *session) error {
+		if sess.loadErr != nil {
+			var missing *MissingDocumentError
+			switch {
+			case !force:
+				return fmt.Errorf("state for app %q is unreadable (%v); replace it with force", l.App, sess.loadErr)
+			case errors.As(sess.loadErr, &missing):
+				// A new state over the traces of a lost one: keep them aside.
+				if err := s.setAside(sess, missing); err != nil {
+					return err
+				}
+			default:
+				// Damaged: keep the document and the journal aside (not as
+				// the backup, which stays the last good document) and
+				// start a new journal.
+				if err := s.setAsideDamaged(sess); err != nil {
+					return err
+				}
+			}
+		}
+		next, err := replacement(sess.doc, doc, l.App, force)
+		if err != nil {
+			return err
+		}
+		line, err := journalLine{Serial: next.Serial, Lineage: next.Lineage, LockID: l.Info.ID, Time: next.UpdatedAt, Replace: next}.encode()
+		if err != nil {
+			return fmt.Errorf("state for app %q: encoding: %w", l.App, err)
+		}
+		if _, err := sess.journal.Write(line); err != nil {
+			_ = sess.journal.Truncate(sess.jlen)
+			return fmt.Errorf("state journal %s: %w", sess.journal.Name(), err)
+		}
+		sess.jlen += int64(len(line))
+		if err := s.writeDoc(sess, next); err != nil {
+			return err
+		}
+		sess.doc = next
+		sess.loadErr = nil
+		return nil
+	})
+}
+
+// setAside renames what is left of a lost state (its backup and journals)
+// with the suffix .old-TIME, out of the way of a new state but kept.
+func (s *FileStore) setAside(sess *session, missing *MissingDocumentError) error {
+	app := sess.lock.App
+	suffix := ".old-" + time.Now().UTC().Format("20060102T150405.000Z")
+	for _, p := range []string{s.BackupPath(app), s.JournalBackupPath(app)} {
+		if err := os.Rename(p, p+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("state for app %q: setting %s aside: %w", app, p, err)
+		}
+	}
+	jpath := s.JournalPath(app)
+	if data, err := os.ReadFile(jpath); err == nil && len(data) > 0 {
+		if err := writeAtomic(jpath+suffix, data); err != nil {
+			return fmt.Errorf("state for app %q: setting %s aside: %w", app, jpath, err)
+		}
+		if err := sess.journal.Truncate(0); err != nil {
+			return fmt.Errorf("state journal %s: %w", jpath, err)
+		}
+		sess.jlen = 0
+	}
+	s.log.Info("state: what was left of a lost document is kept with the suffix "+suffix, "app", app, "found", strings.Join(missing.Found, "; "))
+	return syncDir(s.dir)
+}
+
+// setAsideDamaged renames a damaged document and journal with the suffix
+// .damaged-TIME, and opens a new journal.
+func (s *FileStore) setAsideDamaged(sess *session) error {
+	app := sess.lock.App
+	suffix := ".damaged-" + time.Now().UTC().Format("20060102T150405.000Z")
+	dpath := s.DocPath(app)
+	if err := os.Rename(dpath, dpath+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("state for app %q: setting %s aside: %w", app, dpath, err)
+	}
+	jpath := s.JournalPath(app)
+	if err := os.Rename(jpath, jpath+suffix); err != nil {
+		return fmt.Errorf("state for app %q: setting %s aside: %w", app, jpath, err)
+	}
+	j, err := os.OpenFile(jpath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("state journal %s: %w", jpath, err)
+	}
+	old := sess.journal
+	sess.journal, sess.jlen = j, 0
+	old.Close()
+	s.log.Info("state: the damaged document and journal are kept with the suffix "+suffix, "app", app)
+	return syncDir(s.dir)
+}
+
+// Apps implements Store: applications with a document or a non-empty
+// journal, and those with only traces of a lost document (a backup), which
+// Load reports.
 func (s *FileStore) Apps(ctx context.Context) ([]string, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -780,9 +1037,11 @@ func (s *FileStore) Apps(ctx context.Context) ([]string, error) {
 		switch {
 		case strings.HasSuffix(n, ".json"):
 			seen[strings.TrimSuffix(n, ".json")] = true
-		case strings.HasSuffix(n, ".journal"):
+		case strings.HasSuffix(n, ".json.backup"):
+			seen[strings.TrimSuffix(n, ".json.backup")] = true
+		case strings.HasSuffix(n, ".journal"), strings.HasSuffix(n, ".journal.backup"):
 			if info, err := e.Info(); err == nil && info.Size() > 0 {
-				seen[strings.TrimSuffix(n, ".journal")] = true
+				seen[strings.TrimSuffix(strings.TrimSuffix(n, ".backup"), ".journal")] = true
 			}
 		}
 	}

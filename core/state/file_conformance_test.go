@@ -8,7 +8,7 @@ import (
 )
 
 func TestFileStore(t *testing.T) {
-	statetest.Run(t, func(t *testing.T) (state.Store, func(*testing.T) state.Store) {
+	statetest.RunWith(t, func(t *testing.T) (state.Store, func(*testing.T) state.Store) {
 		dir := t.TempDir()
 		open := func(t *testing.T) state.Store {
 			s, err := state.NewFileStore(dir, state.Options{Logger: testLogger(t)})
@@ -18,5 +18,5 @@ func TestFileStore(t *testing.T) {
 			return s
 		}
 		return open(t), open
-	})
+	}, statetest.Features{})
 }

@@ -154,7 +154,7 @@ func TestFileLayout(t *testing.T) {
 	}
 	var li state.LockInfo
 	if err := json.Unmarshal(lockData, &li); err != nil || li.ID != l.Info.ID || li.Operation != "deploy" || li.PID != os.Getpid() || li.Version != "test" || li.Created.IsZero() ||
-		!strings.HasSuffix(li.Holder, fmt.Sprintf(" pid %d", os.Getpid())) {
+		!strings.Contains(li.Holder, fmt.Sprintf(" pid %d", os.Getpid())) || !li.OSLock {
 		t.Fatalf("lock file %s: %v", lockData, err)
 	}
 	apply(t, s, l, state.Put(statetest.Res("a", 1)))
@@ -173,8 +173,12 @@ func TestFileLayout(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if got := strings.Join(names, " "); got != "shop.journal shop.json shop.json.backup" {
+	if got := strings.Join(names, " "); got != "shop.journal shop.journal.backup shop.json shop.json.backup shop.lock" {
 		t.Fatalf("state directory holds %s", got)
+	}
+	// The lock file stays (its OS lock is what locks); released, it is empty.
+	if n := size(t, s.LockPath("shop")); n != 0 {
+		t.Fatalf("released lock file holds %d bytes", n)
 	}
 	if s.DocPath("shop") != filepath.Join(dir, "shop.json") || s.LockPath("shop") != filepath.Join(dir, "shop.lock") {
 		t.Fatalf("paths: %s %s", s.DocPath("shop"), s.LockPath("shop"))
@@ -326,7 +330,7 @@ func TestCorruptJournal(t *testing.T) {
 
 	corrupt := append(append([]byte("not json\n"), lines[1]...), lines[2]...)
 	os.WriteFile(jpath, append(lines[0], corrupt...), 0o600)
-	if _, err := s.Load(context.Background(), "app"); err == nil || !strings.Contains(err.Error(), "line 2 is corrupt") || !strings.Contains(err.Error(), jpath) {
+	if _, err := s.Load(context.Background(), "app"); err == nil || !strings.Contains(err.Error(), "line 2 is not JSON") || !errors.Is(err, state.ErrCorrupt) || !strings.Contains(err.Error(), jpath) {
 		t.Fatalf("corrupt middle line: %v", err)
 	}
 	// A missing entry (a gap in serials) is an error too.
@@ -454,37 +458,57 @@ func TestJournalIsLinear(t *testing.T) {
 	}
 }
 
-func TestStaleLock(t *testing.T) {
+// A lock file written by an older gcompose (no OS lock, no os_lock mark)
+// may belong to a running one: it is refused, and gcompose unlock removes it.
+func TestLegacyLockFile(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := newFileStore(t, dir)
-	// A pid that existed and is gone.
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	if err := cmd.Run(); err != nil {
+	info := state.NewLockInfo("deploy", "0.1.0")
+	info.ID = "old-lock"
+	data, _ := json.MarshalIndent(info, "", "  ")
+	if err := os.WriteFile(s.LockPath("app"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	info := state.NewLockInfo("deploy", "test")
-	info.ID = "dead-lock"
-	info.PID = cmd.Process.Pid
-	info.Holder = fmt.Sprintf("%s@%s pid %d", info.User, info.Host, info.PID)
-	data, _ := json.Marshal(info)
-	os.WriteFile(s.LockPath("app"), data, 0o600)
-
 	_, err := s.Lock(context.Background(), "app", state.NewLockInfo("deploy", "test"))
-	var le *state.LockedError
-	if !errors.As(err, &le) || !le.Stale || !strings.Contains(err.Error(), "stale") || !strings.Contains(err.Error(), "gcompose unlock dead-lock") {
-		t.Fatalf("stale lock: %v", err)
+	if !errors.Is(err, state.ErrLocked) || !strings.Contains(err.Error(), "older gcompose") || !strings.Contains(err.Error(), "gcompose unlock old-lock") {
+		t.Fatalf("legacy lock file: %v", err)
 	}
-	// A live holder on another host is never called stale.
-	info.Host = "elsewhere"
-	data, _ = json.Marshal(info)
-	os.WriteFile(s.LockPath("app"), data, 0o600)
-	if _, err := s.Lock(context.Background(), "app", state.NewLockInfo("deploy", "test")); !errors.As(err, &le) || le.Stale {
-		t.Fatalf("lock of another host: %v", err)
+	if i, err := s.LockInfo(context.Background(), "app"); err != nil || i == nil || i.ID != "old-lock" {
+		t.Fatalf("LockInfo of a legacy lock: %+v, %v", i, err)
 	}
-	if err := s.ForceUnlock(context.Background(), "app", "dead-lock"); err != nil {
+	if err := s.ForceUnlock(context.Background(), "app", "old-lock"); err != nil {
 		t.Fatal(err)
 	}
-	lock(t, s, "app")
+	if l := lock(t, s, "app"); l.Previous != nil {
+		t.Fatalf("after unlock, Previous = %+v", l.Previous)
+	}
+}
+
+// Removing the lock file by hand would let another process lock a new one:
+// the holder's writes are refused from then on, never interleaved.
+func TestLockFileRemovedFencesWrites(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := newFileStore(t, dir)
+	l := lock(t, s, "app")
+	apply(t, s, l, state.Put(statetest.Res("a", 1)))
+	if err := os.Remove(s.LockPath("app")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := helperCmd(dir, "app", "try").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "LOCKED") {
+		t.Fatalf("another process, after the lock file was removed: %v: %s", err, out)
+	}
+	for name, err := range map[string]error{
+		"Apply":   s.Apply(context.Background(), l, state.Put(statetest.Res("b", 1))),
+		"Compact": s.Compact(context.Background(), l),
+	} {
+		if !errors.Is(err, state.ErrLockNotHeld) || !strings.Contains(err.Error(), "removed or replaced") {
+			t.Errorf("%s after the lock file was removed: %v", name, err)
+		}
+	}
+	if d := load(t, s, "app"); strings.Join(d.Names(), ",") != "a" {
+		t.Fatalf("state: %v", d.Names())
+	}
 }
 
 func TestOpen(t *testing.T) {
@@ -635,8 +659,11 @@ func TestSecondProcessRefused(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
 		t.Fatalf("second process: %v: %s", err, out)
 	}
-	want := fmt.Sprintf(`state for app "shop" is locked by %s@%s (pid %d) for deploy since %s; lock ID %s (gcompose unlock %s)`,
-		l.Info.User, l.Info.Host, os.Getpid(), l.Info.Created.Format(time.RFC3339), l.Info.ID, l.Info.ID)
+	if l.Info.PID != os.Getpid() {
+		t.Fatalf("lock info pid %d, this process is %d", l.Info.PID, os.Getpid())
+	}
+	want := fmt.Sprintf(`state for app "shop" is locked by %s for deploy since %s; lock ID %s; the OS holds it for that process and releases it the moment the process ends, killed or not (--lock-timeout waits for it)`,
+		l.Info.Who(), l.Info.Created.Format(time.RFC3339), l.Info.ID)
 	if strings.TrimSpace(string(out)) != want {
 		t.Fatalf("second process said\n%s\nwant\n%s", out, want)
 	}
@@ -691,27 +718,51 @@ func startHolder(t *testing.T, dir, app string) *holder {
 	return h
 }
 
-func TestSecondProcessHolderKilledIsStale(t *testing.T) {
+// A holder killed with SIGKILL loses its lock at once: the kernel releases
+// the OS lock, and the next Lock says who ended without releasing it.
+func TestSecondProcessKilledReleasesLock(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := newFileStore(t, dir)
 	h := startHolder(t, dir, "shop")
 	_, err := s.Lock(context.Background(), "shop", state.NewLockInfo("deploy", "test"))
 	var le *state.LockedError
-	if !errors.As(err, &le) || le.Stale || le.Info.PID != h.cmd.Process.Pid || le.Info.ID != h.id {
+	if !errors.As(err, &le) || le.Info.PID != h.cmd.Process.Pid || le.Info.ID != h.id || !strings.Contains(err.Error(), "releases it the moment the process ends") {
 		t.Fatalf("lock held by a live process: %v", err)
+	}
+	if err := s.ForceUnlock(context.Background(), "shop", h.id); err == nil || !strings.Contains(err.Error(), "running process") {
+		t.Fatalf("ForceUnlock of a live holder: %v", err)
 	}
 	if err := h.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	h.cmd.Wait()
-	_, err = s.Lock(context.Background(), "shop", state.NewLockInfo("deploy", "test"))
-	if !errors.As(err, &le) || !le.Stale || !strings.Contains(err.Error(), "gcompose unlock "+h.id) {
-		t.Fatalf("lock of a killed process: %v", err)
+	if i, err := s.LockInfo(context.Background(), "shop"); err != nil || i != nil {
+		t.Fatalf("LockInfo after the holder was killed: %+v, %v", i, err)
 	}
-	if err := s.ForceUnlock(context.Background(), "shop", h.id); err != nil {
+	l := lock(t, s, "shop")
+	if l.Previous == nil || l.Previous.ID != h.id || l.Previous.PID != h.cmd.Process.Pid {
+		t.Fatalf("Previous = %+v, want the killed holder %s", l.Previous, h.id)
+	}
+}
+
+// A second process cannot take a live holder's lock with ForceUnlock; the
+// holder's writes go on.
+func TestSecondProcessCannotStealLiveLock(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := newFileStore(t, dir)
+	l := lock(t, s, "shop")
+	apply(t, s, l, state.Put(statetest.Res("a", 1)))
+	out, err := helperCmd(dir, "shop", "steal", "LOCK_ID="+l.Info.ID).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "held by a running process") {
+		t.Fatalf("steal: %v: %s", err, out)
+	}
+	apply(t, s, l, state.Put(statetest.Res("b", 1)))
+	if err := s.Compact(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
-	lock(t, s, "shop")
+	if d := load(t, s, "shop"); strings.Join(d.Names(), ",") != "a,b" || d.Serial != 2 {
+		t.Fatalf("state: serial %d names %v", d.Serial, d.Names())
+	}
 }
 
 func TestSecondProcessLockTimeoutWaits(t *testing.T) {
@@ -734,29 +785,6 @@ func TestSecondProcessLockTimeoutWaits(t *testing.T) {
 		t.Fatalf("holder: %q", h.out.Text())
 	}
 	apply(t, s, l, state.Put(statetest.Res("a", 1)))
-}
-
-func TestSecondProcessForceUnlockFencesWrites(t *testing.T) {
-	dir := t.TempDir()
-	s, _ := newFileStore(t, dir)
-	l := lock(t, s, "shop")
-	apply(t, s, l, state.Put(statetest.Res("a", 1)))
-	out, err := helperCmd(dir, "shop", "steal", "LOCK_ID="+l.Info.ID).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "STOLEN" {
-		t.Fatalf("steal: %v: %s", err, out)
-	}
-	for name, err := range map[string]error{
-		"Apply":   s.Apply(context.Background(), l, state.Put(statetest.Res("b", 1))),
-		"Compact": s.Compact(context.Background(), l),
-	} {
-		if !errors.Is(err, state.ErrLockNotHeld) || !strings.Contains(err.Error(), "removed") {
-			t.Errorf("%s after another process force-unlocked: %v", name, err)
-		}
-	}
-	d := load(t, s, "shop")
-	if strings.Join(d.Names(), ",") != "a,stolen" || d.Serial != 2 {
-		t.Fatalf("state: serial %d names %v", d.Serial, d.Names())
-	}
 }
 
 // Concurrent writers of one lock share fsyncs; the journal still holds one
@@ -795,7 +823,7 @@ func TestGroupCommit(t *testing.T) {
 
 // A writer killed with SIGKILL at arbitrary moments (during appends and
 // compactions): every put it reported durable is there, the state loads,
-// the lock is reported stale, and the next run continues the serials.
+// the lock is free at once, and the next run continues the serials.
 func TestSecondProcessKilledMidWrite(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := newFileStore(t, dir)
@@ -836,14 +864,13 @@ func TestSecondProcessKilledMidWrite(t *testing.T) {
 				t.Fatalf("round %d: r%d reported durable but missing (serial %d)", round, i, d.Serial)
 			}
 		}
-		info, err := s.LockInfo(ctx, "app")
-		if err != nil || info == nil || !info.HolderGone() {
+		if info, err := s.LockInfo(ctx, "app"); err != nil || info != nil {
 			t.Fatalf("round %d: lock after kill: %+v, %v", round, info, err)
 		}
-		if err := s.ForceUnlock(ctx, "app", info.ID); err != nil {
-			t.Fatal(err)
-		}
 		l := lock(t, s, "app")
+		if l.Previous == nil || l.Previous.PID != cmd.Process.Pid {
+			t.Fatalf("round %d: Previous = %+v, want the killed writer", round, l.Previous)
+		}
 		apply(t, s, l, state.Put(statetest.Res("after", round)))
 		if d2 := load(t, s, "app"); d2.Serial != d.Serial+1 || d2.Lineage != d.Lineage {
 			t.Fatalf("round %d: serial %d→%d lineage %s→%s", round, d.Serial, d2.Serial, d.Lineage, d2.Lineage)
@@ -855,7 +882,9 @@ func TestSecondProcessKilledMidWrite(t *testing.T) {
 	}
 }
 
-func TestCloseKeepsLock(t *testing.T) {
+// Close lets the OS locks go, as the end of the process does: later writes
+// of the lock are refused, and the next holder learns it was not released.
+func TestCloseReleasesLock(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := newFileStore(t, dir)
 	l := lock(t, s, "app")
@@ -867,8 +896,11 @@ func TestCloseKeepsLock(t *testing.T) {
 		t.Fatalf("Apply after Close: %v", err)
 	}
 	s2, _ := newFileStore(t, dir)
-	if i, err := s2.LockInfo(context.Background(), "app"); err != nil || i == nil || i.ID != l.Info.ID || i.HolderGone() {
+	if i, err := s2.LockInfo(context.Background(), "app"); err != nil || i != nil {
 		t.Fatalf("lock after Close: %+v, %v", i, err)
+	}
+	if l2 := lock(t, s2, "app"); l2.Previous == nil || l2.Previous.ID != l.Info.ID {
+		t.Fatalf("Previous = %+v", l2.Previous)
 	}
 	if d := load(t, s2, "app"); d.Serial != 1 {
 		t.Fatalf("serial %d", d.Serial)

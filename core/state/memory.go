@@ -49,7 +49,7 @@ func (s *MemoryStore) Lock(ctx context.Context, app string, info LockInfo) (*Loc
 	defer s.mu.Unlock()
 	a := s.app(app)
 	if a.lock != nil {
-		return nil, &LockedError{App: app, Info: *a.lock}
+		return nil, &LockedError{App: app, Info: *a.lock, Hint: fmt.Sprintf("gcompose unlock %s removes it", a.lock.ID)}
 	}
 	if info.ID == "" {
 		info.ID = NewID()
@@ -59,7 +59,7 @@ func (s *MemoryStore) Lock(ctx context.Context, app string, info LockInfo) (*Loc
 	}
 	held := info
 	a.lock = &held
-	return &Lock{App: app, Info: info}, nil
+	return &Lock{App: app, Info: info, Scope: fmt.Sprintf("mem:%p:%s", s, app)}, nil
 }
 
 // fenced runs fn with the store mutex held if l is the app's current lock.
@@ -73,7 +73,7 @@ func (s *MemoryStore) fenced(l *Lock, fn func(a *memApp) error) error {
 	if a == nil || a.lock == nil || a.lock.ID != l.Info.ID {
 		why := "it was released or force-unlocked"
 		if a != nil && a.lock != nil {
-			why = fmt.Sprintf("it is now held by %s for %s, lock ID %s", a.lock.who(), a.lock.Operation, a.lock.ID)
+			why = fmt.Sprintf("it is now held by %s for %s, lock ID %s", a.lock.Who(), a.lock.Operation, a.lock.ID)
 		}
 		return fmt.Errorf("state for app %q, lock %s: %w: %s", l.App, l.Info.ID, ErrLockNotHeld, why)
 	}
@@ -97,7 +97,7 @@ func (s *MemoryStore) ForceUnlock(ctx context.Context, app, lockID string) error
 		return fmt.Errorf("unlock: state for app %q is not locked", app)
 	}
 	if a.lock.ID != lockID {
-		return fmt.Errorf("unlock: state for app %q is locked with ID %s (by %s), not %s", app, a.lock.ID, a.lock.who(), lockID)
+		return fmt.Errorf("unlock: state for app %q is locked with ID %s (by %s), not %s", app, a.lock.ID, a.lock.Who(), lockID)
 	}
 	a.lock = nil
 	return nil

@@ -12,25 +12,32 @@ import (
 // --remove-source): afterwards Load returns an empty document, Apps no
 // longer lists the application, and its next write starts a new lineage.
 // The lock stays held until Unlock. The file backend keeps the removed
-// document as APP.json.backup.
+// document as APP.json.removed, and removes the backup and the journal
+// backup: a deliberate removal leaves no trace that Load would take for a
+// lost document.
 func (s *FileStore) Remove(ctx context.Context, l *Lock) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.fenced(l, func(sess *session) error {
+	return s.fencedSync(l, func(sess *session) error {
 		if sess.loadErr != nil {
 			return fmt.Errorf("state for app %q cannot be removed: %w", l.App, sess.loadErr)
 		}
 		if sess.doc.Serial == 0 && sess.jlen == 0 {
 			return nil
 		}
-		// Fold the journal in, so that the backup is the whole state.
+		// Fold the journal in, so that the removed document is the whole state.
 		if err := s.writeDoc(sess, sess.doc); err != nil {
 			return err
 		}
-		dpath, bpath := s.DocPath(l.App), s.BackupPath(l.App)
-		if err := os.Rename(dpath, bpath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		dpath := s.DocPath(l.App)
+		if err := os.Rename(dpath, s.RemovedPath(l.App)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("state for app %q: remove %s: %w", l.App, dpath, err)
+		}
+		for _, p := range []string{s.BackupPath(l.App), s.JournalBackupPath(l.App)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("state for app %q: remove %s: %w", l.App, p, err)
+			}
 		}
 		if err := syncDir(s.dir); err != nil {
 			return fmt.Errorf("state for app %q: %w", l.App, err)

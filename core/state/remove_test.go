@@ -49,9 +49,14 @@ func TestRemove(t *testing.T) {
 				t.Fatalf("Apps after Remove = %v, %v", apps, err)
 			}
 			if name == "file" {
-				b, err := os.ReadFile(fs.BackupPath("app"))
+				b, err := os.ReadFile(fs.RemovedPath("app"))
 				if err != nil || !containsAll(string(b), old.Lineage, `"b"`, `"a"`) {
-					t.Fatalf("backup after Remove: %s, %v", b, err)
+					t.Fatalf("removed document after Remove: %s, %v", b, err)
+				}
+				for _, p := range []string{fs.BackupPath("app"), fs.JournalBackupPath("app")} {
+					if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+						t.Fatalf("%s after Remove: %v (a trace Load would take for a lost document)", p, err)
+					}
 				}
 			}
 			if err := s.Apply(ctx, l, state.Put(statetest.Res("c", 1))); err != nil {

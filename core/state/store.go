@@ -11,7 +11,8 @@ import (
 )
 
 // Store keeps application state documents. Implementations: FileStore,
-// MemoryStore; etcd later (issue 6). All methods are safe for concurrent use.
+// MemoryStore, and etcd's (package etcd). All methods are safe for
+// concurrent use.
 //
 // Reads need no lock. Every write takes the *Lock returned by Lock and is
 // refused with ErrLockNotHeld once that lock is no longer held (released,
@@ -28,9 +29,10 @@ type Store interface {
 	// Unlock releases a lock taken by Lock. Releasing a lock that is no
 	// longer held returns ErrLockNotHeld.
 	Unlock(ctx context.Context, lock *Lock) error
-	// ForceUnlock removes the application's lock if its ID is lockID,
-	// whoever holds it (gcompose unlock). The old holder's later writes are
-	// refused.
+	// ForceUnlock removes the application's lock if its ID is lockID
+	// (gcompose unlock); the old holder's later writes are refused. The
+	// file backend refuses while the holder lives: its lock is an OS lock,
+	// released only by the holder's end.
 	ForceUnlock(ctx context.Context, app, lockID string) error
 	// LockInfo returns who holds the application's lock, or nil when nobody
 	// does.
@@ -38,7 +40,10 @@ type Store interface {
 
 	// Load returns the current document: the last compacted document plus
 	// every journaled change. An application with no state yields an empty
-	// document (Serial 0, no lineage). The result is the caller's to modify.
+	// document (Serial 0, no lineage); one whose document is lost but whose
+	// traces remain yields a *MissingDocumentError, never an empty document;
+	// damaged bytes yield an error matching ErrCorrupt. The result is the
+	// caller's to modify.
 	// A Load after Lock sees every write made before the lock was taken:
 	// plan from that, not from a Load made before locking.
 	Load(ctx context.Context, app string) (*Document, error)
@@ -74,6 +79,13 @@ type LockInfo struct {
 	Created   time.Time `json:"created"`
 	// Version is the holder's gcompose version.
 	Version string `json:"version,omitempty"`
+	// InContainer: the holder runs in a container, where PID is its PID in
+	// the container's namespace.
+	InContainer bool `json:"in_container,omitempty"`
+	// OSLock is set in the file backend's lock file: its holder holds an OS
+	// lock (flock) on the file for as long as it lives. A lock file without
+	// it was written by an older gcompose, which held no OS lock.
+	OSLock bool `json:"os_lock,omitempty"`
 }
 
 // NewLockInfo describes this process holding a lock for operation.
@@ -87,31 +99,30 @@ func NewLockInfo(operation, version string) LockInfo {
 		h = "localhost"
 	}
 	pid := os.Getpid()
+	_, err = os.Stat("/.dockerenv")
+	inContainer := err == nil
+	holder := fmt.Sprintf("%s@%s pid %d", u, h, pid)
+	if inContainer {
+		holder += " in a container"
+	}
 	return LockInfo{
-		Holder:    fmt.Sprintf("%s@%s pid %d", u, h, pid),
-		User:      u,
-		Host:      h,
-		PID:       pid,
-		Operation: operation,
-		Created:   time.Now().UTC(),
-		Version:   version,
+		InContainer: inContainer,
+		Holder:      holder,
+		User:        u,
+		Host:        h,
+		PID:         pid,
+		Operation:   operation,
+		Created:     time.Now().UTC(),
+		Version:     version,
 	}
 }
 
-// HolderGone says whether the holder is a process of this host that no
-// longer exists: the lock is left over from a crash (a stale lock). A
-// holder on another host is never reported gone.
-func (i LockInfo) HolderGone() bool {
-	h, err := os.Hostname()
-	if err != nil || i.Host == "" || i.Host != h || i.PID <= 0 {
-		return false
-	}
-	return !processAlive(i.PID)
-}
-
-// who is the holder as shown in messages: "root@host (pid 123)".
-func (i LockInfo) who() string {
+// Who is the holder as shown in messages: "root@host (pid 123)".
+func (i LockInfo) Who() string {
 	if i.User != "" && i.Host != "" && i.PID != 0 {
+		if i.InContainer {
+			return fmt.Sprintf("%s@%s (pid %d in a container)", i.User, i.Host, i.PID)
+		}
 		return fmt.Sprintf("%s@%s (pid %d)", i.User, i.Host, i.PID)
 	}
 	if i.Holder != "" {
@@ -124,6 +135,16 @@ func (i LockInfo) who() string {
 type Lock struct {
 	App  string
 	Info LockInfo
+	// Scope names the lock itself rather than this holding of it: the same
+	// for every holder of this application's lock in this storage, whatever
+	// path, mount or endpoint it reaches the storage by (the file backend:
+	// the lock file's device and inode; etcd: the cluster ID and the key).
+	// What a run starts is labelled with Scope and Info.ID, so that a later
+	// holder of the same lock knows that run no longer holds it.
+	Scope string
+	// Previous is the holder before this one when it ended without releasing
+	// the lock (killed, crashed) and the OS released it; nil otherwise.
+	Previous *LockInfo
 }
 
 // ErrLocked matches (errors.Is) a *LockedError.
@@ -136,24 +157,23 @@ var ErrLockNotHeld = errors.New("state lock is no longer held")
 type LockedError struct {
 	App  string
 	Info LockInfo
-	// Stale is set when the holder is a process on this host that no longer
-	// exists: the lock is left over from a crash. It is still refused;
-	// gcompose unlock ID removes it.
-	Stale bool
+	// Hint says how this backend's lock ends and what may be done about it.
+	Hint string
 }
 
 func (e *LockedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "state for app %q is locked by %s", e.App, e.Info.who())
+	fmt.Fprintf(&b, "state for app %q is locked by %s", e.App, e.Info.Who())
 	if e.Info.Operation != "" {
 		fmt.Fprintf(&b, " for %s", e.Info.Operation)
 	}
 	if !e.Info.Created.IsZero() {
 		fmt.Fprintf(&b, " since %s", e.Info.Created.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintf(&b, "; lock ID %s (gcompose unlock %s)", e.Info.ID, e.Info.ID)
-	if e.Stale {
-		b.WriteString("; that process no longer exists: the lock is stale, left by a crash, and safe to unlock if no other gcompose works on this app")
+	fmt.Fprintf(&b, "; lock ID %s", e.Info.ID)
+	if e.Hint != "" {
+		b.WriteString("; ")
+		b.WriteString(e.Hint)
 	}
 	return b.String()
 }
@@ -221,3 +241,30 @@ func Open(url string, opts Options) (Store, error) {
 		return NewFileStore(url, opts)
 	}
 }
+
+// ErrMissingDocument matches (errors.Is) a *MissingDocumentError.
+var ErrMissingDocument = errors.New("state document missing")
+
+// MissingDocumentError is returned by Load when an application's state has
+// no document but traces of one exist: a backup or a journal without it
+// (file), resource keys without a head or a head whose generation holds
+// nothing (etcd). Planning from an empty state then would create every
+// resource a second time, so it is an error, never a fresh start.
+type MissingDocumentError struct {
+	App   string
+	Where string
+	// Found describes each trace ("APP.json.backup (serial 7, lineage …)").
+	Found []string
+	// Aside says what a forced new state does with the traces.
+	Aside string
+}
+
+func (e *MissingDocumentError) Error() string {
+	return fmt.Sprintf("the state of app %q in %s has no document, but traces of one were found: %s. "+
+		"Planning from nothing would create every resource a second time (on Golem: rent every service again). "+
+		"Rebuild the state from them with gcompose state recover --app %s, or start a new state anyway with deploy --force-new-state (%s; what the old state recorded is then no longer known to gcompose)",
+		e.App, e.Where, strings.Join(e.Found, "; "), e.App, e.Aside)
+}
+
+// Is makes errors.Is(err, ErrMissingDocument) true.
+func (e *MissingDocumentError) Is(target error) bool { return target == ErrMissingDocument }

@@ -2,12 +2,19 @@
 
 package state
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
-// flock is a no-op where advisory locks are not available: the lock file
-// alone fences writes, with a small window between its check and the write.
-func flock(*os.File, bool) error { return nil }
+// errNoFlock: the file backend's lock is an OS file lock, which this
+// platform does not offer here; use the etcd backend.
+var errNoFlock = errors.New("OS file locks (flock) are not available on this platform: use an etcd:// state")
+
+func flock(*os.File, bool) error { return errNoFlock }
+
+func tryFlock(*os.File, bool) (bool, error) { return false, errNoFlock }
 
 func funlock(*os.File) error { return nil }
 
-func processAlive(int) bool { return true }
+func fileIdentity(os.FileInfo) string { return "" }

@@ -29,6 +29,7 @@
 package etcd
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -46,8 +47,9 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -89,7 +91,9 @@ type Config struct {
 	// (DefaultLockTTL; etcd counts in whole seconds, at least 1).
 	LockTTL time.Duration
 	// RetryTimeout bounds how long a request is retried while etcd is
-	// unavailable (a member down, a leader election): 30 s when zero.
+	// unavailable (a member down, a leader election, an outage): 2 minutes
+	// when zero. The lock survives the wait: its lease is renewed as soon
+	// as etcd answers again (keepAlive).
 	RetryTimeout time.Duration
 	// MaxTxnOps, MaxTxnBytes and PageSize tune request sizes (defaults above).
 	MaxTxnOps, MaxTxnBytes, PageSize int
@@ -121,9 +125,10 @@ type held struct {
 	app       string
 	id        string
 	createRev int64
-	sess      *concurrency.Session
-	head      *head // nil until read
-	headRev   int64 // the head key's ModRevision (0: no head)
+	lease     clientv3.LeaseID   // 0 for a lock taken by another Store value
+	stop      context.CancelFunc // ends the keepalive (nil: none)
+	head      *head              // nil until read
+	headRev   int64              // the head key's ModRevision (0: no head)
 }
 
 // head is the small record per application.
@@ -139,6 +144,11 @@ type head struct {
 	// retried after an ambiguous failure (a member went down while it was
 	// in flight) can tell whether its first attempt committed.
 	WriteID string `json:"write_id"`
+	// GenCopy: the same head is also stored in its generation (genHeadKey),
+	// in the same transaction. A generation then always holds at least its
+	// copy: a head pointing at an empty generation is damage, and resource
+	// keys whose head was lost still say their lineage and serial.
+	GenCopy bool `json:"gen_copy,omitempty"`
 }
 
 // New connects to etcd and checks that it answers (within DialTimeout).
@@ -160,7 +170,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		cfg.LockTTL = DefaultLockTTL
 	}
 	if cfg.RetryTimeout <= 0 {
-		cfg.RetryTimeout = 30 * time.Second
+		cfg.RetryTimeout = 2 * time.Minute
 	}
 	if cfg.MaxTxnOps <= 1 {
 		cfg.MaxTxnOps = DefaultMaxTxnOps
@@ -202,6 +212,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		// Keepalive pings let the client notice a dead member and fail over.
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: 3 * time.Second,
+		// gRPC's default reconnect backoff grows to two minutes: after an
+		// outage of half a minute the client would wait many seconds more
+		// before even trying a member that is back. A short cap makes it
+		// reconnect within about a second of etcd returning.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		})},
 	}
 	if useTLS {
 		tc, err := tlsConfig(cfg)
@@ -258,8 +276,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		for _, h := range s.held {
-			if h.sess != nil {
-				h.sess.Orphan()
+			if h.stop != nil {
+				h.stop()
 			}
 		}
 		s.held = map[string]*held{}
@@ -298,6 +316,13 @@ func (s *Store) resPrefix(app string, gen uint64) string {
 func (s *Store) resKey(app string, gen uint64, name string) string {
 	return s.resPrefix(app, gen) + url.PathEscape(name)
 }
+
+func (s *Store) genKeys(app string, gen uint64) string {
+	return fmt.Sprintf("%s%016x/", s.genPrefix(app), gen)
+}
+
+// genHeadKey is the copy of the head kept in its generation.
+func (s *Store) genHeadKey(app string, gen uint64) string { return s.genKeys(app, gen) + "head" }
 
 // ---- retries
 
@@ -408,6 +433,7 @@ func (s *Store) Lock(ctx context.Context, app string, info state.LockInfo) (*sta
 	}
 	key := s.lockKey(app)
 	var createRev int64
+	var cluster uint64
 	var lockedBy *state.LockInfo
 	err = s.retry(ctx, what, func(ctx context.Context, _ int) error {
 		resp, err := s.cli.Txn(ctx).
@@ -417,6 +443,7 @@ func (s *Store) Lock(ctx context.Context, app string, info state.LockInfo) (*sta
 		if err != nil {
 			return err
 		}
+		cluster = resp.Header.ClusterId
 		if resp.Succeeded {
 			createRev = resp.Header.Revision
 			return nil
@@ -443,28 +470,19 @@ func (s *Store) Lock(ctx context.Context, app string, info state.LockInfo) (*sta
 	}
 	if lockedBy != nil {
 		revoke()
-		return nil, &state.LockedError{App: app, Info: *lockedBy, Stale: lockedBy.HolderGone()}
+		return nil, &state.LockedError{App: app, Info: *lockedBy, Hint: fmt.Sprintf(
+			"it lasts while its holder renews its lease: a holder that ended loses it within %s (--etcd-lock-ttl); gcompose unlock %s removes it at once",
+			time.Duration(s.ttlSeconds())*time.Second, lockedBy.ID)}
 	}
-	sess, err := concurrency.NewSession(s.cli, concurrency.WithLease(lease), concurrency.WithTTL(int(s.ttlSeconds())), concurrency.WithContext(s.ctx))
-	if err != nil {
-		revoke()
-		return nil, fmt.Errorf("%s: keepalive: %w", what, err)
-	}
-	h := &held{app: app, id: info.ID, createRev: createRev, sess: sess}
+	kctx, stop := context.WithCancel(s.ctx)
+	h := &held{app: app, id: info.ID, createRev: createRev, lease: lease, stop: stop}
 	s.mu.Lock()
 	s.held[heldKey(app, info.ID)] = h
 	s.mu.Unlock()
-	go func() {
-		<-sess.Done()
-		s.mu.Lock()
-		still := s.held[heldKey(app, info.ID)] == h
-		s.mu.Unlock()
-		if still {
-			s.log.Warn("state lock lease is no longer renewed: the lock expires within its TTL and later writes are refused",
-				"app", app, "lock", info.ID, "where", s.where, "ttl", time.Duration(s.ttlSeconds())*time.Second)
-		}
-	}()
-	return &state.Lock{App: app, Info: info}, nil
+	go s.keepAlive(kctx, h)
+	// The cluster ID, not the endpoints: every client of this cluster,
+	// whatever address it uses, names the same lock.
+	return &state.Lock{App: app, Info: info, Scope: fmt.Sprintf("etcd:%x:%s", cluster, key)}, nil
 }
 
 // holder returns the held lock l is, reading the lock key when this store
@@ -510,13 +528,63 @@ func (s *Store) forget(h *held) {
 		delete(s.held, heldKey(h.app, h.id))
 	}
 	s.mu.Unlock()
-	if h.sess != nil {
-		h.sess.Orphan()
+	if h.stop != nil {
+		h.stop()
 		rctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 		defer cancel()
-		_, _ = s.cli.Revoke(rctx, h.sess.Lease())
+		_, _ = s.cli.Revoke(rctx, h.lease)
 	}
 }
+
+// keepAlive renews h's lease every third of its TTL until ctx ends. While
+// etcd cannot be reached it tries again every keepAliveRetry, however long
+// that lasts: etcd gives every lease its whole TTL again when it starts (or
+// elects a leader), so a holder that renews within that TTL of etcd coming
+// back keeps its lock. (etcd's own KeepAlive gives up once a TTL passes
+// without an answer, and the lock was then lost seconds after etcd
+// returned.) Only etcd saying the lease is gone ends it early: the lock is
+// lost, and the next write says so.
+func (s *Store) keepAlive(ctx context.Context, h *held) {
+	ttl := time.Duration(s.ttlSeconds()) * time.Second
+	every := max(ttl/3, 100*time.Millisecond)
+	failing := time.Time{}
+	for {
+		actx, cancel := context.WithTimeout(ctx, min(attemptTimeout, every))
+		_, err := s.cli.KeepAliveOnce(actx, h.lease)
+		cancel()
+		wait := every
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			if !failing.IsZero() {
+				s.log.Info("state lock lease renewed again", "app", h.app, "lock", h.id, "after", time.Since(failing).Round(time.Millisecond))
+				failing = time.Time{}
+			}
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			s.log.Warn("state lock lease expired: the lock is lost, and later writes are refused",
+				"app", h.app, "lock", h.id, "where", s.where, "ttl", ttl)
+			return
+		default:
+			if failing.IsZero() {
+				failing = time.Now()
+				s.log.Warn("state lock lease cannot be renewed now; retrying until etcd answers", "app", h.app, "lock", h.id, "where", s.where, "err", err)
+			}
+			wait = keepAliveRetry
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// keepAliveRetry is how often a lease renewal is tried while etcd does not
+// answer.
+const keepAliveRetry = 250 * time.Millisecond
 
 type lockKV struct {
 	info      state.LockInfo
@@ -550,19 +618,9 @@ func parseLock(key string, kvs []*mvccKV) (*lockKV, error) {
 func (s *Store) notHeld(l *state.Lock, cur *lockKV) error {
 	why := "it was released, force-unlocked, or its lease expired"
 	if cur != nil {
-		why = fmt.Sprintf("it is now held by %s for %s, lock ID %s", who(cur.info), cur.info.Operation, cur.info.ID)
+		why = fmt.Sprintf("it is now held by %s for %s, lock ID %s", cur.info.Who(), cur.info.Operation, cur.info.ID)
 	}
 	return fmt.Errorf("state for app %q in %s, lock %s: %w: %s", l.App, s.where, l.Info.ID, state.ErrLockNotHeld, why)
-}
-
-func who(i state.LockInfo) string {
-	if i.User != "" && i.Host != "" && i.PID != 0 {
-		return fmt.Sprintf("%s@%s (pid %d)", i.User, i.Host, i.PID)
-	}
-	if i.Holder != "" {
-		return i.Holder
-	}
-	return "an unknown holder"
 }
 
 // fenceFailed builds the error of a transaction whose lock compare failed,
@@ -631,7 +689,7 @@ func (s *Store) ForceUnlock(ctx context.Context, app, lockID string) error {
 		return fmt.Errorf("%s is not locked", what)
 	}
 	if cur.info.ID != lockID {
-		return fmt.Errorf("%s is locked with ID %s (by %s), not %s", what, cur.info.ID, who(cur.info), lockID)
+		return fmt.Errorf("%s is locked with ID %s (by %s), not %s", what, cur.info.ID, cur.info.Who(), lockID)
 	}
 	var deleted bool
 	err := s.retry(ctx, what, func(ctx context.Context, attempt int) error {
@@ -708,8 +766,8 @@ func (s *Store) readHead(ctx context.Context, app string, opts ...clientv3.OpOpt
 
 func (s *Store) parseHead(app string, b []byte) (*head, error) {
 	var hd head
-	if err := json.Unmarshal(b, &hd); err != nil {
-		return nil, fmt.Errorf("state head %s in %s: %w", s.headKey(app), s.where, err)
+	if err := decodeStrict(b, &hd); err != nil {
+		return nil, fmt.Errorf("state head %s in %s: %v: %w", s.headKey(app), s.where, err, state.ErrCorrupt)
 	}
 	if hd.FormatVersion > state.FormatVersion {
 		return nil, fmt.Errorf("state head %s in %s has format version %d; this gcompose reads up to %d: upgrade gcompose", s.headKey(app), s.where, hd.FormatVersion, state.FormatVersion)
@@ -749,12 +807,18 @@ func (s *Store) load(ctx context.Context, app string) (*state.Document, error) {
 	}
 	doc := state.NewDocument(app)
 	if hd == nil {
+		// No head: resource keys without one are what is left of a state.
+		if found, err := s.traces(ctx, app, rev, nil); err != nil || len(found) > 0 {
+			return nil, s.missing(app, found, err)
+		}
 		return doc, nil
 	}
 	doc.Lineage, doc.Serial, doc.UpdatedAt = hd.Lineage, hd.Serial, hd.UpdatedAt
-	prefix := s.resPrefix(app, hd.Generation)
+	prefix := s.genKeys(app, hd.Generation)
+	resPrefix := s.resPrefix(app, hd.Generation)
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	from := prefix
+	keys := 0
 	for {
 		pctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		resp, err := s.cli.Get(pctx, from, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(int64(s.cfg.PageSize)))
@@ -763,25 +827,155 @@ func (s *Store) load(ctx context.Context, app string) (*state.Document, error) {
 			return nil, err
 		}
 		s.stats.response(proto.Size((*pb.RangeResponse)(resp)))
+		keys += len(resp.Kvs)
 		for _, kv := range resp.Kvs {
-			var r state.Resource
-			if err := json.Unmarshal(kv.Value, &r); err != nil {
-				return nil, fmt.Errorf("resource key %s: %w", kv.Key, err)
+			if !strings.HasPrefix(string(kv.Key), resPrefix) {
+				if err := s.checkGenHead(app, hd, kv); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			r, err := state.DecodeResource(kv.Value)
+			if err != nil {
+				return nil, fmt.Errorf("resource key %s in %s: %v: %w", kv.Key, s.where, err, state.ErrCorrupt)
 			}
 			if r.Name == "" {
-				return nil, fmt.Errorf("resource key %s: no name", kv.Key)
+				return nil, fmt.Errorf("resource key %s in %s: no name: %w", kv.Key, s.where, state.ErrCorrupt)
 			}
-			doc.Resources[r.Name] = &r
+			doc.Resources[r.Name] = r
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return doc, nil
+			break
 		}
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
+	if keys == 0 && (hd.GenCopy || hd.Serial > 0) {
+		// The generation the head names holds nothing: damage if the head
+		// says it keeps a copy there, or if resources are elsewhere.
+		found, err := s.traces(ctx, app, rev, &hd.Generation)
+		if err != nil {
+			return nil, err
+		}
+		if hd.GenCopy || len(found) > 0 {
+			found = append([]string{fmt.Sprintf("head %s (serial %d, lineage %s) points at generation %d, which holds nothing",
+				s.headKey(app), hd.Serial, hd.Lineage, hd.Generation)}, found...)
+			return nil, s.missing(app, found, nil)
+		}
+	}
+	return doc, nil
+}
+
+// checkGenHead checks the copy of the head in its generation: written in
+// the same transaction, it differs only if a key was changed by hand.
+func (s *Store) checkGenHead(app string, hd *head, kv *mvccKV) error {
+	if string(kv.Key) != s.genHeadKey(app, hd.Generation) {
+		return fmt.Errorf("unexpected key %s in %s: %w", kv.Key, s.where, state.ErrCorrupt)
+	}
+	cp, err := s.parseHead(app, kv.Value)
+	if err != nil {
+		return err
+	}
+	if cp.WriteID != hd.WriteID || cp.Serial != hd.Serial || cp.Lineage != hd.Lineage {
+		return fmt.Errorf("head %s (serial %d, write %s) and its copy %s (serial %d, write %s) differ: one was changed by hand: %w",
+			s.headKey(app), hd.Serial, hd.WriteID, kv.Key, cp.Serial, cp.WriteID, state.ErrCorrupt)
+	}
+	return nil
+}
+
+// missing is the error of a state whose head is lost or points at nothing.
+func (s *Store) missing(app string, found []string, err error) error {
+	if err != nil {
+		return err
+	}
+	return &state.MissingDocumentError{App: app, Where: s.where, Found: found,
+		Aside: "the keys of other generations are deleted when that run ends; save them first with gcompose state recover --dry-run"}
+}
+
+// generation is one generation's keys, as traces and Recover see them.
+type generation struct {
+	gen       uint64
+	head      *head // its copy of the head, if any
+	resources int
+	maxRev    int64
+}
+
+// generations reads every key under app's gen/ prefix (at revision rev, 0:
+// now), grouped by generation, skipping skip.
+func (s *Store) generations(ctx context.Context, app string, rev int64, skip *uint64, each func(g *generation, kv *mvccKV)) ([]*generation, error) {
+	prefix := s.genPrefix(app)
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	byGen := map[uint64]*generation{}
+	from := prefix
+	for {
+		var resp *clientv3.GetResponse
+		err := s.retry(ctx, "read generations", func(ctx context.Context, _ int) error {
+			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(s.cfg.PageSize))}
+			if rev > 0 {
+				opts = append(opts, clientv3.WithRev(rev))
+			}
+			var err error
+			resp, err = s.cli.Get(ctx, from, opts...)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("state for app %q in %s: %w", app, s.where, err)
+		}
+		for _, kv := range resp.Kvs {
+			rest := strings.TrimPrefix(string(kv.Key), prefix)
+			var gen uint64
+			if n, _ := fmt.Sscanf(rest, "%016x/", &gen); n != 1 || (skip != nil && gen == *skip) {
+				continue
+			}
+			g := byGen[gen]
+			if g == nil {
+				g = &generation{gen: gen}
+				byGen[gen] = g
+			}
+			g.maxRev = max(g.maxRev, kv.ModRevision)
+			if strings.HasSuffix(rest, "/head") {
+				if hd, err := s.parseHead(app, kv.Value); err == nil {
+					g.head = hd
+				}
+			} else {
+				g.resources++
+			}
+			if each != nil {
+				each(g, kv)
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	out := make([]*generation, 0, len(byGen))
+	for _, g := range byGen {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].gen < out[j].gen })
+	return out, nil
+}
+
+// traces describes the generations (other than skip) that hold keys.
+func (s *Store) traces(ctx context.Context, app string, rev int64, skip *uint64) ([]string, error) {
+	gens, err := s.generations(ctx, app, rev, skip, nil)
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, g := range gens {
+		d := fmt.Sprintf("%s: %d resource keys", s.genKeys(app, g.gen), g.resources)
+		if g.head != nil {
+			d += fmt.Sprintf(" (serial %d, lineage %s)", g.head.Serial, g.head.Lineage)
+		}
+		found = append(found, d)
+	}
+	return found, nil
 }
 
 // Apps implements state.Store: applications with a head (at least one
-// write). It reads one key per application, skipping over their resources.
+// write), or with resource keys left without one. It reads one key per
+// application, skipping over their resources.
 func (s *Store) Apps(ctx context.Context) ([]string, error) {
 	base := s.key("apps/")
 	end := clientv3.GetPrefixRangeEnd(base)
@@ -813,6 +1007,11 @@ func (s *Store) Apps(ctx context.Context) ([]string, error) {
 		var n int64
 		if err := s.retry(ctx, "list apps", func(ctx context.Context, _ int) error {
 			r, err := s.cli.Get(ctx, base+esc+"/head", clientv3.WithCountOnly())
+			if err == nil && r.Count == 0 {
+				// Resource keys without a head: a lost state, which Load
+				// reports; list it so that it is found.
+				r, err = s.cli.Get(ctx, base+esc+"/gen/", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithLimit(1))
+			}
 			if err == nil {
 				n = r.Count
 			}
@@ -830,3 +1029,17 @@ func (s *Store) Apps(ctx context.Context) ([]string, error) {
 }
 
 var _ state.Store = (*Store)(nil)
+
+// decodeStrict decodes a value refusing unknown keys: a typo or a flipped
+// byte in a key is damage, not something to ignore.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the end of the JSON value")
+	}
+	return nil
+}

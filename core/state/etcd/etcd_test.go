@@ -355,13 +355,14 @@ func TestLargeDocument(t *testing.T) {
 	if st.MaxWrite > 1<<20 || st.MaxRead > 1<<20 {
 		t.Fatalf("a request of %d B or a response of %d B: not small", st.MaxWrite, st.MaxRead)
 	}
-	// The keys: one per resource, a head, the lock; nothing else left over.
+	// The keys: one per resource, a head and its copy in the generation,
+	// the lock; nothing else left over.
 	resp, err := s.Client().Get(ctx, "/large/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Count != n+2 {
-		t.Fatalf("%d keys under /large/, want %d", resp.Count, n+2)
+	if resp.Count != n+3 {
+		t.Fatalf("%d keys under /large/, want %d", resp.Count, n+3)
 	}
 	hd, err := s.Client().Get(ctx, "/large/apps/app/head")
 	if err != nil || len(hd.Kvs) != 1 || len(hd.Kvs[0].Value) > 512 {
@@ -626,7 +627,7 @@ func TestReadersSeeWholeWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, err := w.Client().Get(ctx, "/whole/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil || resp.Count != n+2 {
-		t.Fatalf("%d keys after the writes, want %d: %v", resp.Count, n+2, err)
+	if err != nil || resp.Count != n+3 {
+		t.Fatalf("%d keys after the writes, want %d (resources, head and its copy, lock): %v", resp.Count, n+3, err)
 	}
 }

@@ -8,7 +8,7 @@ func (s *Store) StopKeepAlive(l *state.Lock) {
 	s.mu.Lock()
 	h := s.held[heldKey(l.App, l.Info.ID)]
 	s.mu.Unlock()
-	if h != nil && h.sess != nil {
-		h.sess.Orphan()
+	if h != nil && h.stop != nil {
+		h.stop()
 	}
 }

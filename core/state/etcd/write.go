@@ -149,13 +149,15 @@ func (s *Store) commit(ctx context.Context, l *state.Lock, h *held, ops []client
 	next.App = h.app
 	next.FormatVersion = state.FormatVersion
 	next.WriteID = state.NewID()
+	next.GenCopy = true
 	val, err := json.Marshal(next)
 	if err != nil {
 		return fmt.Errorf("state for app %q: head: %w", h.app, err)
 	}
 	hk, lk := s.headKey(h.app), s.lockKey(h.app)
-	ops = append(ops, clientv3.OpPut(hk, string(val)))
-	size += len(hk) + len(val)
+	gk := s.genHeadKey(h.app, next.Generation)
+	ops = append(ops, clientv3.OpPut(hk, string(val)), clientv3.OpPut(gk, string(val)))
+	size += len(hk) + len(gk) + 2*len(val)
 	var lost []*mvccKV
 	var conflict bool
 	what := fmt.Sprintf("state for app %q in %s: write serial %d", h.app, s.where, next.Serial)
@@ -347,12 +349,13 @@ func (s *Store) applyBatch(ctx context.Context, l *state.Lock, h *held, batch []
 			r.done <- err
 			continue
 		}
-		if len(r.ops)+1 > s.cfg.MaxTxnOps || r.size+512 > s.cfg.MaxTxnBytes {
+		// +2: the head and its copy in the generation.
+		if len(r.ops)+2 > s.cfg.MaxTxnOps || r.size+1024 > s.cfg.MaxTxnBytes {
 			flush()
 			r.done <- s.applyLarge(ctx, l, h, r.changes)
 			continue
 		}
-		if nops+len(r.ops)+1 > s.cfg.MaxTxnOps || size+r.size+512 > s.cfg.MaxTxnBytes {
+		if nops+len(r.ops)+2 > s.cfg.MaxTxnOps || size+r.size+1024 > s.cfg.MaxTxnBytes {
 			flush()
 		}
 		chunk = append(chunk, r)
@@ -517,6 +520,17 @@ func (s *Store) Replace(ctx context.Context, l *state.Lock, doc *state.Document,
 	}
 	cur := h.head
 	app := h.app
+	if !force && cur.Lineage == "" {
+		// No head: resource keys without one are a lost state, which only
+		// a forced replace (state recover, --force-new-state) overwrites.
+		found, err := s.traces(ctx, app, 0, nil)
+		if err != nil {
+			return err
+		}
+		if len(found) > 0 {
+			return fmt.Errorf("%w; replace it with force", s.missing(app, found, nil))
+		}
+	}
 	if !force {
 		if cur.Lineage != "" && doc.Lineage != "" && doc.Lineage != cur.Lineage {
 			return fmt.Errorf("state for app %q: the new document has lineage %s, the stored state %s (a different deployment); use force to overwrite", app, doc.Lineage, cur.Lineage)

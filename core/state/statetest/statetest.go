@@ -20,8 +20,24 @@ import (
 // store over the same storage (a second process, or the same after a restart).
 type Open func(t *testing.T) (s state.Store, reopen func(t *testing.T) state.Store)
 
-// Run runs the conformance suite.
-func Run(t *testing.T, open Open) {
+// Features say how a backend differs where the Store contract lets it.
+type Features struct {
+	// ForceUnlockLive: ForceUnlock takes a lock from a holder that is still
+	// alive (etcd, memory). The file backend cannot: the OS holds its lock
+	// until the holder ends, and ForceUnlock refuses.
+	ForceUnlockLive bool
+}
+
+// Run runs the conformance suite for a backend whose ForceUnlock takes a
+// lock from a live holder.
+func Run(t *testing.T, open Open) { RunWith(t, open, Features{ForceUnlockLive: true}) }
+
+// RunWith runs the conformance suite.
+func RunWith(t *testing.T, open Open, f Features) {
+	forceUnlock := testForceUnlock
+	if !f.ForceUnlockLive {
+		forceUnlock = testForceUnlockRefusedLive
+	}
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s state.Store, reopen func(t *testing.T) state.Store)
@@ -38,7 +54,8 @@ func Run(t *testing.T, open Open) {
 		{"ConcurrentLockers", testConcurrentLockers},
 		{"ConcurrentApply", testConcurrentApply},
 		{"UnlockThenWrite", testUnlockThenWrite},
-		{"ForceUnlock", testForceUnlock},
+		{"ForceUnlock", forceUnlock},
+		{"LockScope", testLockScope},
 		{"AcquireWaits", testAcquireWaits},
 		{"AcquireTimeout", testAcquireTimeout},
 		{"Replace", testReplace},
@@ -273,13 +290,16 @@ func testLockedMessage(t *testing.T, s state.Store, _ func(*testing.T) state.Sto
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		`state for app "x" is locked by ` + fmt.Sprintf("%s@%s (pid %d)", l.Info.User, l.Info.Host, l.Info.PID),
+		`state for app "x" is locked by ` + l.Info.Who(),
 		" for deploy since " + l.Info.Created.UTC().Format(time.RFC3339),
-		fmt.Sprintf("; lock ID %s (gcompose unlock %s)", l.Info.ID, l.Info.ID),
+		fmt.Sprintf("; lock ID %s; ", l.Info.ID),
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
+	}
+	if le.Hint == "" || !strings.HasSuffix(msg, le.Hint) {
+		t.Errorf("message %q does not end with a hint saying how the lock ends (%q)", msg, le.Hint)
 	}
 	i, err := s.LockInfo(ctx, "x")
 	if err != nil || i == nil || i.ID != l.Info.ID || i.Operation != "deploy" || i.Holder != l.Info.Holder {
@@ -310,7 +330,7 @@ func testConcurrentLockers(t *testing.T, s state.Store, _ func(*testing.T) state
 		t.Fatalf("%d lockers won, want 1", wins.Load())
 	}
 	for err := range errs {
-		if !errors.Is(err, state.ErrLocked) || !strings.Contains(err.Error(), "gcompose unlock") {
+		if !errors.Is(err, state.ErrLocked) || !strings.Contains(err.Error(), "lock ID ") {
 			t.Errorf("loser's error: %v", err)
 		}
 	}
@@ -386,6 +406,62 @@ func testForceUnlock(t *testing.T, s state.Store, _ func(*testing.T) state.Store
 	mustApply(t, s, nl, state.Delete("a"))
 	if d := mustLoad(t, s, "app"); d.Serial != 2 || len(d.Resources) != 0 {
 		t.Fatalf("serial %d resources %v", d.Serial, d.Names())
+	}
+}
+
+// testForceUnlockRefusedLive: a backend whose lock is held for the holder
+// by the OS refuses to take it from a live holder, and the holder goes on.
+func testForceUnlockRefusedLive(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
+	ctx := context.Background()
+	old := mustLock(t, s, "app")
+	mustApply(t, s, old, state.Put(Res("a", 1)))
+	if err := s.ForceUnlock(ctx, "app", "not-the-id"); err == nil || !strings.Contains(err.Error(), old.Info.ID) {
+		t.Fatalf("ForceUnlock with a wrong ID: %v", err)
+	}
+	err := s.ForceUnlock(ctx, "app", old.Info.ID)
+	if err == nil || !strings.Contains(err.Error(), "running process") {
+		t.Fatalf("ForceUnlock of a live holder: %v, want a refusal", err)
+	}
+	if _, err := s.Lock(ctx, "app", info("destroy")); !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("Lock after a refused ForceUnlock: %v", err)
+	}
+	mustApply(t, s, old, state.Put(Res("b", 1)))
+	if err := s.Unlock(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ForceUnlock(ctx, "app", old.Info.ID); err == nil || !strings.Contains(err.Error(), "not locked") {
+		t.Fatalf("ForceUnlock of a released lock: %v", err)
+	}
+	nl := mustLock(t, s, "app")
+	if nl.Previous != nil {
+		t.Errorf("a lock released by Unlock is reported as abandoned: %+v", nl.Previous)
+	}
+	mustApply(t, s, nl, state.Delete("a"))
+	if d := mustLoad(t, s, "app"); d.Serial != 3 || strings.Join(d.Names(), ",") != "b" {
+		t.Fatalf("serial %d resources %v", d.Serial, d.Names())
+	}
+}
+
+// testLockScope: every holding of one application's lock, through this
+// store or another over the same storage, has the same non-empty Scope;
+// another application's lock has another.
+func testLockScope(t *testing.T, s state.Store, reopen func(*testing.T) state.Store) {
+	ctx := context.Background()
+	l1 := mustLock(t, s, "app")
+	other := mustLock(t, s, "other")
+	if l1.Scope == "" || l1.Scope == other.Scope {
+		t.Fatalf("scopes %q and %q", l1.Scope, other.Scope)
+	}
+	if err := s.Unlock(ctx, l1); err != nil {
+		t.Fatal(err)
+	}
+	s2 := s
+	if reopen != nil {
+		s2 = reopen(t)
+	}
+	l2 := mustLock(t, s2, "app")
+	if l2.Scope != l1.Scope || l2.Info.ID == l1.Info.ID {
+		t.Fatalf("second holding: scope %q ID %s; first: scope %q ID %s", l2.Scope, l2.Info.ID, l1.Scope, l1.Info.ID)
 	}
 }
 
