@@ -15,12 +15,14 @@
 package adapter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,6 +45,8 @@ type Runner interface {
 type Validator interface {
 	ValidateInitResult(data []byte) error
 	ValidateStateResult(data []byte) error
+	ValidateSweepResult(data []byte) error
+	ValidateCheckResult(data []byte) error
 	ValidateConfig(schema json.RawMessage, config any) error
 }
 
@@ -125,6 +129,17 @@ type Target struct {
 	// Plugs are all the plugs the descriptor defines, by name; the client
 	// mounts only those the adapter declared and that apply to the resource.
 	Plugs map[string]Plug
+	// Lineage is the state's lineage, sent on every call to adapters that
+	// speak gcompose ("" on a plan before the first deploy).
+	Lineage string
+	// Operation is, on action calls, the pending operation recorded just
+	// before the call (its ID is the idempotency key).
+	Operation *protocol.Operation
+	// ReportIdentity, if set, is called on action calls of gcompose
+	// adapters with each identity report as soon as the adapter makes it,
+	// while the action still runs (in order, before Action returns), so
+	// that the caller can persist it at once.
+	ReportIdentity func(identity map[string]any)
 }
 
 // ActionResult is what an action produced.
@@ -416,9 +431,9 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 	}
 	req := c.request(t, info)
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info)}
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage}
 	}
-	res, err := c.run(ctx, t, info, info.Init.StateAction, protocol.CallState, req, mounts)
+	res, err := c.run(ctx, t, info, info.Init.StateAction, protocol.CallState, req, mounts, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -455,18 +470,49 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 		req.StaleState = json.RawMessage("{}")
 	}
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallAction, Action: a.Name, Persisted: persisted, Env: c.env(info)}
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallAction, Action: a.Name, Persisted: persisted, Env: c.env(info),
+			Lineage: t.Lineage, Operation: t.Operation}
 	}
 	call := protocol.CallAction
 	if a.Name != "" {
 		call = protocol.CallAction + " " + a.Name
 	}
-	res, err := c.run(ctx, t, info, a, protocol.CallAction, req, mounts)
+	// Identity reported while the action runs is handed on at once and
+	// kept: it counts even if the action then fails.
+	var streamed map[string]any
+	var report func(map[string]any)
+	if info.Ext && t.ReportIdentity != nil {
+		report = func(identity map[string]any) {
+			if len(identity) == 0 {
+				return
+			}
+			if streamed == nil {
+				streamed = map[string]any{}
+			}
+			maps.Copy(streamed, identity)
+			t.ReportIdentity(identity)
+		}
+	}
+	withStreamed := func(identity map[string]any) map[string]any {
+		if len(streamed) == 0 {
+			return identity
+		}
+		merged := maps.Clone(streamed)
+		maps.Copy(merged, identity)
+		return merged
+	}
+	res, err := c.run(ctx, t, info, a, protocol.CallAction, req, mounts, report)
 	if err != nil {
 		// A failed action may have created something before failing: keep
 		// the identity it reported so the engine persists it.
-		if res != nil && info.Ext {
-			if _, identity, perr := protocol.ParseIdentityLines(res.Stdout); perr == nil && len(identity) > 0 {
+		if info.Ext {
+			var identity map[string]any
+			if res != nil {
+				if _, id, perr := protocol.ParseIdentityLines(res.Stdout); perr == nil {
+					identity = id
+				}
+			}
+			if identity = withStreamed(identity); len(identity) > 0 {
 				return &ActionResult{Identity: identity}, err
 			}
 		}
@@ -476,11 +522,113 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 		return &ActionResult{Output: string(res.Stdout)}, nil
 	}
 	text, identity, err := protocol.ParseIdentityLines(res.Stdout)
-	out := &ActionResult{Output: text, Identity: identity}
+	out := &ActionResult{Output: text, Identity: withStreamed(identity)}
 	if err != nil {
 		return out, fmt.Errorf("%s: %s call: %w; %s", t.Name, call, err, runner.FormatTail(res.StderrTail))
 	}
 	return out, nil
+}
+
+// Sweep asks a sweep-capable adapter (InitExt.Sweep) for the objects it made
+// for the application that no state names, terminating them when
+// q.Terminate. t names the adapter image (Image), the application and
+// lineage; its Name picks the plugs to mount (those of a resource of the
+// type) but is not sent: the request's name is "". The answer is validated
+// against schemas/protocol/sweep-result.json.
+func (c *Client) Sweep(ctx context.Context, t Target, q protocol.SweepRequest) (*protocol.SweepResult, error) {
+	info, err := c.Init(ctx, t.Image, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Ext || !info.Init.Gcompose.Sweep {
+		return nil, fmt.Errorf("sweep call: adapter image %s does not offer sweep", t.Image)
+	}
+	mounts, err := mountsFor(info, t)
+	if err != nil {
+		return nil, err
+	}
+	if q.Known == nil {
+		q.Known = []protocol.KnownResource{}
+	}
+	req := protocol.Request{Name: "", Type: t.Image, Version: c.opts.Version, Verbose: c.opts.Verbose, Workspace: c.opts.Workspace,
+		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallSweep, Env: c.env(info), Lineage: t.Lineage, Sweep: &q}}
+	st := t
+	st.Name = "sweep " + t.Image // names the call in errors and container labels
+	res, err := c.run(ctx, st, info, protocol.ActionSpec{Args: []string{protocol.SweepArg}}, protocol.CallSweep, req, mounts, nil)
+	if err != nil {
+		return nil, err
+	}
+	raw := res.Stdout
+	verr := checkJSON(raw)
+	if verr == nil {
+		verr = c.v.ValidateSweepResult(raw)
+	}
+	if verr != nil {
+		return nil, c.answerError(st.Name, protocol.CallSweep, t.Image, res, verr)
+	}
+	var sr protocol.SweepResult
+	if err := json.Unmarshal(raw, &sr); err != nil {
+		return nil, c.answerError(st.Name, protocol.CallSweep, t.Image, res, err)
+	}
+	return &sr, nil
+}
+
+// ErrNothingToCheck is Check's answer for an adapter that requires no
+// environment variable and offers no check call.
+var ErrNothingToCheck = errors.New("the adapter requires nothing and offers no check")
+
+// Check tells whether the adapter can work at all: first that the
+// environment variables its init answer requires are set (without running
+// anything), then, when it offers one, its check call. A problem is an
+// answer (OK false), not an error: errors are for a call that failed.
+func (c *Client) Check(ctx context.Context, t Target) (*protocol.CheckResult, error) {
+	info, err := c.Init(ctx, t.Image, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNothingToCheck, err)
+	}
+	if !info.Ext || (len(info.Init.Gcompose.EnvRequired) == 0 && !info.Init.Gcompose.Check) {
+		return nil, ErrNothingToCheck
+	}
+	var missing []string
+	for _, name := range info.Init.Gcompose.EnvRequired {
+		if v, ok := c.opts.LookupEnv(name); !ok || v == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		verb := "is"
+		if len(missing) > 1 {
+			verb = "are"
+		}
+		return &protocol.CheckResult{Problem: strings.Join(missing, " and ") + " " + verb + " not set in gcompose's environment"}, nil
+	}
+	if !info.Init.Gcompose.Check {
+		return &protocol.CheckResult{OK: true}, nil
+	}
+	mounts, err := mountsFor(info, t)
+	if err != nil {
+		return nil, err
+	}
+	req := protocol.Request{Name: "", Type: t.Image, Version: c.opts.Version, Verbose: c.opts.Verbose, Workspace: c.opts.Workspace,
+		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallCheck, Env: c.env(info), Lineage: t.Lineage}}
+	ct := t
+	ct.Name = "check " + t.Image // names the call in errors and container labels
+	res, err := c.run(ctx, ct, info, protocol.ActionSpec{Args: []string{protocol.CheckArg}}, protocol.CallCheck, req, mounts, nil)
+	if err != nil {
+		return nil, err
+	}
+	verr := checkJSON(res.Stdout)
+	if verr == nil {
+		verr = c.v.ValidateCheckResult(res.Stdout)
+	}
+	if verr != nil {
+		return nil, c.answerError(ct.Name, protocol.CallCheck, t.Image, res, verr)
+	}
+	var cr protocol.CheckResult
+	if err := json.Unmarshal(res.Stdout, &cr); err != nil {
+		return nil, c.answerError(ct.Name, protocol.CallCheck, t.Image, res, err)
+	}
+	return &cr, nil
 }
 
 // request builds the Deployster fields of a state or action request.
@@ -512,9 +660,11 @@ func (c *Client) env(info *Info) map[string]string {
 // entrypoint and args defaults to the resource's image, its entrypoint, no
 // args.
 //
-// kind is protocol.CallState or protocol.CallAction; an action's name is
+// kind is protocol.CallState, CallAction or CallSweep; an action's name is
 // spec.Name. Calls go to the adapter's server when it offers serve mode.
-func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.ActionSpec, kind string, req protocol.Request, mounts []runner.Mount) (*runner.Result, error) {
+// report, on action calls, receives identity reports as the adapter makes
+// them (served: interim lines; one-shot: identity lines read as they come).
+func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.ActionSpec, kind string, req protocol.Request, mounts []runner.Mount, report func(map[string]any)) (*runner.Result, error) {
 	call := kind
 	if kind == protocol.CallAction && spec.Name != "" {
 		call = kind + " " + spec.Name
@@ -528,7 +678,7 @@ func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.Ac
 		if kind == protocol.CallAction {
 			sr.Action = spec.Name
 		}
-		resp, tail, err := c.serveCall(ctx, t, info, network, mounts, sr, call)
+		resp, tail, err := c.serveCall(ctx, t, info, network, mounts, sr, call, report)
 		if err != nil {
 			return nil, err
 		}
@@ -557,11 +707,25 @@ func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.Ac
 	if spec.Entrypoint != "" {
 		entrypoint = []string{spec.Entrypoint}
 	}
-	res, err := c.opts.Runner.Run(ctx, runner.Spec{
+	rs := runner.Spec{
 		Image: image, Entrypoint: entrypoint, Args: spec.Args, Stdin: stdin, Mounts: mounts, Network: network,
 		App: t.App, Resource: t.Name, Call: call,
 		Timeout: c.opts.Timeout, StdoutLimit: c.opts.StdoutLimit, Stderr: c.stderr(),
-	})
+	}
+	if report != nil {
+		rs.StdoutLine = func(line []byte) {
+			rest, ok := bytes.CutPrefix(line, []byte(protocol.IdentityPrefix))
+			if !ok {
+				return
+			}
+			var identity map[string]any
+			// A malformed line is reported when the action ends.
+			if json.Unmarshal(rest, &identity) == nil && identity != nil {
+				report(identity)
+			}
+		}
+	}
+	res, err := c.opts.Runner.Run(ctx, rs)
 	if err != nil {
 		return res, named(shown, err)
 	}

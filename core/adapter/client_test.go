@@ -175,28 +175,66 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestRequestShape(t *testing.T) {
-	e := setup(t, nil)
-	tg := e.target("files.echo", map[string]any{"mode": "echo"}, nil)
-	persisted := &protocol.Persisted{Identity: map[string]any{"id": "x1"}}
-	st, err := e.client.State(e.ctx, tg, protocol.Present, persisted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := st.State["request"].(map[string]any)
-	want := map[string]any{"name": "files.echo", "type": adapterTag, "version": "test", "verbose": false, "workspace": "/work",
-		"config": map[string]any{"mode": "echo"},
-		"gcompose": map[string]any{"protocol": float64(1), "app": e.app, "call": "state", "desired": "present",
-			"persisted": map[string]any{"identity": map[string]any{"id": "x1"}}}}
-	if a, b := js(req), js(want); a != b {
-		t.Fatalf("request\n got %s\nwant %s", a, b)
+	for _, mode := range []string{"one-shot", "served"} {
+		t.Run(mode, func(t *testing.T) {
+			e := setup(t, nil)
+			defer closeClient(t, e.client)
+			name := "files.echo"
+			if mode == "served" {
+				name = "files.serve.echo"
+			}
+			tg := e.target(name, map[string]any{"mode": "echo"}, nil)
+			tg.Lineage = "lineage-1"
+			started := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+			persisted := &protocol.Persisted{Identity: map[string]any{"id": "x1"},
+				Pending: &protocol.Operation{ID: "op-1", Kind: protocol.ChangeCreate, Action: "write", StartedAt: started}}
+			st, err := e.client.State(e.ctx, tg, protocol.Present, persisted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := st.State["request"].(map[string]any)
+			want := map[string]any{"name": name, "type": adapterTag, "version": "test", "verbose": false, "workspace": "/work",
+				"config": map[string]any{"mode": "echo"},
+				"gcompose": map[string]any{"protocol": float64(1), "app": e.app, "call": "state", "desired": "present",
+					"persisted": map[string]any{"identity": map[string]any{"id": "x1"},
+						"pending": map[string]any{"id": "op-1", "kind": "create", "action": "write", "started_at": "2026-01-02T03:04:05.000000006Z"}},
+					"lineage": "lineage-1"}}
+			if a, b := js(req), js(want); a != b {
+				t.Fatalf("state request\n got %s\nwant %s", a, b)
+			}
+			// An action carries the operation recorded for it.
+			tg.Operation = &protocol.Operation{ID: "op-2", Kind: protocol.ChangeUpdate, Action: "echo", StartedAt: started}
+			out, err := e.client.Action(e.ctx, tg, protocol.ActionSpec{Name: "echo", Args: []string{"action", "echo"}}, nil, &protocol.Persisted{Identity: map[string]any{"id": "x1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(out.Output), &got); err != nil {
+				t.Fatalf("action stdin %q: %v", out.Output, err)
+			}
+			want = map[string]any{"name": name, "type": adapterTag, "version": "test", "verbose": false, "workspace": "/work",
+				"config": map[string]any{"mode": "echo"}, "staleState": map[string]any{},
+				"gcompose": map[string]any{"protocol": float64(1), "app": e.app, "call": "action", "action": "echo",
+					"persisted": map[string]any{"identity": map[string]any{"id": "x1"}},
+					"lineage":   "lineage-1",
+					"operation": map[string]any{"id": "op-2", "kind": "update", "action": "echo", "started_at": "2026-01-02T03:04:05.000000006Z"}}}
+			if a, b := js(got), js(want); a != b {
+				t.Fatalf("action request\n got %s\nwant %s", a, b)
+			}
+		})
 	}
 }
 
 func js(v any) string { b, _ := json.Marshal(v); return string(b) }
 
+// TestPlainDeploysterAdapter: an adapter that did not answer init with the
+// gcompose member gets byte for byte what Deployster would send it, however
+// much gcompose knows (lineage, pending and current operations, identity).
 func TestPlainDeploysterAdapter(t *testing.T) {
 	e := setup(t, nil)
 	tg := e.target("plain.echo", map[string]any{"mode": "echo"}, nil)
+	tg.Lineage = "lineage-1"
+	tg.Operation = &protocol.Operation{ID: "op-2", Kind: protocol.ChangeCreate, Action: "echo", StartedAt: time.Now().UTC()}
 	info, err := e.client.Init(e.ctx, tg.Image, tg.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -204,16 +242,38 @@ func TestPlainDeploysterAdapter(t *testing.T) {
 	if info.Ext || info.Protocol != 0 {
 		t.Fatalf("plain adapter seen as gcompose-aware: %+v", info)
 	}
-	st, err := e.client.State(e.ctx, tg, protocol.Present, &protocol.Persisted{Identity: map[string]any{"id": "x"}})
+	persisted := &protocol.Persisted{Identity: map[string]any{"id": "x"},
+		Pending: &protocol.Operation{ID: "op-1", Kind: protocol.ChangeCreate, StartedAt: time.Now().UTC()}}
+	st, err := e.client.State(e.ctx, tg, protocol.Present, persisted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := st.State["request"].(map[string]any)
-	if _, ok := req["gcompose"]; ok {
-		t.Fatalf("a plain Deployster adapter was sent the gcompose member: %v", req)
+	deployster := protocol.Request{Name: tg.Name, Type: tg.Image, Version: "test", Workspace: "/work", Config: tg.Config}
+	var asMap map[string]any
+	if err := json.Unmarshal([]byte(js(deployster)), &asMap); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := js(st.State["request"]), js(asMap); got != want {
+		t.Fatalf("state request\n got %s\nwant %s", got, want)
+	}
+	// An action's stdin, compared as bytes: the echo action prints it.
+	deployster.StaleState = json.RawMessage("{}")
+	want, err := json.Marshal(deployster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.client.Action(e.ctx, tg, protocol.ActionSpec{Name: "echo", Args: []string{"action", "echo"}}, nil, persisted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Output != string(want)+"\n" {
+		t.Fatalf("action stdin\n got %s\nwant %s", out.Output, want)
 	}
 	if _, err := e.client.State(e.ctx, tg, protocol.Absent, nil); err == nil || !strings.Contains(err.Error(), "plain Deployster") {
 		t.Fatalf("absent asked of a plain adapter: %v", err)
+	}
+	if _, err := e.client.Sweep(e.ctx, tg, protocol.SweepRequest{}); err == nil || !strings.Contains(err.Error(), "does not offer sweep") {
+		t.Fatalf("sweep asked of a plain adapter: %v", err)
 	}
 }
 

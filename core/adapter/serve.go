@@ -50,9 +50,17 @@ type server struct {
 
 	mu      sync.Mutex
 	next    uint64
-	pending map[uint64]chan protocol.ServeResponse
+	pending map[uint64]*inFlight
 	dead    chan struct{}
 	deadErr error
+}
+
+// inFlight is one call waiting for its lines: interim identity reports,
+// then the response. gone is closed when the caller stops listening, so
+// that the reader never blocks on a call that gave up.
+type inFlight struct {
+	lines chan protocol.ServeResponse
+	gone  chan struct{}
 }
 
 // serveKey identifies the server a call can go to.
@@ -80,7 +88,7 @@ func (c *Client) canServe(info *Info, spec protocol.ActionSpec) bool {
 
 // serveCall sends one call to the server for (image, network, mounts),
 // starting it (or restarting it once) as needed, and returns the response.
-func (c *Client) serveCall(ctx context.Context, t Target, info *Info, network string, mounts []runner.Mount, sr protocol.ServeRequest, call string) (*protocol.ServeResponse, string, error) {
+func (c *Client) serveCall(ctx context.Context, t Target, info *Info, network string, mounts []runner.Mount, sr protocol.ServeRequest, call string, report func(map[string]any)) (*protocol.ServeResponse, string, error) {
 	key := serveKey(info, network, mounts)
 	c.mu.Lock()
 	sl, ok := c.slots[key]
@@ -100,7 +108,7 @@ func (c *Client) serveCall(ctx context.Context, t Target, info *Info, network st
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := srv.call(ctx, sr)
+	resp, err := srv.call(ctx, sr, report)
 	if err != nil {
 		what := fmt.Sprintf("adapter %s call %s for %s (served)", t.Image, call, t.Name)
 		switch {
@@ -145,7 +153,7 @@ func (c *Client) serverOf(ctx context.Context, sl *slot, t Target, info *Info, n
 	if limit <= 0 {
 		limit = runner.DefaultStdoutLimit
 	}
-	srv := &server{image: t.Image, sess: sess, limit: limit, pending: map[uint64]chan protocol.ServeResponse{}, dead: make(chan struct{})}
+	srv := &server{image: t.Image, sess: sess, limit: limit, pending: map[uint64]*inFlight{}, dead: make(chan struct{})}
 	go srv.read(c.v)
 	sl.srv = srv
 	return srv, nil
@@ -183,13 +191,18 @@ func (s *server) read(v Validator) {
 			break
 		}
 		s.mu.Lock()
-		ch, ok := s.pending[resp.ID]
-		delete(s.pending, resp.ID)
+		f, ok := s.pending[resp.ID]
+		if !resp.Interim() {
+			delete(s.pending, resp.ID)
+		}
 		s.mu.Unlock()
 		if ok {
-			ch <- resp
+			select {
+			case f.lines <- resp:
+			case <-f.gone:
+			}
 		}
-		// A response to a call that gave up (timeout) is dropped.
+		// A line of a call that gave up (timeout, cancel) is dropped.
 	}
 	if err == nil {
 		err = sc.Err()
@@ -209,9 +222,11 @@ func (s *server) read(v Validator) {
 	_ = s.sess.Kill(context.Background())
 }
 
-// call sends one request and waits for its response.
-func (s *server) call(ctx context.Context, sr protocol.ServeRequest) (*protocol.ServeResponse, error) {
-	ch := make(chan protocol.ServeResponse, 1)
+// call sends one request and waits for its response, handing each interim
+// identity report to report (in this goroutine, in order) as it comes.
+func (s *server) call(ctx context.Context, sr protocol.ServeRequest, report func(map[string]any)) (*protocol.ServeResponse, error) {
+	f := &inFlight{lines: make(chan protocol.ServeResponse, 8), gone: make(chan struct{})}
+	defer close(f.gone)
 	s.mu.Lock()
 	if s.pending == nil {
 		s.mu.Unlock()
@@ -220,7 +235,8 @@ func (s *server) call(ctx context.Context, sr protocol.ServeRequest) (*protocol.
 	}
 	s.next++
 	sr.ID = s.next
-	s.pending[sr.ID] = ch
+	sr.Stream = report != nil
+	s.pending[sr.ID] = f
 	s.mu.Unlock()
 	forget := func() {
 		s.mu.Lock()
@@ -244,14 +260,39 @@ func (s *server) call(ctx context.Context, sr protocol.ServeRequest) (*protocol.
 			return nil, fmt.Errorf("%w: write request: %v", errServerDied, err)
 		}
 	}
-	select {
-	case resp := <-ch:
-		return &resp, nil
-	case <-s.dead:
-		return nil, s.deadErr
-	case <-ctx.Done():
-		forget()
-		return nil, ctx.Err()
+	// take handles one line; it says whether that was the response.
+	take := func(resp protocol.ServeResponse) bool {
+		if !resp.Interim() {
+			return true
+		}
+		if report != nil {
+			report(resp.Identity)
+		}
+		return false
+	}
+	for {
+		select {
+		case resp := <-f.lines:
+			if take(resp) {
+				return &resp, nil
+			}
+		case <-s.dead:
+			// Reports the server made before it died still count.
+			for {
+				select {
+				case resp := <-f.lines:
+					if take(resp) {
+						return &resp, nil
+					}
+					continue
+				default:
+				}
+				return nil, s.deadErr
+			}
+		case <-ctx.Done():
+			forget()
+			return nil, ctx.Err()
+		}
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -38,14 +38,31 @@ type Executor struct {
 	// asks (default 1 s).
 	OutputTimeout time.Duration
 	OutputPoll    time.Duration
+	// Stop, when done, interrupts the apply as Terraform does: no resource
+	// starts its actions any more, while those whose actions are under way
+	// finish them (the ctx of Apply bounds them: cancel it with cause
+	// ErrAborted to cut them short). Nil: never.
+	Stop context.Context
 }
+
+// ErrInterrupted is the cause of resources left alone because the run was
+// interrupted (Executor.Stop) before they started.
+var ErrInterrupted = errors.New("interrupted")
+
+// ErrAborted is the cause to cancel an interrupted apply's ctx with when its
+// actions in flight must not finish (a second interrupt, or the grace
+// period is over): they are cut short and their operations stay pending.
+var ErrAborted = errors.New("aborted")
 
 // Outcome is what happened to one resource.
 type Outcome struct {
 	Resource string
 	Op       plan.Op
 	// Changed is false when the resource turned out to need nothing.
-	Changed  bool
+	Changed bool
+	// Skipped: never started, because something it depends on failed or
+	// the run was interrupted first.
+	Skipped  bool
 	Err      error
 	Duration time.Duration
 }
@@ -77,11 +94,43 @@ type run struct {
 	doc  map[string]*state.Resource // current view of the state, updated as we go
 	outs map[string]map[string]any  // outputs produced or confirmed in this run
 	res  *Result
+	// acting are the resources whose actions started: an interrupt lets
+	// them finish.
+	acting map[string]bool
 }
+
+// stopped says whether the run was interrupted.
+func (r *run) stopped() bool { return r.e.Stop != nil && r.e.Stop.Err() != nil }
+
+// startActions says whether name may start its actions: yes unless the run
+// was interrupted before it did.
+func (r *run) startActions(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.acting[name] {
+		return nil
+	}
+	if r.stopped() {
+		return notStarted
+	}
+	r.acting[name] = true
+	return nil
+}
+
+// notStarted is the outcome of a resource an interrupt kept from starting.
+var notStarted = fmt.Errorf("not started: %w", ErrInterrupted)
 
 // Apply carries out pl, made by the planner from in with observations obs.
 func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs *plan.Observations) (*Result, error) {
-	r := &run{e: e, in: in, pl: pl, obs: obs, doc: map[string]*state.Resource{}, outs: map[string]map[string]any{}, res: &Result{Outcomes: map[string]*Outcome{}}}
+	r := &run{e: e, in: in, pl: pl, obs: obs, doc: map[string]*state.Resource{}, outs: map[string]map[string]any{}, res: &Result{Outcomes: map[string]*Outcome{}},
+		acting: map[string]bool{}}
+	// The walks start nothing new once the run is interrupted; what they
+	// started runs on ctx.
+	walkCtx, cancelWalk := context.WithCancelCause(ctx)
+	defer cancelWalk(nil)
+	if e.Stop != nil {
+		defer context.AfterFunc(e.Stop, func() { cancelWalk(ErrInterrupted) })()
+	}
 	if in.State != nil {
 		for n, res := range in.State.Resources {
 			r.doc[n] = res.Clone()
@@ -106,11 +155,11 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs 
 		for _, s := range removals {
 			deps[s.Resource] = s.DependsOn
 		}
-		errs := e.Walk(ctx, deps, true, func(ctx context.Context, name string) error {
+		errs := e.Walk(walkCtx, deps, true, func(_ context.Context, name string) error {
 			if s := pl.Step(name); s.Op == plan.Failed {
 				return r.failed(s)
 			}
-			return r.timed(name, pl.Step(name).Op, func() (bool, error) { return r.remove(ctx, pl.Step(name)) })
+			return r.timed(ctx, name, pl.Step(name).Op, func() (bool, error) { return r.remove(ctx, pl.Step(name)) })
 		})
 		r.collect(errs)
 	}
@@ -119,13 +168,16 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs 
 		for _, s := range converges {
 			deps[s.Resource] = in.Desired[s.Resource].DependsOn
 		}
-		errs := e.Walk(ctx, deps, false, func(ctx context.Context, name string) error {
+		errs := e.Walk(walkCtx, deps, false, func(_ context.Context, name string) error {
 			if s := pl.Step(name); s.Op == plan.Failed {
 				return r.failed(s)
 			}
-			return r.timed(name, pl.Step(name).Op, func() (bool, error) { return r.converge(ctx, in.Desired[name], pl.Step(name)) })
+			return r.timed(ctx, name, pl.Step(name).Op, func() (bool, error) { return r.converge(ctx, in.Desired[name], pl.Step(name)) })
 		})
 		r.collect(errs)
+	}
+	if r.stopped() {
+		return r.res, &InterruptedError{Result: r.res, Aborted: errors.Is(context.Cause(ctx), ErrAborted)}
 	}
 	if failed := r.res.Failed(); len(failed) > 0 {
 		return r.res, &FailedError{Outcomes: failed}
@@ -143,14 +195,22 @@ func (r *run) failed(s *plan.Step) error {
 	return err
 }
 
-func (r *run) timed(name string, op plan.Op, fn func() (bool, error)) error {
+func (r *run) timed(ctx context.Context, name string, op plan.Op, fn func() (bool, error)) error {
 	start := time.Now()
 	changed, err := fn()
+	if err != nil && errors.Is(context.Cause(ctx), ErrAborted) && !errors.Is(err, ErrInterrupted) {
+		// Cut short by an abort, not failed: say so, and what stays.
+		err = r.aborted(name, err)
+	}
 	o := &Outcome{Resource: name, Op: op, Changed: changed, Err: err, Duration: time.Since(start)}
 	r.mu.Lock()
 	r.res.Outcomes[name] = o
 	r.mu.Unlock()
 	switch {
+	case errors.Is(err, ErrInterrupted):
+		r.emit(Event{Resource: name, Phase: PhaseInterrupted, Message: "not started", Duration: o.Duration})
+	case errors.Is(err, ErrAborted):
+		r.emit(Event{Resource: name, Phase: PhaseInterrupted, Message: err.Error(), Duration: o.Duration})
 	case err != nil:
 		r.emit(Event{Resource: name, Phase: PhaseFailed, Message: err.Error(), Duration: o.Duration})
 	case changed:
@@ -160,7 +220,7 @@ func (r *run) timed(name string, op plan.Op, fn func() (bool, error)) error {
 }
 
 // collect records outcomes for resources the walk skipped because
-// something they depend on failed.
+// something they depend on failed, or because the run was interrupted.
 func (r *run) collect(errs map[string]error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -173,10 +233,21 @@ func (r *run) collect(errs map[string]error) {
 			if s := r.pl.Step(name); s != nil {
 				op = s.Op
 			}
-			r.res.Outcomes[name] = &Outcome{Resource: name, Op: op, Err: err}
-			r.emit(Event{Resource: name, Phase: PhaseSkipped, Message: err.Error()})
+			r.res.Outcomes[name] = &Outcome{Resource: name, Op: op, Err: err, Skipped: true}
+			if !errors.Is(err, ErrInterrupted) {
+				r.emit(Event{Resource: name, Phase: PhaseSkipped, Message: err.Error()})
+			}
 		}
 	}
+}
+
+// aborted describes an action cut short by an abort: what stays pending.
+func (r *run) aborted(name string, err error) error {
+	res := r.current(name)
+	if res == nil || res.Pending == nil {
+		return fmt.Errorf("%w: %v", ErrAborted, err)
+	}
+	return &AbortedError{Operation: *res.Pending, Err: err}
 }
 
 func (r *run) emit(ev Event) {
@@ -203,6 +274,14 @@ func (r *run) setOutputs(name string, o map[string]any) {
 	r.mu.Lock()
 	r.outs[name] = o
 	r.mu.Unlock()
+}
+
+// lineage is the state's lineage, sent on every call.
+func (r *run) lineage() string {
+	if r.in.State == nil {
+		return ""
+	}
+	return r.in.State.Lineage
 }
 
 func (r *run) current(name string) *state.Resource {
@@ -249,7 +328,7 @@ func (r *run) converge(ctx context.Context, want *plan.Resource, step *plan.Step
 		}
 		old = nil
 	}
-	call := plan.Call{App: r.in.App, Name: want.Name, Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
+	call := plan.Call{App: r.in.App, Lineage: r.lineage(), Name: want.Name, Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
 	ans := r.obs.Reuse(want.Name, cfg, protocol.Present)
 	if ans == nil {
 		r.emit(Event{Resource: want.Name, Phase: PhaseState})
@@ -275,6 +354,9 @@ func (r *run) converge(ctx context.Context, want *plan.Resource, step *plan.Step
 		return true, err
 	}
 	res := activeResource(want, cfg, final, r.current(want.Name))
+	if kind == state.OpCreate || kind == state.OpRebuild {
+		res.CreatedAt = time.Now().UTC()
+	}
 	if err := r.put(ctx, res); err != nil {
 		return true, err
 	}
@@ -284,8 +366,13 @@ func (r *run) converge(ctx context.Context, want *plan.Resource, step *plan.Step
 
 // runActions records the operation as pending, runs the STALE answer's
 // actions in order (persisting identifying attributes as they are reported),
-// and asks the state again, which must now be VALID.
+// and asks the state again, which must now be VALID. An interrupted run
+// starts no new resource's actions; a resource whose actions started
+// finishes them.
 func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps []string, kind state.OpKind, ans *protocol.StateResult, desired string) (*protocol.StateResult, error) {
+	if err := r.startActions(call.Name); err != nil {
+		return nil, err
+	}
 	res := r.current(call.Name)
 	if res == nil {
 		res = &state.Resource{Name: call.Name, Type: typ, Status: state.StatusPending, Config: call.Config}
@@ -296,24 +383,51 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 		if err := r.put(ctx, res); err != nil {
 			return nil, err
 		}
+		// The adapter gets the operation only once it is durable: its ID is
+		// the key the adapter tags what it creates with.
+		act := call
+		act.Operation = plan.OperationOf(res.Pending)
+		act.Persisted = actionPersisted(res)
+		// Identity reported while the action runs is persisted at once:
+		// a kill later in the action must not lose what it made.
+		var perr error
+		remember := func(identity map[string]any) {
+			if !mergeIdentity(res, identity) {
+				return
+			}
+			if err := r.put(ctx, res); err != nil && perr == nil {
+				perr = err
+			}
+			r.emit(Event{Resource: call.Name, Phase: PhaseIdentity, Message: identityText(identity)})
+		}
+		act.ReportIdentity = remember
 		r.emit(Event{Resource: call.Name, Phase: PhaseAction, Message: actionLabel(a)})
 		start := time.Now()
-		out, err := r.e.Adapters.Action(ctx, call, a, ans.StaleState)
-		if out != nil && len(out.Identity) > 0 {
-			if res.Identity == nil {
-				res.Identity = map[string]any{}
-			}
-			maps.Copy(res.Identity, out.Identity)
-			call.Persisted = plan.PersistedOf(res)
-			if perr := r.put(ctx, res); perr != nil && err == nil {
-				err = perr
-			}
+		out, err := r.e.Adapters.Action(ctx, act, a, ans.StaleState)
+		if out != nil {
+			remember(out.Identity) // what was not streamed (or all of it)
+		}
+		if perr != nil && err == nil {
+			err = perr
 		}
 		if err != nil {
+			if ctx.Err() == nil {
+				// The action failed (it was not cut short): say so in the
+				// record, so that the next run reports a failure, not an
+				// interruption. Still pending: what it did is unknown.
+				now := time.Now().UTC()
+				res.Pending.Failed, res.Pending.FailedAt = firstLine(err.Error(), 500), &now
+				if perr := r.put(ctx, res); perr != nil {
+					err = fmt.Errorf("%w (and recording the failure: %v)", err, perr)
+				}
+			}
 			return nil, fmt.Errorf("action %s: %w", a.Name, err)
 		}
 		r.emit(Event{Resource: call.Name, Phase: PhaseActionDone, Message: actionLabel(a), Duration: time.Since(start), Output: out.Output})
 	}
+	// The verifying state call sees the record as it is: the last action's
+	// operation still pending until this answer confirms it.
+	call.Persisted = plan.PersistedOf(res)
 	r.emit(Event{Resource: call.Name, Phase: PhaseVerify})
 	final, err := r.e.Adapters.State(ctx, call, desired)
 	if err != nil {
@@ -323,6 +437,42 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 		return nil, fmt.Errorf("adapter %s answered %s again after its actions ran (it must answer VALID once its actions succeeded): the adapter is broken", typ, final.Status)
 	}
 	return final, nil
+}
+
+// mergeIdentity adds reported attributes to the resource's identity and
+// says whether that changed it.
+func mergeIdentity(res *state.Resource, identity map[string]any) bool {
+	changed := false
+	for k, v := range identity {
+		if old, ok := res.Identity[k]; ok && plan.SameJSON(old, v) {
+			continue
+		}
+		if res.Identity == nil {
+			res.Identity = map[string]any{}
+		}
+		res.Identity[k] = v
+		changed = true
+	}
+	return changed
+}
+
+// identityText is the keys of an identity report, for the progress event
+// (values may be long, and are in the state).
+func identityText(identity map[string]any) string {
+	keys := make([]string, 0, len(identity))
+	for k := range identity {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return "recorded " + strings.Join(keys, ", ")
+}
+
+// actionPersisted is the record an action call is sent: its pending
+// operation is the call's own (RequestExt.Operation), so it is not repeated.
+func actionPersisted(res *state.Resource) *protocol.Persisted {
+	p := plan.PersistedOf(res)
+	p.Pending = nil
+	return p
 }
 
 // remove carries out a delete or forget step.
@@ -345,7 +495,7 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource) (bool, error
 	if !caps.Destroy {
 		return true, r.forget(ctx, old.Name)
 	}
-	call := plan.Call{App: r.in.App, Name: old.Name, Type: old.Type, Config: old.Config, Persisted: plan.PersistedOf(old)}
+	call := plan.Call{App: r.in.App, Lineage: r.lineage(), Name: old.Name, Type: old.Type, Config: old.Config, Persisted: plan.PersistedOf(old)}
 	ans := r.obs.Reuse(old.Name, old.Config, protocol.Absent)
 	if ans == nil {
 		r.emit(Event{Resource: old.Name, Phase: PhaseState})
@@ -384,12 +534,21 @@ func (r *run) resolve(ctx context.Context, want *plan.Resource) (map[string]any,
 			return nil, fmt.Errorf("waited %s for %s: the dependency never reported that output", timeout, plan.UnknownText(unknown))
 		}
 		r.emit(Event{Resource: want.Name, Phase: PhaseWait, Message: "waiting for " + plan.UnknownText(unknown)})
+		if r.stopped() {
+			return nil, notStarted
+		}
 		if err := r.requery(ctx, unknown); err != nil {
 			return nil, err
+		}
+		var stop <-chan struct{}
+		if r.e.Stop != nil {
+			stop = r.e.Stop.Done()
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-stop:
+			return nil, notStarted
 		case <-time.After(poll):
 		}
 	}
@@ -409,7 +568,7 @@ func (r *run) requery(ctx context.Context, unknown []expr.Unknown) error {
 		if dep == nil {
 			return fmt.Errorf("%s: %s is not deployed", u.Ref.Text(), name)
 		}
-		ans, err := r.e.Adapters.State(ctx, plan.Call{App: r.in.App, Name: name, Type: dep.Type, Config: dep.Config, Persisted: plan.PersistedOf(dep)}, protocol.Present)
+		ans, err := r.e.Adapters.State(ctx, plan.Call{App: r.in.App, Lineage: r.lineage(), Name: name, Type: dep.Type, Config: dep.Config, Persisted: plan.PersistedOf(dep)}, protocol.Present)
 		if err != nil {
 			return fmt.Errorf("asking %s for %s: %w", name, u.Ref.Text(), err)
 		}
@@ -425,12 +584,10 @@ func activeResource(want *plan.Resource, cfg map[string]any, ans *protocol.State
 	if old != nil {
 		res.ImageID = old.ImageID
 		res.Identity = old.Identity
+		res.CreatedAt = old.CreatedAt
 	}
-	if ans.Gcompose != nil && len(ans.Gcompose.Identity) > 0 {
-		if res.Identity == nil {
-			res.Identity = map[string]any{}
-		}
-		maps.Copy(res.Identity, ans.Gcompose.Identity)
+	if ans.Gcompose != nil {
+		mergeIdentity(res, ans.Gcompose.Identity)
 	}
 	return res
 }
@@ -463,8 +620,93 @@ func (e *FailedError) Error() string {
 	return s
 }
 
+// InterruptedError ends an interrupted apply: the resources whose actions
+// were under way finished them (or, Aborted, were cut short, their
+// operations left pending for the next run); the others were not started.
+type InterruptedError struct {
+	Result  *Result
+	Aborted bool
+}
+
+func (e *InterruptedError) Error() string {
+	var notRun, aborted, failed, done []string
+	for _, o := range e.Result.Outcomes {
+		var ae *AbortedError
+		switch {
+		case errors.Is(o.Err, ErrInterrupted) || o.Skipped:
+			notRun = append(notRun, o.Resource)
+		case errors.As(o.Err, &ae) || errors.Is(o.Err, ErrAborted):
+			aborted = append(aborted, o.Resource)
+		case o.Err != nil:
+			failed = append(failed, o.Resource)
+		case o.Changed:
+			done = append(done, o.Resource)
+		}
+	}
+	var parts []string
+	if len(done) > 0 {
+		parts = append(parts, fmt.Sprintf("%d resource(s) finished what they had started (%s)", len(done), listed(done)))
+	}
+	if len(aborted) > 0 {
+		parts = append(parts, fmt.Sprintf("%d action(s) cut short (%s): their operations stay pending and the next deploy or destroy resolves them", len(aborted), listed(aborted)))
+	}
+	if len(failed) > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed (%s)", len(failed), listed(failed)))
+	}
+	if len(notRun) > 0 {
+		parts = append(parts, fmt.Sprintf("%d not started (%s)", len(notRun), listed(notRun)))
+	}
+	what := "interrupted"
+	if e.Aborted {
+		what = "interrupted and aborted"
+	}
+	if len(parts) == 0 {
+		return what + ": nothing was changed"
+	}
+	return what + ": " + strings.Join(parts, "; ")
+}
+
+func (e *InterruptedError) Unwrap() error { return ErrInterrupted }
+
+// listed names up to five resources, sorted.
+func listed(names []string) string {
+	sort.Strings(names)
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}
+
+// AbortedError is an action cut short by an abort: its operation stays
+// recorded as pending, for the next run to resolve.
+type AbortedError struct {
+	Operation state.Operation
+	Err       error
+}
+
+func (e *AbortedError) Error() string {
+	what := string(e.Operation.Kind)
+	if e.Operation.Action != "" && e.Operation.Action != what {
+		what += " (action " + e.Operation.Action + ")"
+	}
+	return fmt.Sprintf("aborted during %s: operation %s stays pending, the next deploy or destroy resolves it", what, e.Operation.ID)
+}
+
+func (e *AbortedError) Unwrap() error { return ErrAborted }
+
 // IsFailed reports whether err is an apply failure of some resources.
 func IsFailed(err error) bool {
 	var f *FailedError
 	return errors.As(err, &f)
+}
+
+// firstLine is s up to its first newline, at most n bytes.
+func firstLine(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
 }

@@ -12,11 +12,18 @@ const (
 	PhaseState      Phase = "state"       // asking the adapter what exists
 	PhaseWait       Phase = "wait"        // waiting for a dependency's output
 	PhaseAction     Phase = "action"      // an action started
+	PhaseIdentity   Phase = "identity"    // an action reported what it made; recorded at once
 	PhaseActionDone Phase = "action-done" // an action finished
 	PhaseVerify     Phase = "verify"      // asking again after the actions
 	PhaseDone       Phase = "done"
 	PhaseFailed     Phase = "failed"
 	PhaseSkipped    Phase = "skipped"
+	// PhaseInterrupted: the run was interrupted before the resource
+	// started its actions; it was left as it was.
+	PhaseInterrupted Phase = "interrupted"
+	// PhaseSwept reports an object a sweep found that no state names
+	// (terminated, or reported); the event names no resource.
+	PhaseSwept Phase = "swept"
 )
 
 // Event is one progress report; the CLI renders them for people or as JSON.

@@ -79,10 +79,10 @@ func ProxyResource(service string, index, instances int) string {
 	return proxyPrefix + service + "-" + strconv.Itoa(index)
 }
 
-// Payment defaults of the lowering (docs/golem.md).
+// Payment defaults of the lowering (docs/golem.md). No platform is set by
+// default: the payments adapter picks one of the requestor's funded accounts.
 const (
-	DefaultBudget   = "5"
-	DefaultPlatform = "erc20-holesky-tglm"
+	DefaultBudget = "5"
 	// LocalProxyRuntime is GAP-16's runtime for a requestor-side proxy.
 	LocalProxyRuntime = "local-http-proxy"
 )
@@ -105,6 +105,10 @@ func ImplicitPlugs(img Images) map[string]adapter.Plug {
 func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, error) {
 	img = img.withDefaults()
 	out := make(map[string]*plan.Resource, len(r.Nodes))
+	nodeIPs, err := planNodeIPs(r)
+	if err != nil {
+		return nil, err
+	}
 	rented := 0
 	for _, n := range r.Nodes {
 		if n.Kind == resolve.ServiceNode && !isLocalProxy(n) {
@@ -144,6 +148,9 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 				// adapter created: its id is an output of that resource.
 				res.Config["network"] = map[string]any{"name": net, "id": "${networks." + net + ".network_id}"}
 			}
+			if ip, ok := nodeIPs[n.ID]; ok {
+				res.Config[NodeIPKey] = ip
+			}
 			// Paid from the app's allocation.
 			res.Config["allocation_id"] = "${" + PaymentsResource + ".state.allocation_id}"
 			res.DependsOn = appendDep(res.DependsOn, PaymentsResource)
@@ -170,13 +177,10 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 		if _, ok := cfg["budget"]; !ok {
 			cfg["budget"] = DefaultBudget
 		}
-		if _, ok := cfg["platform"]; !ok {
-			cfg["platform"] = DefaultPlatform
-		}
 		own.Config = cfg
 	} else if rented > 0 {
 		out[PaymentsResource] = &plan.Resource{Name: PaymentsResource, Type: img.Payments,
-			Config: map[string]any{"budget": DefaultBudget, "platform": DefaultPlatform}}
+			Config: map[string]any{"budget": DefaultBudget}}
 	}
 	return out, nil
 }

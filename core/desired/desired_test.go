@@ -47,7 +47,8 @@ func TestGolemLowering(t *testing.T) {
 		px.Config["network_id"] != "${networks.default.network_id}" || !slices.Contains(px.DependsOn, "services.web-service") {
 		t.Fatalf("proxy: %+v", px)
 	}
-	if p := res[PaymentsResource]; p.Type != DefaultImages().Payments || p.Config["budget"] != DefaultBudget {
+	// No platform by default: the payments adapter picks a funded account.
+	if p := res[PaymentsResource]; p.Type != DefaultImages().Payments || p.Config["budget"] != DefaultBudget || p.Config["platform"] != nil {
 		t.Fatalf("payments: %+v", p)
 	}
 }
@@ -96,7 +97,7 @@ func TestPaymentsSetByTheDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := res[PaymentsResource]
-	if p.Config["budget"] != "20" || p.Config["platform"] != DefaultPlatform {
+	if _, named := p.Config["platform"]; p.Config["budget"] != "20" || named {
 		t.Fatalf("payments config %v", p.Config)
 	}
 	if !slices.Contains(res["services.web"].DependsOn, PaymentsResource) {

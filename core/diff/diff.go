@@ -212,13 +212,4 @@ func (r *Result) counts() (add, rem, chg int) {
 	return
 }
 
-func show(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	if len(b) > 120 {
-		return string(b[:117]) + "..."
-	}
-	return string(b)
-}
+func show(v any) string { return jsondiff.Text(v) }

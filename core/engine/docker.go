@@ -3,9 +3,13 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -27,7 +31,29 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 }
 
 func (a *ContainerAdapters) target(c plan.Call) adapter.Target {
-	return adapter.Target{App: c.App, Name: c.Name, Image: c.Type, Config: c.Config, Plugs: a.Plugs}
+	return adapter.Target{App: c.App, Lineage: c.Lineage, Name: c.Name, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
+		Operation: c.Operation, ReportIdentity: c.ReportIdentity}
+}
+
+func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {
+	info, err := a.Client.Init(ctx, s.Type, s.Resource)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", plan.ErrNoSweep, err)
+	}
+	if !info.Ext || !info.Init.Gcompose.Sweep {
+		return nil, plan.ErrNoSweep
+	}
+	t := adapter.Target{App: s.App, Lineage: s.Lineage, Name: s.Resource, Image: s.Type, Plugs: a.Plugs}
+	return a.Client.Sweep(ctx, t, protocol.SweepRequest{Known: s.Known, Terminate: s.Terminate})
+}
+
+func (a *ContainerAdapters) Check(ctx context.Context, c plan.CheckCall) (*protocol.CheckResult, error) {
+	t := adapter.Target{App: c.App, Lineage: c.Lineage, Name: c.Resource, Image: c.Type, Plugs: a.Plugs}
+	res, err := a.Client.Check(ctx, t)
+	if errors.Is(err, adapter.ErrNothingToCheck) {
+		return nil, fmt.Errorf("%w: %w", plan.ErrNoCheck, err)
+	}
+	return res, err
 }
 
 func (a *ContainerAdapters) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
@@ -40,4 +66,30 @@ func (a *ContainerAdapters) Action(ctx context.Context, c plan.Call, act protoco
 		return nil, err
 	}
 	return &plan.ActionOutcome{Output: res.Output, Identity: res.Identity}, err
+}
+
+// RunnerCleanup is Engine.Cleanup for the adapter containers r runs: it
+// labels what r starts with the held lock, then removes what earlier
+// holders of that lock left.
+func RunnerCleanup(r *runner.Runner) func(ctx context.Context, l *state.Lock) (int, error) {
+	return func(ctx context.Context, l *state.Lock) (int, error) {
+		r.Own(l.App, l.Scope, l.Info.ID)
+		return r.Cleanup(ctx, l.App)
+	}
+}
+
+// RunnerExisting is Engine.Existing for the containers r's Engine holds:
+// those labelled with the application that are not adapter calls.
+func RunnerExisting(r *runner.Runner) func(ctx context.Context, app string) ([]string, error) {
+	return func(ctx context.Context, app string) ([]string, error) {
+		cs, err := r.Objects(ctx, app)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]string, len(cs))
+		for i, c := range cs {
+			out[i] = c.Describe()
+		}
+		return out, nil
+	}
 }

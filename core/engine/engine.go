@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gcompose/gcompose/core/apply"
@@ -26,16 +27,22 @@ type Engine struct {
 	Version string
 	// OutputTimeout bounds waiting for a dependency output (see apply).
 	OutputTimeout time.Duration
-	// Cleanup removes adapter containers an earlier, killed run of the same
-	// application left behind. It runs once the lock is held, so no other
-	// gcompose is working on the application. Nil skips it.
-	Cleanup func(ctx context.Context, app string) (int, error)
+	// Cleanup runs once the lock is held. It labels what this run starts
+	// with the lock (lock.Scope, lock.Info.ID) and removes the adapter
+	// containers that earlier holders of the same lock left behind: their
+	// runs provably hold no lock any more. Nil skips it.
+	Cleanup func(ctx context.Context, lock *state.Lock) (int, error)
 	// Release runs at the end of a run while the lock is still held: it
 	// stops what the run started (served adapter containers), so the next
 	// run, once it gets the lock, finds nothing of this one running.
 	Release func(ctx context.Context) error
 	// Log receives notes (leftovers removed); nil discards them.
 	Log func(format string, args ...any)
+	// Existing lists objects of an application that exist outside gcompose's
+	// adapter calls (containers labelled with it). Asked before a first
+	// deploy, with the report-only sweep: anything found stops it unless
+	// the request forces a new state. Nil skips it.
+	Existing func(ctx context.Context, app string) ([]string, error)
 }
 
 // Request is one run.
@@ -48,6 +55,17 @@ type Request struct {
 	Confirm func(*plan.Plan) (bool, error)
 	// PlanOnly stops after planning (gcompose plan, refresh).
 	PlanOnly bool
+	// ForceNewState (deploy --force-new-state) starts a new state where the
+	// application's document is lost but traces of it exist, and deploys
+	// even when objects of the application exist without a state here.
+	ForceNewState bool
+	// Stop, when done, interrupts the run as Terraform does (a first
+	// Ctrl-C): nothing new starts — no lock wait, no planning, no resource's
+	// actions — while actions under way finish; Run then returns an error
+	// matching apply.ErrInterrupted (an *apply.InterruptedError once it
+	// applied). Cancel Run's ctx with cause apply.ErrAborted to cut the
+	// actions under way short as well (a second Ctrl-C). Nil: never.
+	Stop context.Context
 }
 
 // Outcome of a run.
@@ -57,6 +75,12 @@ type Outcome struct {
 	// Pending lists resources that had an interrupted operation when the run
 	// started (a previous run was killed); the plan resolved them.
 	Pending []*state.Resource
+	// Swept lists what the sweep before planning found that no state
+	// names: terminated (deploy, destroy) or only reported (plan, refresh,
+	// a first deploy, and another state's objects).
+	Swept []Swept
+	// Lineage is the state's lineage (after a first deploy assigned it).
+	Lineage string
 }
 
 // ErrDeclined is returned when Confirm said no.
@@ -76,9 +100,13 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if req.PlanOnly {
 		op = "plan"
 	}
-	lock, err := e.lock(ctx, req.App, op)
+	// What may be dropped at an interrupt runs on soft: waiting for the
+	// lock and planning (reads only).
+	soft, cancelSoft := interruptible(ctx, req.Stop)
+	defer cancelSoft()
+	lock, err := e.lock(soft, req.App, op)
 	if err != nil {
-		return nil, err
+		return nil, interruptedOr(req.Stop, err)
 	}
 	defer func() {
 		// Unlock with a fresh context: a cancelled run must still release.
@@ -94,7 +122,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		}
 	}()
 	if e.Cleanup != nil {
-		n, err := e.Cleanup(ctx, req.App)
+		n, err := e.Cleanup(ctx, lock)
 		if err != nil {
 			return nil, fmt.Errorf("removing containers left by an earlier run: %w", err)
 		}
@@ -103,24 +131,60 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		}
 	}
 	doc, err := e.Store.Load(ctx, req.App)
+	forceNew := false
 	if err != nil {
-		return nil, fmt.Errorf("loading state of %s: %w", req.App, err)
-	}
-	if doc.Lineage == "" && req.Mode == plan.Deploy && !req.PlanOnly {
-		// A first deploy: write once so the application gets its lineage,
-		// which is ${app.id} for every resource that references it.
-		if err := e.Store.Replace(ctx, lock, doc, false); err != nil {
-			return nil, fmt.Errorf("initializing state of %s: %w", req.App, err)
-		}
-		if doc, err = e.Store.Load(ctx, req.App); err != nil {
+		if !errors.Is(err, state.ErrMissingDocument) || !req.ForceNewState || req.Mode != plan.Deploy || req.PlanOnly {
 			return nil, fmt.Errorf("loading state of %s: %w", req.App, err)
 		}
+		e.note("starting a new state for %s as asked (--force-new-state); %v", req.App, err)
+		doc, forceNew = state.NewDocument(req.App), true
 	}
+	firstDeploy := doc.Lineage == ""
 	out = &Outcome{Pending: doc.PendingResources()}
+	// Before anything else asks an adapter: can they work at all? One line
+	// per problem, before the state is first written.
+	if err := e.preflight(ctx, req.App, req.Desired, doc); err != nil {
+		return out, err
+	}
+	// Before planning, find what earlier runs created but never recorded:
+	// terminate it on deploy and destroy, only report it on plan and
+	// refresh, and on a first deploy, when no state can name anything yet.
+	desired := req.Desired
+	if req.Mode != plan.Deploy {
+		desired = nil
+	}
+	terminate := !req.PlanOnly && req.Mode != plan.Refresh && !firstDeploy
+	// A sweep terminates what it started terminating even when interrupted.
+	if out.Swept, err = e.sweep(ctx, req.App, desired, doc, terminate); err != nil {
+		return out, interruptedOr(req.Stop, err)
+	}
+	if stopped(req.Stop) {
+		return out, interruptedOr(req.Stop, nil)
+	}
+	if firstDeploy && req.Mode == plan.Deploy {
+		// Before the lineage is written: does the application exist already?
+		if err := e.checkFirstDeploy(ctx, req, out.Swept); err != nil {
+			return out, err
+		}
+		if !req.PlanOnly {
+			// Write once so the application gets its lineage, which is
+			// ${app.id} for every resource that references it.
+			if err := e.Store.Replace(ctx, lock, doc, forceNew); err != nil {
+				return out, fmt.Errorf("initializing state of %s: %w", req.App, err)
+			}
+			if doc, err = e.Store.Load(ctx, req.App); err != nil {
+				return out, fmt.Errorf("loading state of %s: %w", req.App, err)
+			}
+		}
+	}
+	out.Lineage = doc.Lineage
 	in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc}
 	planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
-	pl, obs, planErr := planner.Plan(ctx, in)
+	pl, obs, planErr := planner.Plan(soft, in)
 	out.Plan = pl
+	if stopped(req.Stop) {
+		return out, interruptedOr(req.Stop, nil)
+	}
 	if planErr != nil {
 		planErr = fmt.Errorf("planning: %w", planErr)
 	}
@@ -133,11 +197,14 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if req.Confirm != nil {
 		ok, err := req.Confirm(pl)
 		if err != nil {
-			return out, err
+			return out, interruptedOr(req.Stop, err)
 		}
 		if !ok {
 			return out, ErrDeclined
 		}
+	}
+	if stopped(req.Stop) {
+		return out, interruptedOr(req.Stop, nil)
 	}
 	ex := &apply.Executor{
 		Adapters:      e.Adapters,
@@ -146,6 +213,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		Observer:      e.Observer,
 		Holder:        lock.Info.Holder,
 		OutputTimeout: e.OutputTimeout,
+		Stop:          req.Stop,
 	}
 	res, applyErr := ex.Apply(ctx, pl, in, obs)
 	if planErr != nil && applyErr == nil {
@@ -160,24 +228,56 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	return out, applyErr
 }
 
-// lock takes the application's lock. A lock whose holder was a process on
-// this host that no longer exists (killed with -9, the machine rebooted) is
-// taken over with a note: a crash must not stop the next run, which is the
-// one that repairs what the crash left.
+// interruptible is ctx, also cancelled (cause apply.ErrInterrupted) once
+// stop is done.
+func interruptible(ctx, stop context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancelCause(ctx)
+	if stop == nil {
+		return c, func() { cancel(nil) }
+	}
+	unhook := context.AfterFunc(stop, func() { cancel(apply.ErrInterrupted) })
+	return c, func() { unhook(); cancel(nil) }
+}
+
+func stopped(stop context.Context) bool { return stop != nil && stop.Err() != nil }
+
+// interruptedOr is err, unless the run was interrupted before it applied
+// anything: then what failed failed because of the interrupt (a cancelled
+// lock wait or state call), and the run says it was interrupted.
+func interruptedOr(stop context.Context, err error) error {
+	if !stopped(stop) {
+		return err
+	}
+	return &apply.InterruptedError{Result: &apply.Result{Outcomes: map[string]*apply.Outcome{}}}
+}
+
+// lock takes the application's lock, waiting up to LockTimeout. A lock is
+// never taken over: the backend knows when its holder ended (the OS
+// released its file lock, or its etcd lease expired).
 func (e *Engine) lock(ctx context.Context, app, op string) (*state.Lock, error) {
-	info := state.NewLockInfo(op, e.Version)
-	lock, err := state.Acquire(ctx, e.Store, app, info, e.LockTimeout)
-	var le *state.LockedError
-	if err == nil || !errors.As(err, &le) || !le.Stale {
-		return lock, err
+	lock, err := state.Acquire(ctx, e.Store, app, state.NewLockInfo(op, e.Version), e.LockTimeout)
+	if err != nil {
+		return nil, err
 	}
-	if uerr := e.Store.ForceUnlock(ctx, app, le.Info.ID); uerr != nil {
-		return nil, fmt.Errorf("%w (taking over the stale lock failed: %v)", err, uerr)
+	if p := lock.Previous; p != nil && e.Log != nil {
+		e.Log("the previous run (%s) ended without releasing its lock (killed or crashed): what it left unfinished is checked now", describeHolder(p))
 	}
-	if e.Log != nil {
-		e.Log("took over the lock of %s for %s since %s: that process no longer exists", le.Info.Holder, le.Info.Operation, le.Info.Created.Format(time.RFC3339))
+	return lock, nil
+}
+
+func describeHolder(i *state.LockInfo) string {
+	var b strings.Builder
+	b.WriteString(i.Holder)
+	if i.Operation != "" {
+		fmt.Fprintf(&b, " for %s", i.Operation)
 	}
-	return state.Acquire(ctx, e.Store, app, info, e.LockTimeout)
+	if !i.Created.IsZero() {
+		fmt.Fprintf(&b, " since %s", i.Created.UTC().Format(time.RFC3339))
+	}
+	if i.ID != "" {
+		fmt.Fprintf(&b, ", lock ID %s", i.ID)
+	}
+	return b.String()
 }
 
 // persister writes each change through the held lock.

@@ -2,15 +2,19 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/memadapter"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // diamond: d depends on b and c, which depend on a; b reads a's output.
@@ -264,5 +268,316 @@ func TestPlanFailureHoldsBackOnlyDependents(t *testing.T) {
 	}
 	if n := strings.Count(err.Error(), "resources.c: resources.c"); n != 0 {
 		t.Fatalf("resource named twice: %v", err)
+	}
+}
+
+// recordChecker checks, at every call, what the adapter is told against the
+// store: an action's operation is the resource's pending operation, already
+// durable; every call carries the state's lineage; a state call carries the
+// pending operation the store holds.
+type recordChecker struct {
+	plan.Adapters
+	t       *testing.T
+	store   state.Store
+	mu      sync.Mutex // actions run in parallel
+	ops     []string
+	reports int
+}
+
+func (c *recordChecker) check(call plan.Call) *state.Document {
+	doc, err := c.store.Load(context.Background(), call.App)
+	if err != nil {
+		c.t.Errorf("load: %v", err)
+		return doc
+	}
+	if call.Lineage == "" || call.Lineage != doc.Lineage {
+		c.t.Errorf("%s: call lineage %q, state lineage %q", call.Name, call.Lineage, doc.Lineage)
+	}
+	return doc
+}
+
+func (c *recordChecker) State(ctx context.Context, call plan.Call, desired string) (*protocol.StateResult, error) {
+	doc := c.check(call)
+	var want *protocol.Operation
+	if r := doc.Resources[call.Name]; r != nil {
+		want = plan.OperationOf(r.Pending)
+	}
+	var got *protocol.Operation
+	if call.Persisted != nil {
+		got = call.Persisted.Pending
+	}
+	if (got == nil) != (want == nil) || (got != nil && got.ID != want.ID) {
+		c.t.Errorf("%s: state call told pending %+v, the store holds %+v", call.Name, got, want)
+	}
+	return c.Adapters.State(ctx, call, desired)
+}
+
+func (c *recordChecker) Action(ctx context.Context, call plan.Call, a protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {
+	doc := c.check(call)
+	r := doc.Resources[call.Name]
+	switch {
+	case call.Operation == nil:
+		c.t.Errorf("%s: action %s without an operation", call.Name, a.Name)
+	case r == nil || r.Pending == nil || r.Pending.ID != call.Operation.ID:
+		c.t.Errorf("%s: action %s with operation %s, not the pending one the store holds (%+v)", call.Name, a.Name, call.Operation.ID, r)
+	case call.Operation.Kind != string(r.Pending.Kind) || call.Operation.Action != a.Name:
+		c.t.Errorf("%s: operation %+v does not describe the action %s", call.Name, call.Operation, a.Name)
+	case call.Persisted == nil || call.Persisted.Pending != nil:
+		c.t.Errorf("%s: an action call repeats its operation as persisted.pending", call.Name)
+	default:
+		c.mu.Lock()
+		c.ops = append(c.ops, call.Operation.ID)
+		c.mu.Unlock()
+	}
+	// An identity report is durable by the time the report returns, while
+	// the action still runs.
+	if report := call.ReportIdentity; report != nil {
+		call.ReportIdentity = func(identity map[string]any) {
+			report(identity)
+			c.mu.Lock()
+			c.reports++
+			c.mu.Unlock()
+			doc := c.check(call)
+			if r := doc.Resources[call.Name]; r == nil || !plan.SameJSON(r.Identity["id"], identity["id"]) {
+				c.t.Errorf("%s: identity %v reported, the store holds %+v", call.Name, identity, r)
+			}
+		}
+	}
+	return c.Adapters.Action(ctx, call, a, stale)
+}
+
+func TestActionsCarryTheirDurableOperation(t *testing.T) {
+	ad := memadapter.New()
+	e, st := newEngine(t, ad)
+	rc := &recordChecker{Adapters: ad, t: t, store: st}
+	e.Adapters = rc
+	deploy(t, e, diamond("v1"))
+	deploy(t, e, diamond("v2"))
+	if _, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Destroy}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.ops) != 4+2+4 { // create all, update a and b (knock-on), delete all
+		t.Fatalf("%d actions checked, want 10", len(rc.ops))
+	}
+	if rc.reports != 6 { // creates and updates report
+		t.Fatalf("%d identity reports checked, want 6", rc.reports)
+	}
+	if len(slices.Compact(slices.Sorted(slices.Values(rc.ops)))) != len(rc.ops) {
+		t.Fatalf("operation IDs reused: %v", rc.ops)
+	}
+}
+
+// forgetInState drops a resource from the state behind the engine's back,
+// as a run killed between a remote create and its record would leave it.
+func forgetInState(t *testing.T, st state.Store, name string) {
+	t.Helper()
+	ctx := context.Background()
+	lock, err := st.Lock(ctx, "app", state.NewLockInfo("test", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Unlock(ctx, lock)
+	if err := st.Apply(ctx, lock, state.Delete(name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSweepTerminatesWhatNoStateNames(t *testing.T) {
+	ad := memadapter.New()
+	ad.Sweeps = true
+	e, st := newEngine(t, ad)
+	var events []apply.Event
+	e.Observer = func(ev apply.Event) {
+		if ev.Phase == apply.PhaseSwept {
+			events = append(events, ev)
+		}
+	}
+	out := deploy(t, e, diamond("v1"))
+	if len(out.Swept) != 0 || ad.SweepCalls.Load() != 1 {
+		t.Fatalf("first deploy: swept %+v in %d calls, want nothing in 1 (one adapter type)", out.Swept, ad.SweepCalls.Load())
+	}
+	forgetInState(t, st, "resources.d")
+
+	// plan only reports.
+	out, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1"), PlanOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Swept) != 1 || out.Swept[0].Terminated() || out.Swept[0].ID != "resources.d" || ad.Objects()["resources.d"] == nil {
+		t.Fatalf("plan: swept %+v; the object must only be reported", out.Swept)
+	}
+	// deploy terminates it before planning, then creates it again: once.
+	out = deploy(t, e, diamond("v1"))
+	if len(out.Swept) != 1 || !out.Swept[0].Terminated() || out.Swept[0].Type != "mem" {
+		t.Fatalf("deploy: swept %+v", out.Swept)
+	}
+	log := strings.Join(ad.Log(), ",")
+	if !strings.HasSuffix(log, "sweep resources.d,create resources.d") {
+		t.Fatalf("log %s: want the orphan terminated, then d created again", log)
+	}
+	if len(events) != 2 || !strings.HasPrefix(events[1].Message, "terminated object resources.d of an interrupted run (made for resources.d; created by operation ") {
+		t.Fatalf("swept events %+v", events)
+	}
+	if out = deploy(t, e, diamond("v1")); out.Plan.HasChanges() || len(out.Swept) != 0 {
+		t.Fatalf("not converged: %+v swept %+v", out.Plan.Summary, out.Swept)
+	}
+}
+
+func TestSweepSparesPendingAndOtherLineages(t *testing.T) {
+	ad := memadapter.New()
+	ad.Sweeps = true
+	e, st := newEngine(t, ad)
+	deploy(t, e, diamond("v1"))
+	// Another state of the same app (another lineage) made "resources.x":
+	// its first deploy finds the objects of the first state and needs
+	// --force-new-state to go ahead.
+	other := &Engine{Adapters: ad, Store: state.NewMemoryStore()}
+	x := map[string]*plan.Resource{"resources.x": {Name: "resources.x", Type: "mem", Config: map[string]any{}}}
+	if _, err := other.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: x}); !errors.As(err, new(*ExistingError)) {
+		t.Fatalf("a first deploy next to another state's objects: %v", err)
+	}
+	if _, err := other.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: x, ForceNewState: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A create of resources.a was recorded as pending and never finished.
+	ctx := context.Background()
+	lock, err := st.Lock(ctx, "app", state.NewLockInfo("test", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := st.Load(ctx, "app")
+	a := doc.Resources["resources.a"]
+	a.Identity = nil
+	a.Pending = &state.Operation{ID: "op-a", Kind: state.OpCreate}
+	if err := st.Apply(ctx, lock, state.Put(a)); err != nil {
+		t.Fatal(err)
+	}
+	st.Unlock(ctx, lock)
+	ad.Tag("resources.a", doc.Lineage, "op-a")
+
+	out := deploy(t, e, diamond("v1"))
+	if len(out.Swept) != 1 || out.Swept[0].ID != "resources.x" || out.Swept[0].Terminated() {
+		t.Fatalf("swept %+v: want only resources.x, reported", out.Swept)
+	}
+	if got := out.Swept[0].Describe(out.Lineage); !strings.Contains(got, "of another state of this app (lineage ") {
+		t.Fatalf("describe: %s", got)
+	}
+	if ad.Objects()["resources.a"] == nil || ad.Objects()["resources.x"] == nil {
+		t.Fatal("the sweep removed an object of a pending operation or of another lineage")
+	}
+}
+
+func TestFailingSweepStopsTheRunBeforePlanning(t *testing.T) {
+	ad := memadapter.New()
+	ad.Sweeps = true
+	e, _ := newEngine(t, ad)
+	deploy(t, e, diamond("v1"))
+	ad.FailSweep = true
+	states := ad.StateCalls.Load()
+	out, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Destroy})
+	var se *SweepError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "nothing was planned") || out.Plan != nil {
+		t.Fatalf("destroy with a failing sweep: %v (plan %v)", err, out.Plan)
+	}
+	if ad.StateCalls.Load() != states || len(ad.Objects()) != 4 {
+		t.Fatal("a failing sweep let the run plan or change something")
+	}
+}
+
+// TestInterruptLetsActionsUnderWayFinish: a first interrupt while a's
+// create runs lets it finish and be recorded; nothing else starts; the
+// next deploy does the rest, creating each resource once.
+func TestInterruptLetsActionsUnderWayFinish(t *testing.T) {
+	ad := memadapter.New()
+	ad.ActionDelay = 200 * time.Millisecond
+	e, st := newEngine(t, ad)
+	stop, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	var phases []string
+	var mu sync.Mutex
+	e.Observer = func(ev apply.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		phases = append(phases, ev.Resource+" "+string(ev.Phase))
+		if ev.Phase == apply.PhaseAction {
+			interrupt() // Ctrl-C while the first action runs
+		}
+	}
+	out, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1"), Stop: stop})
+	var ie *apply.InterruptedError
+	if !errors.As(err, &ie) || ie.Aborted || !errors.Is(err, apply.ErrInterrupted) {
+		t.Fatalf("want an interruption, got %v", err)
+	}
+	if got := strings.Join(ad.Log(), ","); got != "create resources.a" {
+		t.Fatalf("actions %s: want only a's create, finished", got)
+	}
+	if msg := err.Error(); msg != "interrupted: 1 resource(s) finished what they had started (resources.a); 3 not started (resources.b, resources.c, resources.d)" {
+		t.Fatalf("message %q", msg)
+	}
+	if o := out.Result.Outcomes["resources.b"]; o == nil || !errors.Is(o.Err, apply.ErrInterrupted) {
+		t.Fatalf("b's outcome %+v", o)
+	}
+	doc, _ := st.Load(context.Background(), "app")
+	if a := doc.Resources["resources.a"]; a == nil || a.Status != state.StatusActive || a.Pending != nil {
+		t.Fatalf("a not recorded as done: %+v", a)
+	}
+	deploy(t, e, diamond("v1"))
+	for _, n := range []string{"a", "b", "c", "d"} {
+		if c := strings.Count(strings.Join(ad.Log(), ","), "create resources."+n); c != 1 {
+			t.Fatalf("%s created %d times: %v", n, c, ad.Log())
+		}
+	}
+}
+
+// TestSecondInterruptAborts: an abort cuts the action under way short; its
+// operation stays pending and the next deploy resolves it.
+func TestSecondInterruptAborts(t *testing.T) {
+	ad := memadapter.New()
+	ad.ActionDelay = time.Minute
+	e, st := newEngine(t, ad)
+	stop, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	ctx, abort := context.WithCancelCause(context.Background())
+	e.Observer = func(ev apply.Event) {
+		if ev.Phase == apply.PhaseAction {
+			interrupt()
+			abort(apply.ErrAborted)
+		}
+	}
+	start := time.Now()
+	out, err := e.Run(ctx, Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1"), Stop: stop})
+	var ie *apply.InterruptedError
+	if !errors.As(err, &ie) || !ie.Aborted || time.Since(start) > 30*time.Second {
+		t.Fatalf("want an abort at once, got %v after %s", err, time.Since(start))
+	}
+	var ae *apply.AbortedError
+	if o := out.Result.Outcomes["resources.a"]; o == nil || !errors.As(o.Err, &ae) || ae.Operation.Kind != state.OpCreate {
+		t.Fatalf("a's outcome %+v", o)
+	}
+	if strings.Contains(err.Error(), "context canceled") || !strings.Contains(err.Error(), "interrupted and aborted: 1 action(s) cut short (resources.a)") {
+		t.Fatalf("message %q", err)
+	}
+	doc, _ := st.Load(context.Background(), "app")
+	if a := doc.Resources["resources.a"]; a == nil || a.Pending == nil || a.Pending.ID != ae.Operation.ID {
+		t.Fatalf("a's operation not left pending: %+v", a)
+	}
+	ad.ActionDelay = 0
+	e.Observer = nil
+	out = deploy(t, e, diamond("v1"))
+	if len(out.Pending) != 1 || len(ad.Objects()) != 4 {
+		t.Fatalf("next deploy: pending %v, objects %d", out.Pending, len(ad.Objects()))
+	}
+}
+
+// TestInterruptBeforeApplyChangesNothing: an interrupt while planning
+// stops the run before anything is applied.
+func TestInterruptBeforeApplyChangesNothing(t *testing.T) {
+	ad := memadapter.New()
+	e, _ := newEngine(t, ad)
+	stop, interrupt := context.WithCancel(context.Background())
+	interrupt()
+	_, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1"), Stop: stop})
+	if !errors.Is(err, apply.ErrInterrupted) || err.Error() != "interrupted: nothing was changed" || len(ad.Log()) != 0 {
+		t.Fatalf("got %v, actions %v", err, ad.Log())
 	}
 }

@@ -45,7 +45,13 @@ func GraphWalk(parallelism int) plan.Walk {
 			case o.Status == graph.Skipped && o.Cause != "":
 				out[id] = fmt.Errorf("not started: %s failed", o.Cause)
 			case o.Status == graph.Skipped:
-				out[id] = fmt.Errorf("not started: %v", o.Err)
+				// The walk was cut short: say why (an interrupt), not just
+				// "context canceled".
+				cause := o.Err
+				if c := context.Cause(ctx); c != nil {
+					cause = c
+				}
+				out[id] = fmt.Errorf("not started: %w", cause)
 			}
 		}
 		return out

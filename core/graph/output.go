@@ -21,6 +21,9 @@ func (g *Graph) WriteDOT(w io.Writer) error {
 		if color := statusColor(v); color != "" {
 			fmt.Fprintf(&b, ", color=%s", color)
 		}
+		if isImplicit(v) {
+			b.WriteString(", style=dashed")
+		}
 		b.WriteString("];\n")
 	}
 	for _, e := range g.Edges() {

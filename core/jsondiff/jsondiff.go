@@ -4,6 +4,8 @@
 package jsondiff
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
@@ -97,4 +99,54 @@ func walk(path string, a, b any, out *[]Change) {
 // escape a JSON pointer token (RFC 6901).
 func escape(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// Text is v as compact JSON for people: nothing HTML-escaped (">" and "&"
+// stay as typed, not \u003e and \u0026) and never cut.
+func Text(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Wrap breaks line into lines of at most width runes, each continuation
+// indented by indent spaces, preferring to break after a space or a comma.
+// A width <= 0, or too small to hold the indent and some text, never wraps:
+// the line stays whole for logs and grep.
+func Wrap(line string, indent, width int) string {
+	room := width - indent
+	if width <= 0 || room < 20 {
+		return line
+	}
+	r := []rune(line)
+	if len(r) <= width {
+		return line
+	}
+	var b strings.Builder
+	pad := strings.Repeat(" ", indent)
+	max := width
+	for len(r) > max {
+		cut := max
+		// Break at the last space or comma in the last third of the chunk,
+		// so words and JSON elements stay whole when they can.
+		for i := max - 1; i > max*2/3; i-- {
+			if r[i] == ' ' || r[i] == ',' {
+				cut = i + 1
+				break
+			}
+		}
+		// A space at the end of a line is kept: joining the lines gives
+		// the value back exactly.
+		b.WriteString(string(r[:cut]))
+		b.WriteString("\n")
+		b.WriteString(pad)
+		r = r[cut:]
+		max = room
+	}
+	b.WriteString(string(r))
+	return b.String()
 }

@@ -2,6 +2,7 @@ package jsondiff
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +28,53 @@ func TestValues(t *testing.T) {
 				t.Fatalf("got %#v, want %#v", got, c.want)
 			}
 		})
+	}
+}
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct {
+		in   any
+		want string
+	}{
+		{"a > b && c < d", `"a > b && c < d"`},
+		{map[string]any{"k": []any{1.0, "x"}}, `{"k":[1,"x"]}`},
+		{strings.Repeat("x", 300), `"` + strings.Repeat("x", 300) + `"`},
+	} {
+		if got := Text(tc.in); got != tc.want {
+			t.Errorf("Text(%v) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestWrap(t *testing.T) {
+	long := "key = " + strings.Repeat("word ", 30)
+	for _, tc := range []struct {
+		name          string
+		indent, width int
+		wrapped       bool
+	}{
+		{"no width", 4, 0, false},
+		{"too narrow for the indent", 40, 50, false},
+		{"wide enough", 4, 200, false},
+		{"wrapped", 4, 40, true},
+	} {
+		got := Wrap(long, tc.indent, tc.width)
+		if strings.Contains(got, "\n") != tc.wrapped {
+			t.Errorf("%s: wrapped = %v:\n%s", tc.name, !tc.wrapped, got)
+		}
+		lines := strings.Split(got, "\n")
+		for i, l := range lines {
+			if tc.width > 0 && tc.wrapped && len(l) > tc.width {
+				t.Errorf("%s: line %d longer than %d: %q", tc.name, i, tc.width, l)
+			}
+			if i > 0 && !strings.HasPrefix(l, strings.Repeat(" ", tc.indent)) {
+				t.Errorf("%s: line %d not indented: %q", tc.name, i, l)
+			}
+		}
+		// Unwrapping gives the line back exactly.
+		back := strings.ReplaceAll(got, "\n"+strings.Repeat(" ", tc.indent), "")
+		if back != long {
+			t.Errorf("%s: lost text:\n%q\n%q", tc.name, back, long)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -15,6 +16,31 @@ type Adapters interface {
 	Describe(ctx context.Context, image, resource string) (Capabilities, error)
 	State(ctx context.Context, c Call, desired string) (*protocol.StateResult, error)
 	Action(ctx context.Context, c Call, a protocol.ActionSpec, staleState json.RawMessage) (*ActionOutcome, error)
+	// Sweep asks the adapter of an image for what it made for the
+	// application that no state names; with Terminate it removes it too.
+	// An adapter that does not offer sweep, or cannot say (its init
+	// failed, which planning reports), answers an error matching
+	// ErrNoSweep.
+	Sweep(ctx context.Context, s SweepCall) (*protocol.SweepResult, error)
+	// Check asks the adapter of an image, once before planning, whether it
+	// can work at all: the environment variables it requires are set, its
+	// API answers, its credentials are accepted. An adapter with nothing to
+	// check, or that cannot say (its init failed, which planning reports),
+	// answers an error matching ErrNoCheck.
+	Check(ctx context.Context, c CheckCall) (*protocol.CheckResult, error)
+}
+
+// ErrNoCheck is the answer of Adapters.Check for an adapter that has
+// nothing to check.
+var ErrNoCheck = errors.New("the adapter has nothing to check")
+
+// CheckCall is one check of an adapter type.
+type CheckCall struct {
+	App     string
+	Lineage string
+	Type    string
+	// Resource is one resource of the type: the call mounts its plugs.
+	Resource string
 }
 
 // Capabilities of an adapter, from its init answer.
@@ -25,13 +51,38 @@ type Capabilities struct {
 	Destroy bool
 }
 
+// ErrNoSweep is the answer of Adapters.Sweep for an adapter that has no
+// sweep to offer.
+var ErrNoSweep = errors.New("the adapter does not offer sweep")
+
 // Call identifies one resource for a state or action call.
 type Call struct {
-	App       string
+	App string
+	// Lineage is the state's lineage ("" before the first deploy).
+	Lineage   string
 	Name      string
 	Type      string
 	Config    map[string]any
 	Persisted *protocol.Persisted
+	// Operation is, on action calls, the pending operation recorded just
+	// before the call.
+	Operation *protocol.Operation
+	// ReportIdentity, if set, receives on action calls each identity
+	// report as soon as the adapter makes it, while the action runs. An
+	// implementation calls it in order and before Action returns (never
+	// after), and still returns everything reported in ActionOutcome.
+	ReportIdentity func(identity map[string]any)
+}
+
+// SweepCall is one sweep of an adapter type.
+type SweepCall struct {
+	App     string
+	Lineage string
+	Type    string
+	// Resource is one resource of the type: the call mounts its plugs.
+	Resource  string
+	Known     []protocol.KnownResource
+	Terminate bool
 }
 
 // ActionOutcome is what an action produced.

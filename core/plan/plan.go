@@ -5,6 +5,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 
@@ -162,7 +163,17 @@ func (p *Plan) finish() {
 }
 
 // MarshalIndent is the machine form of a plan (`plan --json`, `plan -out`).
-func (p *Plan) MarshalIndent() ([]byte, error) { return json.MarshalIndent(p, "", "  ") }
+// Nothing is HTML-escaped: a ">" in a command stays ">" for whoever reads it.
+func (p *Plan) MarshalIndent() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // FormatVersion of the serialized plan.
 const FormatVersion = 1

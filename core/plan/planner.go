@@ -144,13 +144,14 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, *Observations, err
 		return nil, false
 	}
 
+	app := appRef{name: in.App, lineage: doc.Lineage}
 	visit := func(ctx context.Context, name string) error {
 		var s *Step
 		var err error
 		if r, ok := desired[name]; ok {
-			s, err = p.planPresent(ctx, in.App, r, doc.Resources[name], outs, obs)
+			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs, obs)
 		} else {
-			s, err = p.planAbsent(ctx, in.App, name, doc.Resources[name], in.Mode, obs)
+			s, err = p.planAbsent(ctx, app, name, doc.Resources[name], in.Mode, obs)
 		}
 		if err != nil {
 			err = Named(name, err)
@@ -206,15 +207,28 @@ func keepKnown(names []string, known map[string]*state.Resource) []string {
 	return out
 }
 
-// PersistedOf is what an adapter is told of a resource's persisted state.
+// appRef is what every call says of the application: its name and its
+// state's lineage.
+type appRef struct{ name, lineage string }
+
+// PersistedOf is what an adapter is told of a resource's persisted state,
+// including an operation recorded on it but never completed.
 func PersistedOf(r *state.Resource) *protocol.Persisted {
 	if r == nil {
 		return nil
 	}
-	return &protocol.Persisted{State: r.State, Identity: r.Identity, Config: r.Config}
+	return &protocol.Persisted{State: r.State, Identity: r.Identity, Config: r.Config, Pending: OperationOf(r.Pending)}
 }
 
-func (p *Planner) planPresent(ctx context.Context, app string, r *Resource, old *state.Resource, outs Outputs, obs *Observations) (*Step, error) {
+// OperationOf is a recorded operation as adapters see it (nil for nil).
+func OperationOf(op *state.Operation) *protocol.Operation {
+	if op == nil {
+		return nil
+	}
+	return &protocol.Operation{ID: op.ID, Kind: string(op.Kind), Action: op.Action, StartedAt: op.StartedAt}
+}
+
+func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old *state.Resource, outs Outputs, obs *Observations) (*Step, error) {
 	s := &Step{Resource: r.Name, Type: r.Type, DependsOn: r.DependsOn}
 	if old != nil {
 		s.Before = old.Config
@@ -242,7 +256,7 @@ func (p *Planner) planPresent(ctx context.Context, app string, r *Resource, old 
 	if _, err := p.Adapters.Describe(ctx, r.Type, r.Name); err != nil {
 		return s, err
 	}
-	ans, err := p.Adapters.State(ctx, Call{App: app, Name: r.Name, Type: r.Type, Config: cfg, Persisted: PersistedOf(old)}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, Type: r.Type, Config: cfg, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
 		return s, err
 	}
@@ -256,7 +270,7 @@ func (p *Planner) planPresent(ctx context.Context, app string, r *Resource, old 
 			s.Op = Create // nothing to run, but the state gains a resource
 			s.Actions = nil
 		} else if old.Pending != nil {
-			s.Reason = fmt.Sprintf("interrupted %s found complete", old.Pending.Kind)
+			s.Reason = old.Pending.Describe() + " found complete"
 		}
 	default:
 		fillStale(s, ans, old)
@@ -302,7 +316,7 @@ func fillStale(s *Step, ans *protocol.StateResult, old *state.Resource) {
 		}
 	}
 	if old != nil && old.Pending != nil && s.Reason == "" {
-		s.Reason = fmt.Sprintf("finishing interrupted %s", old.Pending.Kind)
+		s.Reason = "finishing " + old.Pending.Describe()
 	}
 	if s.Reason == "" {
 		names := make([]string, len(ans.Actions))
@@ -313,7 +327,7 @@ func fillStale(s *Step, ans *protocol.StateResult, old *state.Resource) {
 	}
 }
 
-func (p *Planner) planAbsent(ctx context.Context, app, name string, old *state.Resource, mode Mode, obs *Observations) (*Step, error) {
+func (p *Planner) planAbsent(ctx context.Context, app appRef, name string, old *state.Resource, mode Mode, obs *Observations) (*Step, error) {
 	s := &Step{Resource: name, Type: old.Type, Before: old.Config, DependsOn: old.Dependencies}
 	if mode == Deploy {
 		s.Reason = "gone from the descriptor"
@@ -335,7 +349,7 @@ func (p *Planner) planAbsent(ctx context.Context, app, name string, old *state.R
 	if mode == Refresh {
 		return p.planRefresh(ctx, app, name, old, obs)
 	}
-	ans, err := p.Adapters.State(ctx, Call{App: app, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Absent)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Absent)
 	if err != nil {
 		return s, err
 	}
@@ -360,9 +374,9 @@ func (p *Planner) planAbsent(ctx context.Context, app, name string, old *state.R
 
 // planRefresh asks whether a persisted resource still matches what the state
 // recorded, without planning any change to it (gcompose refresh).
-func (p *Planner) planRefresh(ctx context.Context, app, name string, old *state.Resource, obs *Observations) (*Step, error) {
+func (p *Planner) planRefresh(ctx context.Context, app appRef, name string, old *state.Resource, obs *Observations) (*Step, error) {
 	s := &Step{Resource: name, Type: old.Type, Before: old.State, Op: NoOp}
-	ans, err := p.Adapters.State(ctx, Call{App: app, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
 		return s, err
 	}

@@ -1,18 +1,26 @@
 package plan
 
 import (
-	"encoding/json"
-
 	"fmt"
-	"github.com/gcompose/gcompose/core/jsondiff"
 	"io"
 	"strings"
+
+	"github.com/gcompose/gcompose/core/jsondiff"
 )
+
+// RenderOptions say how Render prints a plan.
+type RenderOptions struct {
+	// ShowUnchanged lists the resources that do not change too.
+	ShowUnchanged bool
+	// Width wraps long values at this many columns (a terminal's width);
+	// 0 prints every value on one line, whole.
+	Width int
+}
 
 // Render prints the plan for people, Terraform-style: one line per resource
 // with its symbol (+ create, ~ update, -/+ rebuild, - delete), the reason and
 // what forces a rebuild, then the config fields that change.
-func (p *Plan) Render(w io.Writer, showUnchanged bool) {
+func (p *Plan) Render(w io.Writer, opt RenderOptions) {
 	verb := map[Op]string{Create: "create", Update: "update", Rebuild: "rebuild", Delete: "delete", Forget: "forget", NoOp: "unchanged", Failed: "error"}
 	width := 0
 	for _, s := range p.Steps {
@@ -21,7 +29,7 @@ func (p *Plan) Render(w io.Writer, showUnchanged bool) {
 		}
 	}
 	for _, s := range p.Steps {
-		if s.Op == NoOp && !showUnchanged && s.Drift == "" {
+		if s.Op == NoOp && !opt.ShowUnchanged && s.Drift == "" {
 			continue
 		}
 		line := fmt.Sprintf("%3s %-9s %-*s", s.Op.Symbol(), verb[s.Op], width, s.Resource)
@@ -40,45 +48,53 @@ func (p *Plan) Render(w io.Writer, showUnchanged bool) {
 		if len(notes) > 0 {
 			line += "  (" + strings.Join(notes, "; ") + ")"
 		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		fmt.Fprintln(w, jsondiff.Wrap(strings.TrimRight(line, " "), 14+width, opt.Width))
 		if s.Op.Changes() {
-			renderDiff(w, s)
+			renderDiff(w, s, opt.Width)
 		}
 	}
-	fmt.Fprintln(w, p.SummaryLine())
+	fmt.Fprintln(w, jsondiff.Wrap(p.SummaryLine(), 6, opt.Width))
+}
+
+// Drifted counts the resources whose adapter found them other than the
+// state records (refresh).
+func (p *Plan) Drifted() int {
+	n := 0
+	for _, st := range p.Steps {
+		if st.Drift != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // SummaryLine is the one-line summary of a plan.
 func (p *Plan) SummaryLine() string {
 	s := p.Summary
 	if p.Mode == Refresh {
-		drift := 0
-		for _, st := range p.Steps {
-			if st.Drift != "" {
-				drift++
-			}
-		}
-		return fmt.Sprintf("Refresh: %d resource(s) checked, %d drifted.", len(p.Steps), drift)
+		return fmt.Sprintf("Refresh: %d resource(s) checked, %d drifted.", len(p.Steps), p.Drifted())
 	}
-	failed := ""
-	if s.Failed > 0 {
-		failed = fmt.Sprintf(" %d resource(s) could not be planned (!): they and what depends on them are left as they are.", s.Failed)
-	}
-	if !p.HasChanges() {
-		return fmt.Sprintf("No changes: %d resource(s) up to date.", s.Unchanged) + failed
+	// "No changes" only when every resource was planned: a resource that
+	// could not be planned may well need changes nobody knows of yet.
+	if !p.HasChanges() && s.Failed == 0 {
+		return fmt.Sprintf("No changes: %d resource(s) up to date.", s.Unchanged)
 	}
 	line := fmt.Sprintf("Plan: %d to create, %d to update, %d to rebuild, %d to delete", s.Create, s.Update, s.Rebuild, s.Delete)
 	if s.Forget > 0 {
 		line += fmt.Sprintf(", %d to forget", s.Forget)
 	}
-	return line + fmt.Sprintf(", %d unchanged.", s.Unchanged) + failed
+	line += fmt.Sprintf(", %d unchanged.", s.Unchanged)
+	if s.Failed > 0 {
+		line += fmt.Sprintf(" %d resource(s) could not be planned (!): they and what depends on them are left as they are.", s.Failed)
+	}
+	return line
 }
 
 // renderDiff prints the config fields that change, down to the leaves that
 // differ (/init/2, not a whole truncated list), with values only known after
 // apply shown as such. Both sides are normalized as JSON first, so a number
 // read from YAML equals the same number read back from the state.
-func renderDiff(w io.Writer, s *Step) {
+func renderDiff(w io.Writer, s *Step, width int) {
 	before, after := normalizeJSON(map[string]any(s.Before)), normalizeJSON(map[string]any(s.After))
 	if s.Before == nil {
 		before = map[string]any{}
@@ -87,29 +103,30 @@ func renderDiff(w io.Writer, s *Step) {
 		after = map[string]any{}
 	}
 	for _, c := range jsondiff.Values("", before, after) {
+		var line string
 		switch c.Op {
 		case jsondiff.Added:
-			fmt.Fprintf(w, "      + %s = %s\n", c.Path, show(c.To))
+			line = fmt.Sprintf("      + %s = %s", c.Path, show(c.To))
 		case jsondiff.Removed:
-			fmt.Fprintf(w, "      - %s = %s\n", c.Path, show(c.From))
+			line = fmt.Sprintf("      - %s = %s", c.Path, show(c.From))
 		default:
-			fmt.Fprintf(w, "      ~ %s = %s -> %s\n", c.Path, show(c.From), show(c.To))
+			line = fmt.Sprintf("      ~ %s = %s -> %s", c.Path, show(c.From), show(c.To))
 		}
+		// Continuation lines start under the value, or further left when
+		// the path is so long that little room would be left.
+		indent := len("      ~ ") + len(c.Path) + len(" = ")
+		if indent > width/2 {
+			indent = 10
+		}
+		fmt.Fprintln(w, jsondiff.Wrap(line, indent, width))
 	}
 }
 
-// show renders a value compactly; strings still holding ${...} are only
-// known after apply.
+// show renders a value compactly and whole; strings still holding ${...}
+// are only known after apply.
 func show(v any) string {
 	if s, ok := v.(string); ok && strings.Contains(s, "${") && !strings.Contains(s, "$${") {
 		return fmt.Sprintf("(known after apply: %s)", s)
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	if len(b) > 120 {
-		return string(b[:117]) + "..."
-	}
-	return string(b)
+	return jsondiff.Text(v)
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gcompose/gcompose/protocol"
@@ -28,15 +29,58 @@ func TestRender(t *testing.T) {
 	}}
 	p.finish()
 	var b bytes.Buffer
-	p.Render(&b, false)
+	p.Render(&b, RenderOptions{})
 	golden(t, "render.golden", b.Bytes())
 
 	b.Reset()
-	(&Plan{Mode: Deploy, Steps: []*Step{{Resource: "resources.same", Op: NoOp}}}).finishAndRender(&b)
+	(&Plan{Mode: Deploy, Steps: []*Step{{Resource: "resources.same", Op: NoOp}}}).finishAndRender(&b, RenderOptions{})
 	golden(t, "render-nochange.golden", b.Bytes())
 }
 
-func (p *Plan) finishAndRender(b *bytes.Buffer) { p.finish(); p.Render(b, false) }
+// A plan whose only news is a failure must not read as "No changes".
+func TestRenderFailedIsNotNoChanges(t *testing.T) {
+	var b bytes.Buffer
+	(&Plan{Mode: Deploy, Steps: []*Step{
+		{Resource: "resources.config", Op: Failed, Error: "resources.config: plug \"files\": directory /x does not exist"},
+		{Resource: "resources.same", Op: NoOp},
+	}}).finishAndRender(&b, RenderOptions{})
+	golden(t, "render-failed.golden", b.Bytes())
+}
+
+// Values are shown as typed (no \u003e for ">") and whole: wrapped at the
+// terminal's width, on one line without one.
+func TestRenderLongValues(t *testing.T) {
+	long := map[string]any{"args": []any{"/bin/sh", "-c", "/devnet-web --db-address 192.168.77.2 --db-port 4001 run > /tmp/web.out 2> /tmp/web.err && echo ok"}}
+	for _, tc := range []struct {
+		name  string
+		width int
+	}{{"render-long-nowrap.golden", 0}, {"render-long-wrap60.golden", 60}} {
+		var b bytes.Buffer
+		(&Plan{Mode: Deploy, Steps: []*Step{
+			{Resource: "services.web", Op: Create, After: map[string]any{"init": []any{map[string]any{"run": long}}}},
+		}}).finishAndRender(&b, RenderOptions{Width: tc.width})
+		golden(t, tc.name, b.Bytes())
+		for _, l := range bytes.Split(b.Bytes(), []byte("\n")) {
+			if tc.width > 0 && len([]rune(string(l))) > tc.width {
+				t.Errorf("%s: line longer than %d: %q", tc.name, tc.width, l)
+			}
+		}
+		for _, bad := range []string{`\u003e`, `\u0026`, "..."} {
+			if bytes.Contains(b.Bytes(), []byte(bad)) {
+				t.Errorf("%s: %q in\n%s", tc.name, bad, b.Bytes())
+			}
+		}
+		joined := string(b.Bytes())
+		if tc.width > 0 {
+			joined = strings.ReplaceAll(joined, "\n"+strings.Repeat(" ", 16), "")
+		}
+		if !strings.Contains(joined, "2> /tmp/web.err && echo ok") {
+			t.Errorf("%s: value cut:\n%s", tc.name, b.Bytes())
+		}
+	}
+}
+
+func (p *Plan) finishAndRender(b *bytes.Buffer, opt RenderOptions) { p.finish(); p.Render(b, opt) }
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()

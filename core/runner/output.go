@@ -25,6 +25,37 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// stdoutLines collects stdout like limitedBuffer and also hands every
+// complete line to fn as soon as it is written, so that what an adapter
+// reports while it runs (identity lines) is known before it exits.
+type stdoutLines struct {
+	buf     *limitedBuffer
+	fn      func(line []byte)
+	partial []byte
+}
+
+func (s *stdoutLines) Write(p []byte) (int, error) {
+	n, err := s.buf.Write(p)
+	if err != nil {
+		return n, err
+	}
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.partial = append(s.partial, p...)
+			break
+		}
+		line := p[:i]
+		if len(s.partial) > 0 {
+			line = append(s.partial, line...)
+			s.partial = s.partial[:0]
+		}
+		s.fn(bytes.TrimRight(line, "\r"))
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
 // tail keeps the last max bytes written to it.
 type tail struct {
 	buf []byte

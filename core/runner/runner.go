@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,13 +36,18 @@ const (
 	LabelApp      = "gcompose.app"
 	LabelResource = "gcompose.resource"
 	LabelCall     = "gcompose.call"
+	// LabelLock and LabelLockScope name the state lock the run that started
+	// the container held (state.Lock Info.ID and Scope): a later holder of
+	// the same lock knows that run holds it no more.
+	LabelLock      = "gcompose.lock"
+	LabelLockScope = "gcompose.lock-scope"
 )
 
 // Defaults applied when a Spec or Options leaves a field zero.
 const (
-	DefaultTimeout     = 5 * time.Minute
-	DefaultStdoutLimit = 4 << 20   // bytes
-	DefaultMemory      = 256 << 20 // bytes
+	DefaultTimeout     = 10 * time.Minute // gcompose --call-timeout
+	DefaultStdoutLimit = 4 << 20          // bytes
+	DefaultMemory      = 256 << 20        // bytes
 	DefaultCPUs        = 1.0
 	DefaultPids        = 256
 	DefaultTmpfsSize   = "16m"
@@ -87,6 +93,11 @@ type Spec struct {
 	// StdoutLimit caps stdout in bytes (0: the Runner's default); an adapter
 	// writing more is killed and the call refused.
 	StdoutLimit int64
+	// StdoutLine, if set, is called with every complete line of stdout (no
+	// newline) as soon as the adapter writes it, in the caller's goroutine
+	// and in order, before Run returns (it must not keep the slice).
+	// Result.Stdout still holds it all.
+	StdoutLine func(line []byte)
 	// Stderr receives the adapter's stderr live, one Write per line, each
 	// line prefixed with "[<Resource>] ". nil: stderr is only kept as a tail.
 	// If shared between concurrent calls it must be safe for concurrent use.
@@ -186,7 +197,11 @@ type Runner struct {
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{} // started and not yet stopped
+	owner    *owner                // the lock this run holds (Own)
 }
+
+// owner is the state lock of the run the Runner works for.
+type owner struct{ app, scope, lockID string }
 
 // New connects to the Docker Engine from the environment (DOCKER_HOST, ...),
 // pings it and negotiates the API version once (so that concurrent calls
@@ -367,9 +382,13 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	}()
 
 	stdout := &limitedBuffer{limit: limit}
+	var stdoutW io.Writer = stdout
+	if s.StdoutLine != nil {
+		stdoutW = &stdoutLines{buf: stdout, fn: s.StdoutLine}
+	}
 	tl := &tail{max: StderrTailSize}
 	stderr := &lineWriter{w: s.Stderr, prefix: "[" + s.Resource + "] ", tail: tl}
-	_, copyErr := stdcopy.StdCopy(stdout, stderr, hj.Reader)
+	_, copyErr := stdcopy.StdCopy(stdoutW, stderr, hj.Reader)
 	stderr.flush()
 	hj.Close()
 	stdinErr := <-stdinDone
@@ -416,6 +435,12 @@ func (r *Runner) containerConfig(s Spec) (*container.Config, *container.HostConf
 	labels[LabelApp] = s.App
 	labels[LabelResource] = s.Resource
 	labels[LabelCall] = s.Call
+	r.mu.Lock()
+	if o := r.owner; o != nil && o.app == s.App {
+		labels[LabelLock] = o.lockID
+		labels[LabelLockScope] = o.scope
+	}
+	r.mu.Unlock()
 
 	network := s.Network
 	if network == "" {
@@ -472,6 +497,14 @@ func (r *Runner) containerConfig(s Spec) (*container.Config, *container.HostConf
 	return cfg, hc
 }
 
+// DefaultResources are the memory, CPU and process limits of an adapter
+// container with the defaults. Containers adapters start to outlive a run
+// (the Golem payments keeper, local proxies) get the same.
+func DefaultResources() container.Resources {
+	pids := int64(DefaultPids)
+	return container.Resources{Memory: DefaultMemory, MemorySwap: DefaultMemory, NanoCPUs: int64(DefaultCPUs * 1e9), PidsLimit: &pids}
+}
+
 // ImageID resolves an image reference to its local image ID. A missing image
 // is an error saying how to get it: gcompose never pulls unless the Runner
 // was configured with Pull.
@@ -512,7 +545,16 @@ type Container struct {
 	Call     string
 	State    string
 	Created  time.Time
+	// Lock and LockScope: the state lock of the run that started it (empty:
+	// started without one, e.g. by gcompose logs, or by an older gcompose).
+	Lock, LockScope string
+	// Lineage is the state lineage an adapter labelled it with
+	// (gcompose.lineage), if any.
+	Lineage string
 }
+
+// LabelLineage is the label adapters put the state's lineage in.
+const LabelLineage = "gcompose.lineage"
 
 // Leftovers lists the gcompose containers of an application that still
 // exist (a call in flight, or the remains of a crash), oldest first.
@@ -529,16 +571,36 @@ func (r *Runner) Leftovers(ctx context.Context, app string) ([]Container, error)
 			name = c.Names[0]
 		}
 		out = append(out, Container{ID: c.ID, Name: name, Image: c.Image, App: c.Labels[LabelApp],
-			Resource: c.Labels[LabelResource], Call: c.Labels[LabelCall], State: c.State, Created: time.Unix(c.Created, 0)})
+			Resource: c.Labels[LabelResource], Call: c.Labels[LabelCall], State: c.State, Created: time.Unix(c.Created, 0),
+			Lock: c.Labels[LabelLock], LockScope: c.Labels[LabelLockScope]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
 }
 
-// Cleanup force-removes every gcompose container of the application and
-// returns how many it removed. Use it after a crash or on destroy, never
-// while another gcompose process works on the same application.
+// Own records that this Runner works for the run holding the state lock
+// lockID (in scope, see state.Lock) of app: the containers it starts for
+// app from now on carry both, and Cleanup may remove those of earlier
+// holders of the same lock.
+func (r *Runner) Own(app, scope, lockID string) {
+	r.mu.Lock()
+	r.owner = &owner{app: app, scope: scope, lockID: lockID}
+	r.mu.Unlock()
+}
+
+// Cleanup force-removes the containers of app that earlier holders of the
+// lock this Runner's run holds (Own) left behind, and returns how many. Only
+// they are provably abandoned: their lock is now held by this run. A
+// container of another lock (another state of the same application), or
+// without one (gcompose logs, an older gcompose), may belong to a live run
+// and is left alone. Without Own, nothing is removed.
 func (r *Runner) Cleanup(ctx context.Context, app string) (int, error) {
+	r.mu.Lock()
+	o := r.owner
+	r.mu.Unlock()
+	if o == nil || o.app != app || o.scope == "" {
+		return 0, nil
+	}
 	list, err := r.Leftovers(ctx, app)
 	if err != nil {
 		return 0, err
@@ -546,6 +608,9 @@ func (r *Runner) Cleanup(ctx context.Context, app string) (int, error) {
 	var errs []error
 	n := 0
 	for _, c := range list {
+		if c.LockScope != o.scope || c.Lock == "" || c.Lock == o.lockID {
+			continue
+		}
 		if err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) && !cerrdefs.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("remove container %s (%s %s): %w", c.ID[:12], c.Resource, c.Call, err))
 			continue
@@ -556,4 +621,50 @@ func (r *Runner) Cleanup(ctx context.Context, app string) (int, error) {
 		return n, fmt.Errorf("cleanup of app %s: %w", app, errors.Join(errs...))
 	}
 	return n, nil
+}
+
+// Objects lists the containers labelled gcompose.app=app other than
+// gcompose's own adapter calls: what adapters started to outlive the run
+// (the Golem payments keeper, local proxies), oldest first. A first deploy
+// that finds any would make a second copy of the application.
+func (r *Runner) Objects(ctx context.Context, app string) ([]Container, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelApp+"="+app))
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of app %s: %w", app, err)
+	}
+	var out []Container
+	for _, c := range list {
+		if c.Labels[LabelManaged] == "true" {
+			continue
+		}
+		name := ""
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, Container{ID: c.ID, Name: name, Image: c.Image, App: app, Resource: c.Labels[LabelResource],
+			State: c.State, Created: time.Unix(c.Created, 0), Lineage: c.Labels[LabelLineage]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// Describe is the container in a sentence, for messages.
+func (c Container) Describe() string {
+	s := "container " + c.Name
+	if c.Name == "" {
+		s = "container " + c.ID[:min(12, len(c.ID))]
+	}
+	var about []string
+	if c.Resource != "" {
+		about = append(about, "resource "+c.Resource)
+	}
+	if c.State != "" {
+		about = append(about, c.State)
+	}
+	if c.Lineage != "" {
+		about = append(about, "state lineage "+c.Lineage)
+	}
+	about = append(about, "image "+c.Image)
+	return s + " (" + strings.Join(about, ", ") + ")"
 }

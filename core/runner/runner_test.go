@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -148,6 +150,31 @@ func TestRunStderrIsLive(t *testing.T) {
 	}
 }
 
+func TestRunStdoutLinesAreLive(t *testing.T) {
+	ctx, r, img := setup(t)
+	// The adapter prints "first" and waits for /data/release: only a
+	// caller that sees the line while the adapter runs can release it.
+	dir := t.TempDir()
+	s := spec(img, "await-release")
+	s.Mounts = []runner.Mount{{HostPath: dir, ContainerPath: "/data"}}
+	var lines []string
+	s.StdoutLine = func(line []byte) {
+		lines = append(lines, string(line))
+		if string(line) == "first" {
+			if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	res, err := r.Run(ctx, s)
+	if err != nil {
+		t.Fatalf("%v (the first line did not arrive while the adapter ran)", err)
+	}
+	if strings.Join(lines, ",") != "first,second" || string(res.Stdout) != "first\nsecond\n" {
+		t.Fatalf("lines %q, stdout %q", lines, res.Stdout)
+	}
+}
+
 func TestRunTimeout(t *testing.T) {
 	ctx, r, img := setup(t)
 	s := spec(img, "sleep", "1h")
@@ -269,50 +296,91 @@ func TestRunNetworkWhenAsked(t *testing.T) {
 	}
 }
 
-func TestLabelsLeftoversCleanup(t *testing.T) {
-	ctx, r, img := setup(t)
-	app := "runnertest-leftovers"
+// startSleeper runs a call that sleeps through runner r and waits until it
+// is listed; done receives the call's result.
+func startSleeper(t *testing.T, ctx context.Context, r *runner.Runner, img, app, resource string) (runner.Container, chan error) {
+	t.Helper()
 	s := spec(img, "sleep", "1h")
-	s.App = app
+	s.App, s.Resource = app, resource
 	var stderr syncBuffer
 	s.Stderr = &stderr
 	done := make(chan error, 1)
 	go func() { _, err := r.Run(ctx, s); done <- err }()
-
-	var left []runner.Container
 	deadline := time.Now().Add(30 * time.Second)
-	for len(left) == 0 || !strings.Contains(stderr.String(), "going to sleep") {
-		if time.Now().After(deadline) {
-			t.Fatal("the running call is not listed as a leftover")
-		}
-		time.Sleep(20 * time.Millisecond)
-		var err error
-		if left, err = r.Leftovers(ctx, app); err != nil {
+	for {
+		left, err := r.Leftovers(ctx, app)
+		if err != nil {
 			t.Fatal(err)
 		}
+		for _, c := range left {
+			if c.Resource == resource && strings.Contains(stderr.String(), "going to sleep") {
+				return c, done
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running call for %s is not listed as a leftover", resource)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if c := left[0]; len(left) != 1 || c.App != app || c.Resource != "services.db" || c.Call != "state" {
-		t.Fatalf("leftovers %+v", left)
-	}
-	cli := testimage.Client(t)
-	ins, err := cli.ContainerInspect(ctx, left[0].ID)
+}
+
+// Cleanup removes only the containers of earlier holders of the lock this
+// run holds: not those of a live run of another state, not those started
+// without a lock (gcompose logs), and nothing before Own.
+func TestLabelsLeftoversCleanup(t *testing.T) {
+	ctx, r, img := setup(t)
+	app := "runnertest-leftovers"
+	other, err := runner.New(ctx, runner.Options{Labels: testimage.Labels(t), Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ins.Config.Labels[runner.LabelManaged] != "true" || ins.Config.Labels[testimage.Label] != t.Name() {
+	defer other.Close()
+	// The calls that must survive run until the test cancels them.
+	live, stop := context.WithCancel(ctx)
+	defer stop()
+	unlocked, unlockedDone := startSleeper(t, live, other, img, app, "unlocked")
+	other.Own(app, "file:1:2", "old-run")
+	abandoned, abandonedDone := startSleeper(t, ctx, other, img, app, "abandoned")
+	other.Own(app, "file:9:9", "other-state")
+	otherState, otherDone := startSleeper(t, live, other, img, app, "other-state")
+	if abandoned.Lock != "old-run" || abandoned.LockScope != "file:1:2" || unlocked.Lock != "" || otherState.LockScope != "file:9:9" {
+		t.Fatalf("labels: %+v %+v %+v", abandoned, unlocked, otherState)
+	}
+	cli := testimage.Client(t)
+	ins, err := cli.ContainerInspect(ctx, abandoned.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.Config.Labels[runner.LabelManaged] != "true" || ins.Config.Labels[testimage.Label] != t.Name() || ins.Config.Labels[runner.LabelLock] != "old-run" {
 		t.Errorf("labels %v", ins.Config.Labels)
 	}
 
+	if n, err := r.Cleanup(ctx, app); err != nil || n != 0 {
+		t.Fatalf("cleanup before Own removed %d: %v", n, err)
+	}
+	r.Own(app, "file:1:2", "new-run")
 	n, err := r.Cleanup(ctx, app)
 	if err != nil || n != 1 {
 		t.Fatalf("cleanup removed %d: %v", n, err)
 	}
-	if err := <-done; err == nil {
+	if err := <-abandonedDone; err == nil {
 		t.Fatal("a call whose container was removed succeeded")
 	}
-	if left, err := r.Leftovers(ctx, app); err != nil || len(left) != 0 {
-		t.Fatalf("after cleanup: %v %v", left, err)
+	left, err := r.Leftovers(ctx, app)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var resources []string
+	for _, c := range left {
+		resources = append(resources, c.Resource)
+	}
+	sort.Strings(resources)
+	if strings.Join(resources, ",") != "other-state,unlocked" {
+		t.Fatalf("after cleanup: %v", resources)
+	}
+	stop()
+	<-unlockedDone
+	<-otherDone
 }
 
 func TestImageIDMissing(t *testing.T) {

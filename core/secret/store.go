@@ -164,13 +164,24 @@ func (s *Store) seal(r *state.Resource) (*state.Resource, error) {
 	if s.Redactor == nil || s.Redactor.Len() == 0 {
 		return r, nil
 	}
+	failed := r.Pending != nil && s.Redactor.Contains(r.Pending.Failed)
 	if !s.holds(r.Config) && !s.holds(r.State) && !s.holds(r.Identity) {
+		if failed {
+			// The error of a failed action (an adapter's message) is kept
+			// to say why; a secret in it is masked, not encrypted.
+			c := r.Clone()
+			c.Pending.Failed = s.Redactor.Redact(c.Pending.Failed)
+			return c, nil
+		}
 		return r, nil
 	}
 	if s.Codec == nil {
 		return nil, fmt.Errorf("resource %s holds a secret, and the state stores secrets only encrypted: %s: %w", r.Name, KeyHelp, ErrNoKey)
 	}
 	c := r.Clone()
+	if failed {
+		c.Pending.Failed = s.Redactor.Redact(c.Pending.Failed)
+	}
 	for _, m := range []*map[string]any{&c.Config, &c.State, &c.Identity} {
 		v, err := s.sealValue(*m)
 		if err != nil {

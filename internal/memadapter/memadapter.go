@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,17 +31,33 @@ type Adapter struct {
 	Plain bool
 	// Rebuild lists config keys whose change forces a rebuild.
 	Rebuild []string
+	// Sweeps makes the adapter offer sweep: every object is tagged with the
+	// lineage and operation of the call that created it, and a sweep finds
+	// those no known resource names.
+	Sweeps bool
+	// FailSweep makes sweep calls fail.
+	FailSweep bool
+	// CheckProblem, when set, makes the adapter offer check and answer it
+	// with this problem (by image: a test gives several types one problem
+	// or different ones); "" answers OK.
+	CheckProblem map[string]string
 
 	mu      sync.Mutex
 	objects map[string]map[string]any
+	tags    map[string]tag
 	gen     int
 	log     []string
 
-	StateCalls, ActionCalls, DescribeCalls atomic.Int64
+	StateCalls, ActionCalls, DescribeCalls, SweepCalls, CheckCalls atomic.Int64
 }
 
+// tag is what a real adapter would put on a remote object it creates.
+type tag struct{ lineage, operation string }
+
 // New returns an empty adapter.
-func New() *Adapter { return &Adapter{objects: map[string]map[string]any{}} }
+func New() *Adapter {
+	return &Adapter{objects: map[string]map[string]any{}, tags: map[string]tag{}}
+}
 
 func (a *Adapter) Describe(ctx context.Context, image, resource string) (plan.Capabilities, error) {
 	a.DescribeCalls.Add(1)
@@ -65,11 +82,77 @@ func (a *Adapter) Log() []string {
 	return append([]string(nil), a.log...)
 }
 
+// Tag retags an object, as if the operation op of lineage had created it.
+func (a *Adapter) Tag(name, lineage, op string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tags[name] = tag{lineage: lineage, operation: op}
+}
+
 // Remove deletes an object behind the engine's back (drift).
 func (a *Adapter) Remove(name string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.objects, name)
+	delete(a.tags, name)
+}
+
+// Check answers from CheckProblem; without it the adapter has nothing to
+// check.
+func (a *Adapter) Check(ctx context.Context, c plan.CheckCall) (*protocol.CheckResult, error) {
+	if a.CheckProblem == nil {
+		return nil, plan.ErrNoCheck
+	}
+	a.CheckCalls.Add(1)
+	if p := a.CheckProblem[c.Type]; p != "" {
+		return &protocol.CheckResult{Problem: p}, nil
+	}
+	return &protocol.CheckResult{OK: true}, nil
+}
+
+// Sweep finds the objects tagged with the call's lineage that no known
+// resource names (by name with an identity, or by its pending operation)
+// and removes them when asked; those of another lineage are reported.
+func (a *Adapter) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {
+	a.SweepCalls.Add(1)
+	if !a.Sweeps || a.Plain {
+		return nil, plan.ErrNoSweep
+	}
+	if a.FailSweep {
+		return nil, fmt.Errorf("sweep call: adapter broken on purpose")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	named, pending := map[string]bool{}, map[string]bool{}
+	for _, k := range s.Known {
+		if k.Identity["id"] != nil {
+			named[k.Name] = true
+		}
+		if k.Pending != nil {
+			pending[k.Pending.ID] = true
+		}
+	}
+	res := &protocol.SweepResult{Found: []protocol.Orphan{}}
+	names := make([]string, 0, len(a.objects))
+	for n := range a.objects {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t := a.tags[n]
+		if named[n] || pending[t.operation] {
+			continue
+		}
+		o := protocol.Orphan{Kind: "object", ID: n, Lineage: t.lineage, Resource: n, Action: protocol.OrphanReported, Detail: "created by operation " + t.operation}
+		if s.Terminate && t.lineage == s.Lineage {
+			delete(a.objects, n)
+			delete(a.tags, n)
+			a.log = append(a.log, "sweep "+n)
+			o.Action = protocol.OrphanTerminated
+		}
+		res.Found = append(res.Found, o)
+	}
+	return res, nil
 }
 
 func (a *Adapter) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
@@ -128,6 +211,7 @@ func (a *Adapter) Action(ctx context.Context, c plan.Call, act protocol.ActionSp
 	switch act.Name {
 	case "delete":
 		delete(a.objects, c.Name)
+		delete(a.tags, c.Name)
 		return &plan.ActionOutcome{}, nil
 	case "create", "update", "rebuild":
 		a.gen++
@@ -138,7 +222,14 @@ func (a *Adapter) Action(ctx context.Context, c plan.Call, act protocol.ActionSp
 		obj["id"] = c.Name
 		obj["generation"] = float64(a.gen)
 		a.objects[c.Name] = obj
-		return &plan.ActionOutcome{Identity: map[string]any{"id": c.Name}}, nil
+		if c.Operation != nil {
+			a.tags[c.Name] = tag{lineage: c.Lineage, operation: c.Operation.ID}
+		}
+		identity := map[string]any{"id": c.Name}
+		if c.ReportIdentity != nil {
+			c.ReportIdentity(identity) // as a real adapter does, before it returns
+		}
+		return &plan.ActionOutcome{Identity: identity}, nil
 	}
 	return nil, fmt.Errorf("unknown action %q", act.Name)
 }

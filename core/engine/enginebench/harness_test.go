@@ -81,7 +81,7 @@ func (h *harness) plugs() map[string]adapter.Plug {
 // engine is the engine of one run, wired as the CLI wires it.
 func (h *harness) engine(ad plan.Adapters, release func(context.Context) error, parallelism int) *engine.Engine {
 	return &engine.Engine{Adapters: ad, Store: h.store, Parallelism: parallelism, Version: "bench",
-		Cleanup: h.runner.Cleanup, Release: release, LockTimeout: time.Minute}
+		Cleanup: engine.RunnerCleanup(h.runner), Release: release, LockTimeout: time.Minute}
 }
 
 // run deploys want through a fresh client (one gcompose run) and returns the
@@ -389,4 +389,12 @@ func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe b
 	tm.t0 = time.Now()
 	out, err := e.Run(h.ctx, engine.Request{App: app, Mode: plan.Deploy, Desired: want})
 	return out, time.Since(tm.t0), tm, err
+}
+
+func (d *deploysterLike) Check(ctx context.Context, c plan.CheckCall) (*protocol.CheckResult, error) {
+	return d.of(c.Resource).Check(ctx, c)
+}
+
+func (d *deploysterLike) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {
+	return d.of(s.Resource).Sweep(ctx, s)
 }

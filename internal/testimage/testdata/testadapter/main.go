@@ -1,7 +1,7 @@
 // Command testadapter is a small adapter image for the tests of the runner
 // and the protocol client. With arguments it is a probe for the runner
 // ("echo", "stderr N", "sleep D", "huge N", "exit C", "stdin-count",
-// "probe"); without arguments it answers a Deployster init, and "state" /
+// "probe", "await-release"); without arguments it answers a Deployster init, and "state" /
 // "action NAME" are its state and action calls. Its behaviour is chosen by
 // the request: the resource name at init ("plain*": a Deployster-only
 // adapter, "badproto*": protocol 99, "badinit*": an init answer of the wrong
@@ -58,6 +58,20 @@ func main() {
 		fmt.Printf("%d %v\n", n, err)
 	case "probe":
 		probe()
+	case "await-release":
+		// One line, then nothing until the test creates /data/release: the
+		// test sees the line only if stdout is read while the adapter runs.
+		fmt.Println("first")
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat("/data/release"); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintln(os.Stderr, "never released")
+				os.Exit(3)
+			}
+		}
+		fmt.Println("second")
 	case "state":
 		stateCall()
 	case "action":
@@ -187,8 +201,8 @@ func stateCall() {
 }
 
 func actionCall(name string) {
-	_, req := readRequest()
-	oneShot(actionAnswer(name, req))
+	raw, req := readRequest()
+	oneShot(actionAnswer(name, raw, req))
 }
 
 // serve answers JSON-line requests ({id, call, action, args, request}) with
@@ -223,7 +237,7 @@ func serve() {
 			case "state":
 				o = stateAnswer(sr.Request, req)
 			case "action":
-				o = actionAnswer(sr.Action, req)
+				o = actionAnswer(sr.Action, sr.Request, req)
 			}
 			if o.hang {
 				time.Sleep(time.Hour)
@@ -380,7 +394,7 @@ func stateAnswer(raw []byte, req request) outcome {
 	return outcome{result: res}
 }
 
-func actionAnswer(name string, req request) outcome {
+func actionAnswer(name string, raw []byte, req request) outcome {
 	fmt.Fprintf(os.Stderr, "action %s for %s (staleState %s)\n", name, req.Name, req.StaleState)
 	path := filepath.Join("/data", req.Name)
 	switch name {
@@ -402,6 +416,8 @@ func actionAnswer(name string, req request) outcome {
 		return outcome{stdout: fmt.Sprintf("deleted %s\n", path)}
 	case "fail":
 		return outcome{err: fmt.Errorf("action failed on purpose")}
+	case "echo":
+		return outcome{stdout: string(raw) + "\n"}
 	}
 	return outcome{err: fmt.Errorf("unknown action %q", name)}
 }

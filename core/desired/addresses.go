@@ -1,0 +1,166 @@
+package desired
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/gcompose/gcompose/adapters/golem/network"
+	"github.com/gcompose/gcompose/core/resolve"
+)
+
+// NodeIPKey is the service config key that carries the instance's planned
+// VPN address.
+const NodeIPKey = "node_ip"
+
+// planNodeIPs gives every instance of a service on a network its VPN
+// address, once, at lowering time: the descriptor's ip[i] when it names
+// one, else a free host address chosen from a hash of the instance's id.
+//
+// Planned here, not by each create: yagna answers 200, not 409, when a node
+// is added at an address another node holds, and keeps that other node
+// (core/vpn/src/network.rs, Handler<AddNode>: Err(IpAddrTaken) ignored), so
+// two services created in parallel that each pick "the first free address"
+// both succeed and one of them is unreachable. A planned address is the same
+// on every deploy, for every rebuild of the instance, and in every parallel
+// create; the hash keeps an instance's address when services are added to
+// or removed from the network, except for the rare instance whose slot
+// collides with a new one's.
+//
+// Not planned: the network's own address and broadcast address, the
+// requestor's address, the gateway (yagna's default is the first host,
+// core/vpn/src/network.rs create_network), and in networks of more than 16
+// hosts the two highest (the devnet's Docker bridge holds them). A network whose range is not a literal (a
+// reference) is left to the service adapter, which picks a free address
+// and checks the node map.
+func planNodeIPs(r *resolve.Resolved) (map[string]string, error) {
+	nets := map[string]*resolve.Node{}
+	members := map[string][]*resolve.Node{}
+	for _, n := range r.Nodes {
+		switch {
+		case n.Kind == resolve.NetworkNode:
+			nets[n.Name] = n
+		case n.Kind == resolve.ServiceNode && !isLocalProxy(n):
+			if net, _ := n.Spec["network"].(string); net != "" {
+				members[net] = append(members[net], n)
+			}
+		}
+	}
+	out := map[string]string{}
+	for name, svcs := range members {
+		nn := nets[name]
+		if nn == nil {
+			continue
+		}
+		pool, ok := addressPool(nn.Spec)
+		if !ok {
+			continue
+		}
+		sort.Slice(svcs, func(i, j int) bool { return svcs[i].ID < svcs[j].ID })
+		var open []*resolve.Node
+		for _, s := range svcs {
+			ip, ok := explicitIP(s)
+			if !ok {
+				open = append(open, s)
+				continue
+			}
+			a, err := netip.ParseAddr(ip)
+			if err != nil || !pool.prefix.Contains(a) {
+				continue // core/descriptor reports it; the adapter fails on it with the same message
+			}
+			pool.take(a)
+			out[s.ID] = a.String()
+		}
+		for _, s := range open {
+			a, ok := pool.claim(s.ID)
+			if !ok {
+				return nil, fmt.Errorf("%s: %s: no free address left in network %s (%s) for it", s.Pos, s.ID, name, pool.prefix)
+			}
+			out[s.ID] = a.String()
+		}
+	}
+	return out, nil
+}
+
+// explicitIP is the descriptor's address for the instance, if any.
+func explicitIP(s *resolve.Node) (string, bool) {
+	var list []string
+	switch v := s.Spec["ip"].(type) {
+	case string:
+		list = []string{v}
+	case []any:
+		for _, x := range v {
+			str, _ := x.(string)
+			list = append(list, str)
+		}
+	case []string:
+		list = v
+	}
+	if s.Index < len(list) && list[s.Index] != "" && !strings.Contains(list[s.Index], "${") {
+		return list[s.Index], true
+	}
+	return "", false
+}
+
+// pool is the plannable host addresses of a network.
+type pool struct {
+	prefix netip.Prefix
+	hosts  []netip.Addr
+	taken  map[netip.Addr]bool
+}
+
+func addressPool(spec map[string]any) (*pool, bool) {
+	ip, _ := spec["ip"].(string)
+	mask, _ := spec["mask"].(string)
+	owner, _ := spec["owner_ip"].(string)
+	gateway, _ := spec["gateway"].(string)
+	for _, s := range []string{ip, mask, owner, gateway} {
+		if strings.Contains(s, "${") {
+			return nil, false
+		}
+	}
+	if ip == "" {
+		return nil, false
+	}
+	rg, err := network.ParseRange(ip, mask, owner)
+	if err != nil {
+		return nil, false
+	}
+	p := &pool{prefix: rg.Prefix, taken: map[netip.Addr]bool{rg.OwnerIP: true}}
+	first := rg.Prefix.Addr().Next()
+	if gw, err := netip.ParseAddr(gateway); err == nil {
+		p.taken[gw] = true
+	} else {
+		p.taken[first] = true
+	}
+	bcast := network.Broadcast(rg.Prefix)
+	for a := first; a.IsValid() && a.Less(bcast); a = a.Next() {
+		p.hosts = append(p.hosts, a)
+	}
+	if len(p.hosts) > 16 {
+		p.hosts = p.hosts[:len(p.hosts)-2]
+	}
+	return p, true
+}
+
+func (p *pool) take(a netip.Addr) { p.taken[a] = true }
+
+// claim takes the first free address from the instance's hash slot on.
+func (p *pool) claim(id string) (netip.Addr, bool) {
+	if len(p.hosts) == 0 {
+		return netip.Addr{}, false
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	start := int(h.Sum32() % uint32(len(p.hosts)))
+	for i := range p.hosts {
+		a := p.hosts[(start+i)%len(p.hosts)]
+		if !p.taken[a] {
+			p.taken[a] = true
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}

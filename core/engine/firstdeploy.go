@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/protocol"
+)
+
+// ExistingError stops a first deploy (no state for the application) when
+// objects of the application already exist: deploying would make a second
+// copy of each, next to ones no state of this run names.
+type ExistingError struct {
+	App   string
+	Found []string
+}
+
+func (e *ExistingError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "app %q has no state here, but objects of it already exist:\n", e.App)
+	for _, f := range e.Found {
+		fmt.Fprintf(&b, "  - %s\n", f)
+	}
+	fmt.Fprintf(&b, "A first deploy would create a second copy of each. If the application's state is elsewhere, use it "+
+		"(--state, GCOMPOSE_STATE or state: in .gcompose/config.yaml); if it was lost here, rebuild it (gcompose state recover --app %s). "+
+		"To remove these objects, destroy them with the state that owns them (a container: docker rm -f NAME). "+
+		"To deploy a second copy next to them anyway, pass --force-new-state.", e.App)
+	return b.String()
+}
+
+// checkFirstDeploy runs before a first deploy writes the application's
+// lineage: it gathers what already exists of the application (containers
+// found by their labels, and what the report-only sweep found) and refuses
+// unless the request forces a new state. A plan only warns.
+func (e *Engine) checkFirstDeploy(ctx context.Context, req Request, swept []Swept) error {
+	var found []string
+	if e.Existing != nil {
+		objs, err := e.Existing(ctx, req.App)
+		if err != nil {
+			return fmt.Errorf("looking for objects of %s that exist already: %w", req.App, err)
+		}
+		found = append(found, objs...)
+	}
+	for _, s := range swept {
+		if s.Action == protocol.OrphanReported {
+			found = append(found, s.Describe(""))
+		}
+	}
+	if len(found) == 0 || req.Mode != plan.Deploy {
+		return nil
+	}
+	err := &ExistingError{App: req.App, Found: found}
+	switch {
+	case req.ForceNewState:
+		e.note("deploying a new state next to what exists of %s (--force-new-state): %s", req.App, strings.Join(found, "; "))
+		return nil
+	case req.PlanOnly:
+		e.note("%s", strings.TrimSuffix(strings.Replace(err.Error(), "A first deploy would", "deploy would refuse: it would", 1), "\n"))
+		return nil
+	}
+	return err
+}
+
+func (e *Engine) note(format string, args ...any) {
+	if e.Log != nil {
+		e.Log(format, args...)
+	}
+}

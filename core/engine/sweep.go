@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gcompose/gcompose/core/apply"
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/protocol"
+)
+
+// Swept is one object a sweep found that no state names.
+type Swept struct {
+	// Type is the adapter image that found it.
+	Type string `json:"type"`
+	protocol.Orphan
+}
+
+// Terminated says whether the sweep removed it.
+func (s Swept) Terminated() bool { return s.Action == protocol.OrphanTerminated }
+
+// Describe is one line for people: what was found, what happened to it, why.
+func (s Swept) Describe(lineage string) string {
+	var b strings.Builder
+	what := s.Kind + " " + s.ID
+	switch {
+	case s.Terminated():
+		b.WriteString("terminated " + what + " of an interrupted run")
+	case s.Lineage != "" && lineage != "" && s.Lineage != lineage:
+		b.WriteString("found " + what + " of another state of this app (lineage " + s.Lineage + "), left as is")
+	default:
+		b.WriteString("found " + what + " that no state names, left as is")
+	}
+	var about []string
+	if s.Resource != "" {
+		about = append(about, "made for "+s.Resource)
+	}
+	if s.Detail != "" {
+		about = append(about, s.Detail)
+	}
+	about = append(about, "adapter "+s.Type)
+	b.WriteString(" (" + strings.Join(about, "; ") + ")")
+	return b.String()
+}
+
+// SweepError is a sweep that failed: the run stops before planning, since a
+// plan made over leftovers nobody could look at might create them again.
+type SweepError struct {
+	Type string
+	Err  error
+}
+
+func (e *SweepError) Error() string {
+	return fmt.Sprintf("sweeping what earlier runs left of adapter %s failed, so nothing was planned: %v", e.Type, e.Err)
+}
+
+func (e *SweepError) Unwrap() error { return e.Err }
+
+// sweep asks every sweep-capable adapter type of the desired resources and
+// of the state for what it made for the app that no state names;
+// terminate says whether to remove it or only report it. Types are swept
+// in parallel; the result is sorted by type, in each adapter's order.
+func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan.Resource, doc *state.Document, terminate bool) ([]Swept, error) {
+	// One resource name per type (the first in order) decides the plugs
+	// mounted into the sweep's container, as for that resource's calls.
+	types, first := typesOf(desired, doc)
+	known := map[string][]protocol.KnownResource{}
+	for name, r := range doc.Resources {
+		known[r.Type] = append(known[r.Type], protocol.KnownResource{Name: name, Identity: r.Identity, Pending: plan.OperationOf(r.Pending)})
+	}
+
+	results := make([][]Swept, len(types))
+	errs := make([]error, len(types))
+	limit := make(chan struct{}, max(e.Parallelism, 1))
+	var wg sync.WaitGroup
+	for i, typ := range types {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			limit <- struct{}{}
+			defer func() { <-limit }()
+			ks := known[typ]
+			sort.Slice(ks, func(a, b int) bool { return ks[a].Name < ks[b].Name })
+			res, err := e.Adapters.Sweep(ctx, plan.SweepCall{App: app, Lineage: doc.Lineage, Type: typ, Resource: first[typ], Known: ks, Terminate: terminate})
+			if errors.Is(err, plan.ErrNoSweep) {
+				// Nothing to sweep; an adapter that cannot even init fails
+				// its resources' planning, which says why.
+				return
+			}
+			if err != nil {
+				errs[i] = &SweepError{Type: typ, Err: err}
+				return
+			}
+			for _, o := range res.Found {
+				if !terminate && o.Action == protocol.OrphanTerminated {
+					errs[i] = &SweepError{Type: typ, Err: fmt.Errorf("asked to report only, the adapter says it terminated %s %s: the adapter is broken", o.Kind, o.ID)}
+					return
+				}
+				results[i] = append(results[i], Swept{Type: typ, Orphan: o})
+			}
+
+		}()
+	}
+	wg.Wait()
+	// What the sweeps that worked terminated is reported even when another
+	// failed: it is gone either way.
+	var out []Swept
+	var firstErr error
+	for i := range types {
+		if errs[i] != nil && firstErr == nil {
+			firstErr = errs[i]
+		}
+		out = append(out, results[i]...)
+	}
+	for _, s := range out {
+		e.emit(apply.Event{Phase: apply.PhaseSwept, Message: s.Describe(doc.Lineage)})
+	}
+	return out, firstErr
+}
+
+func (e *Engine) emit(ev apply.Event) {
+	if e.Observer != nil {
+		e.Observer(ev)
+	}
+}
