@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,6 +104,9 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "agreement %s is %s, not Approved", a.id, a.state)
 		return
 	}
+	if s.unreachable(w, a.id) {
+		return
+	}
 	ctx, cancel := context.WithCancel(s.bgCtx)
 	act := &activity{id: newID(), agreementID: a.id, providerID: a.provider.id, state: "Initialized", created: s.now(), due: newAmount(),
 		batches: map[string]*batch{}, nets: map[string]string{}, ctx: ctx, cancel: cancel}
@@ -119,6 +123,10 @@ func (s *Server) destroyActivity(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	act, ok := s.activityOr404(w, r.PathValue("id"))
 	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	if act.state != "Terminated" && s.unreachable(w, act.agreementID) {
 		s.mu.Unlock()
 		return
 	}
@@ -163,6 +171,11 @@ func (s *Server) refreshLiveness(ctx context.Context, act *activity) {
 func (s *Server) activityState(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	act, ok := s.activityOr404(w, r.PathValue("id"))
+	// yagna answers a terminated activity's state from its own database and asks the provider for any
+	// other (core/activity/src/api.rs get_activity_state_web).
+	if ok && act.state != "Terminated" && s.unreachable(w, act.agreementID) {
+		ok = false
+	}
 	s.mu.Unlock()
 	if !ok {
 		return
@@ -196,6 +209,9 @@ func (s *Server) activityUsage(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if act, ok := s.activityOr404(w, r.PathValue("id")); ok {
+		if act.state != "Terminated" && s.unreachable(w, act.agreementID) {
+			return
+		}
 		s.bill(act, time.Now())
 		usage := act.usage
 		if usage == nil {
@@ -238,6 +254,10 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "activity %s is Terminated", act.id)
 		return
 	}
+	if s.unreachable(w, act.agreementID) {
+		s.mu.Unlock()
+		return
+	}
 	b := &batch{id: newID(), cmds: cmds}
 	act.batches[b.id] = b
 	s.mu.Unlock()
@@ -270,10 +290,16 @@ func (s *Server) batchResults(w http.ResponseWriter, r *http.Request) {
 		if b = act.batches[r.PathValue("batch")]; b == nil {
 			writeError(w, http.StatusNotFound, "batch %s not found in activity %s", r.PathValue("batch"), act.id)
 			ok = false
+		} else if s.unreachable(w, act.agreementID) {
+			ok = false
 		}
 	}
 	s.mu.Unlock()
 	if !ok {
+		return
+	}
+	if st := s.takeExecPollError(); st != 0 {
+		writeUnreachable(w, st, "execPollErrors fault knob")
 		return
 	}
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
@@ -453,23 +479,41 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		return fmt.Errorf("deploy: activity is %s, already deployed", st)
 	}
 	a := s.agreements[act.agreementID]
-	tp := taskPackageOf(a.demandProps)
+	caps := a.provider.cfg.Capabilities
+	relax := s.cfg.Relax.Capabilities
+	tp := taskPackageOf(a.demandProps, relax || slices.Contains(caps, "manifest-support"))
 	type attach struct{ netName, ip, vpnID string }
 	var attaches []attach
-	for _, n := range d.Net {
+	// The exe-unit starts the VPN endpoint only when the offer lists the vpn capability
+	// (exe-unit/src/manifest.rs build_default_features, exe-unit/src/runtime/process.rs): elsewhere the
+	// deploy succeeds and the VM is on no network.
+	nets := d.Net
+	if !relax && !slices.Contains(caps, "vpn") {
+		if len(nets) > 0 {
+			s.log.Info("deploy: provider has no vpn capability, the VM joins no network", "provider", a.provider.name, "activity", act.id)
+		}
+		nets = nil
+	}
+	for _, n := range nets {
 		v, ok := s.networks[n.ID]
 		if !ok {
 			s.mu.Unlock()
 			return fmt.Errorf("deploy: network %s not found", n.ID)
 		}
 		ip := n.NodeIP
-		if ip == "" {
-			ip = v.nodes[act.providerID]
+		if ip == "" && len(v.nodes[act.providerID]) > 0 {
+			ip = v.nodes[act.providerID][0]
 		}
 		addr, err := netip.ParseAddr(ip)
 		if err != nil || !v.prefix.Contains(addr) {
 			s.mu.Unlock()
 			return fmt.Errorf("deploy: node IP %q is not in network %s (%s)", ip, v.id, v.prefix)
+		}
+		// yagna routes the VPN's traffic by the requestor's node map: an address held there by another
+		// node never reaches this one.
+		if who, used := v.inUse(addr.String()); used && !slices.Contains(v.nodes[act.providerID], addr.String()) {
+			s.mu.Unlock()
+			return fmt.Errorf("deploy: node IP %s is held by %s in network %s's node map: its traffic would go there, not to this provider", addr, who, v.id)
 		}
 		attaches = append(attaches, attach{netName: v.dockerName, ip: addr.String(), vpnID: v.id})
 	}
@@ -481,6 +525,20 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	hash, err := imageHash(tp)
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
+	}
+	// A real provider downloads the image first: minutes for a large one.
+	s.mu.Lock()
+	download := s.faults.ImageDownload.Duration
+	s.mu.Unlock()
+	if download > 0 {
+		select {
+		case <-time.After(download):
+		case <-act.ctx.Done():
+			return fmt.Errorf("deploy: activity was terminated during the image download")
+		}
+	}
+	if s.takeDeployError() {
+		return fmt.Errorf("deploy: image download failed: %s (devnet fault knob deployErrors)", tp)
 	}
 	img, err := s.resolveImage(act.ctx, hash)
 	if err != nil {
@@ -497,12 +555,17 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		nc.EndpointsConfig = map[string]*network.EndpointSettings{attaches[0].netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: attaches[0].ip}}}
 	}
 	cfg := &container.Config{Image: img, Labels: labels, Hostname: hostname}
-	created, err := s.docker.ContainerCreate(act.ctx, cfg, hc, nc, nil, name)
+	// Not cancelled with the activity: a cancelled request does not stop the
+	// Engine, which would create the container anyway and leave it to nobody.
+	// An activity ended meanwhile is seen below, and its container removed.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(act.ctx), time.Minute)
+	created, err := s.docker.ContainerCreate(cctx, cfg, hc, nc, nil, name)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("deploy: creating container from image %s: %w", img, err)
 	}
 	for _, at := range attaches[min(1, len(attaches)):] {
-		if err := s.docker.NetworkConnect(act.ctx, at.netName, created.ID, &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: at.ip}}); err != nil {
+		if err := s.docker.NetworkConnect(context.WithoutCancel(act.ctx), at.netName, created.ID, &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: at.ip}}); err != nil {
 			s.removeContainers(context.Background(), []string{created.ID})
 			return fmt.Errorf("deploy: joining network %s at %s: %w", at.vpnID, at.ip, err)
 		}
@@ -581,14 +644,14 @@ func (s *Server) streamBatch(w http.ResponseWriter, r *http.Request, b *batch) {
 	}
 }
 
-// taskPackageOf returns what names the image: golem.srv.comp.task_package, or else the computation
-// manifest of the vm/manifest runtime (golem.srv.comp.payload, base64 JSON whose payload carries
-// "hash": "sha3:<hex>").
-func taskPackageOf(props map[string]any) string {
+// taskPackageOf returns what names the image: golem.srv.comp.task_package, or else, on a provider
+// with manifest support, the computation manifest (golem.srv.comp.payload, base64 JSON whose payload
+// carries "hash": "sha3:<hex>").
+func taskPackageOf(props map[string]any, manifests bool) string {
 	if tp, ok := props["golem.srv.comp.task_package"].(string); ok && tp != "" {
 		return tp
 	}
-	if m, ok := props["golem.srv.comp.payload"].(string); ok {
+	if m, ok := props["golem.srv.comp.payload"].(string); ok && manifests {
 		if b, err := base64.StdEncoding.DecodeString(m); err == nil {
 			return string(b)
 		}

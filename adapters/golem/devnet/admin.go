@@ -1,6 +1,7 @@
 package devnet
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/docker/docker/api/types/container"
@@ -14,6 +15,8 @@ func (s *Server) routeAdmin(handle func(string, func(http.ResponseWriter, *http.
 	handle("PUT "+AdminPrefix+"/faults", s.putFaults)
 	handle("POST "+AdminPrefix+"/activities/{id}/kill", s.killActivity)
 	handle("GET "+AdminPrefix+"/summary", s.summary)
+	handle("GET "+AdminPrefix+"/providers", s.listProviders)
+	handle("PUT "+AdminPrefix+"/providers/{id}", s.putProvider)
 }
 
 func (s *Server) getFaults(w http.ResponseWriter, r *http.Request) {
@@ -28,10 +31,14 @@ func (s *Server) putFaults(w http.ResponseWriter, r *http.Request) {
 	if !readJSON(w, r, &f) {
 		return
 	}
+	if err := f.check(); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
 	s.mu.Lock()
 	s.faults = f
 	s.mu.Unlock()
-	s.log.Info("faults set", "rejectProposals", f.RejectProposals, "rejectAgreements", f.RejectAgreements, "slow", f.Slow.String())
+	s.log.Info("faults set", "faults", fmt.Sprintf("%+v", f))
 	writeJSON(w, http.StatusOK, f)
 }
 
@@ -69,6 +76,11 @@ type Summary struct {
 	Allocations int `json:"allocations"` // not released
 	Networks    int `json:"networks"`
 	Providers   int `json:"providers"`
+	// PendingAgreements are confirmed agreements the provider has not approved yet: they hold its
+	// capacity until approved, cancelled or expired.
+	PendingAgreements int `json:"pendingAgreements"`
+	// UnpaidInvoices are invoices received and not accepted: money a provider is still owed.
+	UnpaidInvoices int `json:"unpaidInvoices"`
 }
 
 func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
@@ -81,13 +93,21 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, a := range s.agreements {
-		if a.state == "Approved" {
+		switch a.state {
+		case "Approved":
 			sm.Agreements++
+		case "Pending":
+			sm.PendingAgreements++
 		}
 	}
 	for _, a := range s.activities {
 		if a.state != "Terminated" {
 			sm.Activities++
+		}
+	}
+	for _, i := range s.invoices {
+		if i.status == "RECEIVED" {
+			sm.UnpaidInvoices++
 		}
 	}
 	writeJSON(w, http.StatusOK, sm)

@@ -25,11 +25,22 @@ type Config struct {
 	// Images maps an image hash (sha3-224 hex) to a local Docker image reference. It takes precedence over
 	// images labelled golem.image.hash=<hash>.
 	Images map[string]string `yaml:"images"`
-	// DebitNoteInterval is how often a provider issues a debit note for each running activity.
+	// DebitNoteInterval is how often a provider issues a debit note for each running activity, and the
+	// golem.com.scheme.payu.debit-note.interval-sec? its offer proposes (default 2min, as
+	// agent/provider/src/market/negotiator/factory.rs).
 	DebitNoteInterval Duration `yaml:"debitNoteInterval"`
-	// DebitNoteAcceptTimeout is how long a provider waits for a debit note to be accepted before it
-	// terminates the agreement.
+	// DebitNoteAcceptTimeout is the golem.com.payment.debit-notes.accept-timeout? a provider offers
+	// (default 4min, factory.rs; at least 5s, builtin/expiration.rs): the longest deadline it takes. It
+	// terminates an agreement whose debit note stays unaccepted past the deadline agreed.
 	DebitNoteAcceptTimeout Duration `yaml:"debitNoteAcceptTimeout"`
+	// Negotiation are the providers' negotiator limits (expiration, intervals, timeouts).
+	Negotiation Negotiation `yaml:"negotiation"`
+	// Accounts are the requestor's funded payment accounts: platform → funds (GLM, a decimal). Default
+	// {erc20-hoodi-tglm: "1000"}: what `yagna payment fund` funds today (its default network is Hoodi,
+	// core/model/src/payment.rs). An allocation beyond an account's funds is refused like yagna does.
+	Accounts map[string]string `yaml:"accounts"`
+	// Relax turns strict rules off, one by one (all false: as strict as yagna and its providers).
+	Relax Relax `yaml:"relax"`
 	// Providers are the simulated provider nodes.
 	Providers []ProviderConfig `yaml:"providers"`
 	// Faults are the initial fault knobs (they can be changed at run time under /devnet/v1/faults).
@@ -59,6 +70,23 @@ type ProviderConfig struct {
 	MaxAgreements int `yaml:"maxAgreements"`
 	// Properties are extra offer properties (flat dotted keys), overriding the generated ones.
 	Properties map[string]any `yaml:"properties"`
+	// DebitNoteAcceptTimeout overrides the devnet's for this provider kind.
+	DebitNoteAcceptTimeout Duration `yaml:"debitNoteAcceptTimeout"`
+}
+
+// Relax names the rules a devnet may stop enforcing.
+type Relax struct {
+	// ChosenPlatform: take counter-proposals without golem.com.payment.chosen-platform, or naming a
+	// platform the provider does not take.
+	ChosenPlatform bool `yaml:"chosenPlatform"`
+	// PaymentTerms: skip the expiration, debit-note deadline, interval and payment-timeout
+	// negotiation; agreements use the devnet's own interval and deadline.
+	PaymentTerms bool `yaml:"paymentTerms"`
+	// Funds: allocations need no funded account.
+	Funds bool `yaml:"funds"`
+	// Capabilities: join VPNs on providers without the vpn capability, and read manifests on
+	// providers without manifest-support.
+	Capabilities bool `yaml:"capabilities"`
 }
 
 // Faults are the knobs tests use to prove recovery.
@@ -69,6 +97,49 @@ type Faults struct {
 	RejectAgreements bool `json:"rejectAgreements" yaml:"rejectAgreements"`
 	// Slow delays every yagna API answer by this duration.
 	Slow Duration `json:"slow" yaml:"slow"`
+
+	// The knobs below make the devnet do what a real network does now and then (docs/golem.md, "The
+	// devnet's faults"); all are off by default.
+
+	// ExecPollErrors are the statuses the next exec batch-result polls answer instead of the results, one
+	// per poll: 500 (GSB error "endpoint address not found": yagna cannot reach the exe-unit for a moment),
+	// 504 (a gateway timeout) or 408 (the provider did not answer within the poll's timeout).
+	ExecPollErrors []int `json:"execPollErrors,omitempty" yaml:"execPollErrors"`
+	// ImageDownload is how long each deploy takes before its container exists, as a provider downloading
+	// the image (minutes for a large one on a real network).
+	ImageDownload Duration `json:"imageDownload" yaml:"imageDownload"`
+	// DeployErrors makes the next N deploys fail on their provider ("image download failed"), as a
+	// provider that cannot fetch or start the image does.
+	DeployErrors int `json:"deployErrors,omitempty" yaml:"deployErrors"`
+	// ApprovalDelay is how long a provider takes to approve a confirmed agreement (it stays Pending
+	// meanwhile), as a provider agent whose negotiators are not all ready yet
+	// (agent/provider/src/market/negotiator/composite.rs).
+	ApprovalDelay Duration `json:"approvalDelay" yaml:"approvalDelay"`
+	// InvoiceDelay is how long after an agreement ends its provider sends the invoice (a real provider
+	// issues it once the activities are destroyed and the agreement closed, and retries sending it).
+	InvoiceDelay Duration `json:"invoiceDelay" yaml:"invoiceDelay"`
+	// AcceptErrors are the statuses the next debit note or invoice accept calls answer without accepting,
+	// one per call: 500 (yagna's database or GSB failing) or 408 (the provider did not acknowledge in
+	// time, core/payment/src/api/debit_notes.rs).
+	AcceptErrors []int `json:"acceptErrors,omitempty" yaml:"acceptErrors"`
+}
+
+// check validates the knobs a client sets.
+func (f Faults) check() error {
+	for _, st := range f.ExecPollErrors {
+		if _, ok := unreachableMessages[st]; !ok {
+			return fmt.Errorf("execPollErrors: %d is not one of 408, 500, 504", st)
+		}
+	}
+	for _, st := range f.AcceptErrors {
+		if st != 408 && st != 500 {
+			return fmt.Errorf("acceptErrors: %d is not one of 408, 500", st)
+		}
+	}
+	if f.DeployErrors < 0 {
+		return fmt.Errorf("deployErrors must not be negative")
+	}
+	return nil
 }
 
 // Duration is a time.Duration written as "1.5s" in YAML and JSON.
@@ -142,6 +213,21 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DebitNoteAcceptTimeout.Duration <= 0 {
 		c.DebitNoteAcceptTimeout.Duration = 4 * time.Minute
 	}
+	if c.DebitNoteAcceptTimeout.Duration < minAcceptTimeout {
+		return c, fmt.Errorf("devnet config: debitNoteAcceptTimeout %s: a provider takes no deadline below %s (agent/provider/src/market/negotiator/builtin/expiration.rs)", c.DebitNoteAcceptTimeout, minAcceptTimeout)
+	}
+	c.Negotiation = c.Negotiation.withDefaults()
+	if c.Accounts == nil {
+		c.Accounts = map[string]string{"erc20-hoodi-tglm": "1000"}
+	}
+	for plat, funds := range c.Accounts {
+		if _, err := parsePlatform(plat); err != nil {
+			return c, fmt.Errorf("devnet config: accounts: %w", err)
+		}
+		if _, err := parseAmount(funds); err != nil {
+			return c, fmt.Errorf("devnet config: accounts: %s: %w", plat, err)
+		}
+	}
 	if len(c.Providers) == 0 {
 		c.Providers = []ProviderConfig{{Name: "devnet-provider", Count: 4}}
 	}
@@ -171,14 +257,31 @@ func (c Config) withDefaults() (Config, error) {
 		if p.Runtime == "" {
 			p.Runtime = "vm"
 		}
+		if strings.Contains(p.Runtime, "/") {
+			// GAP-16's vm/manifest is runtime vm with capability manifest-support
+			// (agent/provider/src/provider_agent.rs build_service_info).
+			return c, fmt.Errorf("devnet config: provider %s: runtime %q: providers advertise runtime names such as vm; a manifest-capable vm provider has capability manifest-support", p.Name, p.Runtime)
+		}
 		if p.Capabilities == nil {
-			p.Capabilities = []string{"vpn", "inet", "manifest-support"}
+			// What a vm provider advertises (docs/provider/installing-exeunit.md).
+			p.Capabilities = []string{"inet", "vpn", "manifest-support", "start-entrypoint"}
+		}
+		if p.DebitNoteAcceptTimeout.Duration == 0 {
+			p.DebitNoteAcceptTimeout = c.DebitNoteAcceptTimeout
+		}
+		if p.DebitNoteAcceptTimeout.Duration < minAcceptTimeout {
+			return c, fmt.Errorf("devnet config: provider %s: debitNoteAcceptTimeout %s is below %s", p.Name, p.DebitNoteAcceptTimeout, minAcceptTimeout)
 		}
 		if p.Subnet == "" {
 			p.Subnet = "public"
 		}
 		if len(p.PaymentPlatforms) == 0 {
-			p.PaymentPlatforms = []string{"erc20-holesky-tglm", "erc20-polygon-glm"}
+			p.PaymentPlatforms = []string{"erc20-hoodi-tglm", "erc20-holesky-tglm", "erc20-polygon-glm"}
+		}
+		for _, plat := range p.PaymentPlatforms {
+			if _, err := parsePlatform(plat); err != nil {
+				return c, fmt.Errorf("devnet config: provider %s: %w", p.Name, err)
+			}
 		}
 		if len(p.Coeffs) == 0 {
 			p.Coeffs = []float64{0.0001, 0.0001, 0}
@@ -186,6 +289,9 @@ func (c Config) withDefaults() (Config, error) {
 		if len(p.Coeffs) != 3 {
 			return c, fmt.Errorf("devnet config: provider %s: coeffs must be [per duration sec, per cpu sec, start]", p.Name)
 		}
+	}
+	if err := c.Faults.check(); err != nil {
+		return c, fmt.Errorf("devnet config: faults: %w", err)
 	}
 	if _, ok := c.Labels[labelInstance]; ok {
 		return c, fmt.Errorf("devnet config: label %s is reserved", labelInstance)

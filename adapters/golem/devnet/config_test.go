@@ -118,7 +118,7 @@ func TestTaskPackageOf(t *testing.T) {
 		{"golem.srv.comp.task_package": "hash:sha3:" + h + ":http://x/y.gvmi"},
 		{"golem.srv.comp.payload": manifest},
 	} {
-		if got, err := imageHash(taskPackageOf(props)); err != nil || got != h {
+		if got, err := imageHash(taskPackageOf(props, true)); err != nil || got != h {
 			t.Errorf("image hash of %v = %q, %v", props, got, err)
 		}
 	}

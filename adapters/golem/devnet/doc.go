@@ -24,18 +24,34 @@ the websocket also takes ?authToken=) as the OpenAPI files in ya-client/specs (c
 adapters/golem/openapi):
   - GET /me, GET /version/get (open, as in the spec)
   - market: demands subscribe/list/unsubscribe, events long poll (timeout, maxEvents), proposals
-    get/counter/reject, agreements create/list/get/confirm/wait/cancel/terminate, agreementEvents, offers
+    get/counter/reject, agreements create/list/get/confirm/wait/cancel/terminate (the appSessionId given at
+    confirm is kept; list and agreementEvents filter on it exactly), agreementEvents, offers
   - activity: create ({agreementId} or a bare id → 201 {activityId}), exec (ExeScript: deploy with net,
     start, run with capture, terminate; transfer and sign answer Error), batch results (cumulative, long
     poll until the batch finishes or commandIndex is reached; Accept: text/event-stream gives RuntimeEvents),
     state, usage, agreement, destroy
-  - payment: allocations create/list/get/amend/release, demandDecorations, debit notes and invoices
+  - payment: allocations create/list/get/amend/release (a timeout kept to the nanosecond, ten years when
+    none is given, released when it passes; 410 for a released one), demandDecorations, debit notes and invoices
     (list/get/accept, events with afterTimestamp/timeout/maxEvents)
   - net: networks create/list/get/delete, addresses, nodes add/list/remove, connections, and the
     websocket TCP tunnel GET /net-api/v1/net/{id}/tcp/{ip}/{port} (binary messages)
+  - payment accounts: GET /payment-api/v1/requestorAccounts lists the funded accounts of the config
+    (default erc20-hoodi-tglm) and those yagna initialised for an allocation attempt
 
-Not served: scans, provider-side market/activity calls, property queries,
-payments/accounts, encrypted exec.
+Not served: scans, provider-side market/activity calls, property queries, encrypted exec.
+
+# Strictness (negotiator.go)
+
+Providers negotiate as yagna's provider agent does (agent/provider/src/market/negotiator): the chosen
+platform is required and must be one the provider takes; the debit-note acceptance deadline may not
+exceed the offer's (nor be below 5 s); the expiration must lie between 5 min and 30 min from now without a
+deadline (100 years with one), and from 10 h on needs the mid-agreement payment timeout; interval and
+payment timeout must lie in 1 s – 24 h. An adjusted proposal goes back as a Draft; an agreement is approved
+only when every rule is satisfied by its demand and offer. Allocations need a platform that parses and an
+account that can cover them (a 400 RFC 7807 problem as yagna answers; an allocation without a platform is
+on Holesky, as yagna's). Providers advertise runtime vm with capabilities inet, vpn, manifest-support,
+start-entrypoint by default; a VM joins its VPNs only on a provider with vpn, a manifest is read only on
+one with manifest-support. The config's relax: knobs turn these rules off one by one.
 
 # Providers and the market
 
@@ -44,14 +60,16 @@ subnet, paymentPlatforms, linear coeffs, offer constraints, extra properties, ma
 provider publishes one offer with flat dotted properties (golem.inf.cpu.cores, golem.inf.mem.gib,
 golem.inf.storage.gib, golem.runtime.name, golem.runtime.capabilities, golem.node.debug.subnet,
 golem.node.id.name, golem.com.pricing.model.linear.coeffs, golem.com.usage.vector,
-golem.com.payment.platform.<platform>.address, ...). Its constraints default to
-(golem.node.debug.subnet=<subnet>), so a demand must name the subnet ("public" by default).
+golem.com.payment.platform.<platform>.address, the payu terms, ...). Its constraints default to
+(&(golem.srv.comp.expiration><offer time>)(golem.node.debug.subnet=<subnet>)), so a demand must expire
+after the offer was made and name the subnet ("public" by default).
 
 Offers and demands match both ways with adapters/golem/constraint. A new demand gets one Initial
 ProposalEvent per matching free provider; a counter-proposal gets a Draft ProposalEvent whose
 prevProposalId is the counter-proposal's id (or a ProposalRejectedEvent when the provider is busy, no
-longer matches, or the rejectProposals knob is on); an agreement is made from that Draft (409 from an
-Initial one, 410 from a rejected/used one) and approved at confirm. A provider takes maxAgreements
+longer matches, its negotiator rejects the terms (reason and golem.proposal.rejection.is-final), or the
+rejectProposals knob is on); an agreement is made from that Draft (409 from an Initial one, 410 from a
+rejected/used one) and approved at confirm when the negotiator is satisfied. A provider takes maxAgreements
 (default 1) agreements at a time: a busy provider makes no proposals and rejects agreements; when one of
 its agreements ends it proposes again to every live demand it matches.
 
@@ -88,8 +106,12 @@ reads back from devnet-db across the VPN. Both have busybox (/bin/sh), e.g. for 
 
 A Net API network is an internal Docker bridge network with exactly the requested range (ip + mask, or
 CIDR). The Docker bridge gateway takes the last usable address (x.x.x.254 in a /24) so that the low
-addresses requestors hand out stay free; addresses and nodes are bookkeeping (409 on a taken IP). deploy
-with net attaches the container with exactly its nodeIp (else the IP given to addNode for the provider).
+addresses requestors hand out stay free; addresses and nodes are bookkeeping. As in yagna
+(core/vpn/src/network.rs), adding a node at an address already taken answers 200 and the holder keeps it,
+a node may hold several addresses, and removing a node removes them all; a second requestor address at a
+taken IP is a 409. deploy with net attaches the container with exactly its nodeIp (else the first address
+given to addNode for the provider), and refuses a nodeIp that the node map gives another node: yagna routes
+by that map, so its traffic would never arrive.
 
 The tunnel dials ip:port directly. When the devnet runs in a container (the compose service), it joins
 every VPN network it creates at the address before the gateway (x.x.x.253 in a /24), found with
@@ -108,8 +130,32 @@ Provider); every terminated agreement gets an invoice (InvoiceReceivedEvent) for
 
 # Fault knobs and the admin API
 
-Under /devnet/v1 (same auth): GET/PUT /faults {"rejectProposals", "rejectAgreements", "slow": "250ms"}
-(slow delays every yagna answer), POST /activities/{id}/kill (SIGKILL the container), GET /summary
-(live demands, approved agreements, running activities, allocations, networks, providers).
+Under /devnet/v1 (same auth): GET/PUT /faults (PUT replaces them all; the config's faults: sets the initial
+ones), POST /activities/{id}/kill (SIGKILL the container), GET /summary (live demands, approved and pending
+agreements, running activities, allocations, networks, providers, unpaid invoices), GET /providers and
+PUT /providers/{id or name} {"offline": 0|408|500}. The knobs, all off by default:
+
+  - rejectProposals, rejectAgreements, slow ("250ms": every yagna answer is delayed)
+  - execPollErrors [500, 504, 408]: the next exec batch-result polls answer these, one each: a GSB 500
+    "endpoint address not found", a gateway 504, a 408 (yapapi and golem-js retry them)
+  - imageDownload ("2m"): each deploy downloads the image that long first; deployErrors N: the next N
+    deploys fail with "image download failed", as a provider that cannot fetch the image
+  - approvalDelay ("10s"): providers approve confirmed agreements that much later (Pending meanwhile,
+    holding the provider); a Pending agreement can be cancelled, not terminated (410)
+  - invoiceDelay ("3s"): the invoice follows the end of an agreement that much later
+  - acceptErrors [500, 408]: the next debit note / invoice accepts fail without accepting
+  - an offline provider (PUT /providers/{id}): every call yagna forwards to it (activity state, exec,
+    results, destroy, create, agreement terminate and cancel) answers 408 {"message": "Timeout"} or 500
+    "GSB error: ...", as yagna does (core/activity/src/api.rs, core/market/src/rest_api/error.rs); it
+    makes no proposals and sends no debit notes; back online after more than debitNoteAcceptTimeout it
+    ends its agreements (RequestorUnreachable, agent/provider/src/payments/payments.rs)
+
+Answers a real yagna gives beyond the ya-client specs (a 408 or 504 where the spec lists none, 410 for a
+released allocation) carry the header X-Devnet-Beyond-Spec, so a contract checker can exempt them
+(openapi.Checker.Exempt = devnet.BeyondSpec).
+
+Strict where yagna and providers are: a debit note is accepted alone (accepting a later one does not
+accept it, core/payment/src/dao/debit_note.rs) and each has its own deadline; an accept against a released
+allocation answers 410.
 */
 package devnet

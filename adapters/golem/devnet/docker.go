@@ -134,6 +134,9 @@ func (s *Server) containerAlive(ctx context.Context, id string) (bool, string) {
 	if err != nil {
 		return true, "" // unknown: do not declare it dead
 	}
+	if c.State != nil && c.State.Status == "created" {
+		return true, "" // deployed, not started yet
+	}
 	if c.State == nil || !c.State.Running {
 		code := 0
 		if c.State != nil {

@@ -16,7 +16,7 @@ func TestFaultsAndLists(t *testing.T) {
 
 	neg := e.rent(ctx, taskPackage(testHash))
 	// The only provider is busy: a new demand gets no proposal.
-	sub, err := e.c.SubscribeDemand(ctx, yagna.DemandOfferBase{Properties: map[string]any{"golem.node.debug.subnet": "public"}, Constraints: "()"})
+	sub, err := e.c.SubscribeDemand(ctx, yagna.DemandOfferBase{Properties: validDemand(map[string]any{"golem.node.debug.subnet": "public"}), Constraints: "()"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestFaultsAndLists(t *testing.T) {
 	if _, err := e.c.Me(ctx); err != nil || time.Since(startT) < 300*time.Millisecond {
 		t.Errorf("slow knob: Me answered after %s (%v)", time.Since(startT), err)
 	}
-	sub2, err := e.c.SubscribeDemand(ctx, yagna.DemandOfferBase{Properties: map[string]any{"golem.node.debug.subnet": "public"}, Constraints: "()"})
+	sub2, err := e.c.SubscribeDemand(ctx, yagna.DemandOfferBase{Properties: validDemand(map[string]any{"golem.node.debug.subnet": "public"}), Constraints: "()"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestFaultsAndLists(t *testing.T) {
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("CollectOffers: %+v, %v", evs, err)
 	}
-	counter, err := e.c.CounterProposal(ctx, sub2, evs[0].Proposal.ProposalID, yagna.DemandOfferBase{Properties: map[string]any{"golem.node.debug.subnet": "public"}, Constraints: "()"})
+	counter, err := e.c.CounterProposal(ctx, sub2, evs[0].Proposal.ProposalID, yagna.DemandOfferBase{Properties: validDemand(map[string]any{"golem.node.debug.subnet": "public"}), Constraints: "()"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,9 @@ package devnet
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +21,9 @@ type provider struct {
 	props       map[string]any
 	constraints string
 	created     time.Time
+	// offline is what yagna answers for calls forwarded to it while it is cut off (0: online).
+	offline      int
+	offlineSince time.Time
 }
 
 type demand struct {
@@ -57,8 +62,12 @@ type agreement struct {
 	reason      map[string]any
 	platform    string
 	payerAddr   string
+	terms       terms
+	session     string     // the appSessionId given at confirm
 	accepted    *ratAmount // total of accepted debit notes/invoice
 	invoiceID   string
+	confirmed   time.Time // when the requestor confirmed it
+	ended       time.Time // when it was terminated (the invoice follows InvoiceDelay later)
 }
 
 type reasonJSON map[string]any
@@ -101,26 +110,33 @@ func (s *Server) initProviders() error {
 			id := nodeID("provider/" + s.cfg.Instance + "/" + name)
 			p := &provider{id: id, name: name, offerID: newID(), cfg: pc, created: now}
 			p.props = map[string]any{
-				"golem.inf.cpu.architecture":                     "x86_64",
-				"golem.inf.cpu.cores":                            float64(pc.Cores),
-				"golem.inf.cpu.threads":                          float64(pc.Threads),
-				"golem.inf.mem.gib":                              pc.MemGib,
-				"golem.inf.storage.gib":                          pc.StorageGib,
-				"golem.runtime.name":                             pc.Runtime,
-				"golem.runtime.version":                          "0.4.2",
-				"golem.runtime.capabilities":                     toAnyList(pc.Capabilities),
-				"golem.node.id.name":                             name,
-				"golem.node.debug.subnet":                        pc.Subnet,
-				"golem.srv.caps.multi-activity":                  true,
-				"golem.activity.caps.transfer.protocol":          []any{},
-				"golem.com.pricing.model":                        "linear",
-				"golem.com.pricing.model.linear.coeffs":          []any{pc.Coeffs[0], pc.Coeffs[1], pc.Coeffs[2]},
-				"golem.com.usage.vector":                         []any{"golem.usage.duration_sec", "golem.usage.cpu_sec"},
-				"golem.com.scheme":                               "payu",
-				"golem.com.scheme.payu.debit-note.interval-sec?": s.cfg.DebitNoteInterval.Seconds(),
-				"golem.com.scheme.payu.payment-timeout-sec?":     s.cfg.DebitNoteAcceptTimeout.Seconds(),
-				"golem.com.payment.debit-notes.accept-timeout?":  s.cfg.DebitNoteAcceptTimeout.Seconds(),
-				"golem.com.payment.protocol.version":             "3",
+				"golem.inf.cpu.architecture":            "x86_64",
+				"golem.inf.cpu.cores":                   float64(pc.Cores),
+				"golem.inf.cpu.threads":                 float64(pc.Threads),
+				"golem.inf.mem.gib":                     pc.MemGib,
+				"golem.inf.storage.gib":                 pc.StorageGib,
+				"golem.runtime.name":                    pc.Runtime,
+				"golem.runtime.version":                 "0.4.2",
+				"golem.runtime.capabilities":            toAnyList(pc.Capabilities),
+				"golem.node.id.name":                    name,
+				"golem.node.debug.subnet":               pc.Subnet,
+				"golem.srv.caps.multi-activity":         true,
+				"golem.activity.caps.transfer.protocol": []any{},
+				"golem.com.pricing.model":               "linear",
+				"golem.com.pricing.model.linear.coeffs": []any{pc.Coeffs[0], pc.Coeffs[1], pc.Coeffs[2]},
+				"golem.com.usage.vector":                []any{"golem.usage.duration_sec", "golem.usage.cpu_sec"},
+				"golem.com.scheme":                      "payu",
+				// What the negotiator components put in the offer (fill_template of
+				// builtin/expiration.rs, note_interval.rs, payment_timeout.rs).
+				propNoteInterval:                     math.Round(s.cfg.DebitNoteInterval.Seconds()),
+				propPaymentTimeout:                   math.Round(s.cfg.Negotiation.PaymentTimeout.Seconds()),
+				propAcceptTimeout:                    math.Round(pc.DebitNoteAcceptTimeout.Seconds()),
+				"golem.com.payment.protocol.version": "3",
+				"golem.node.net.is-public":           true,
+			}
+			if slices.Contains(pc.Capabilities, "manifest-support") {
+				// agent/provider/src/provider_agent.rs build_service_info
+				p.props["golem.srv.caps.payload-manifest"] = true
 			}
 			for _, plat := range pc.PaymentPlatforms {
 				p.props["golem.com.payment.platform."+plat+".address"] = id
@@ -130,7 +146,9 @@ func (s *Server) initProviders() error {
 			}
 			p.constraints = pc.Constraints
 			if p.constraints == "" {
-				p.constraints = fmt.Sprintf("(golem.node.debug.subnet=%s)", pc.Subnet)
+				// A real offer's constraints (docs/provider/installing-exeunit.md): the demand must expire
+				// after the offer was made, and name the subnet.
+				p.constraints = fmt.Sprintf("(&(golem.srv.comp.expiration>%d)(golem.node.debug.subnet=%s))", now.UnixMilli(), pc.Subnet)
 			}
 			if err := s.match.Check(p.constraints); err != nil {
 				return fmt.Errorf("devnet config: provider %s: %w", name, err)
@@ -307,7 +325,7 @@ func (s *Server) subscribeDemand(w http.ResponseWriter, r *http.Request) {
 
 // proposeLocked sends d an Initial proposal from p's offer if they match both ways.
 func (s *Server) proposeLocked(p *provider, d *demand) {
-	if d.unsubscribed || !s.matches(p, d.props, d.constraints) {
+	if d.unsubscribed || p.offline != 0 || !s.matches(p, d.props, d.constraints) {
 		return
 	}
 	pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, props: p.props, constraints: p.constraints, state: "Initial", created: s.now()}
@@ -464,7 +482,16 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
 			Reason: reasonJSON{"message": "counter-proposal does not match the offer any more"}})
 	default:
-		answer := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: prov, props: prov.props, constraints: prov.constraints, state: "Draft", prevID: counter.id, created: s.now()}
+		v := s.negotiate(prov, props, p.props, time.Now())
+		if v.reject != "" {
+			counter.state = "Rejected"
+			s.log.Info("provider rejects a counter-proposal", "provider", prov.name, "reason", v.reject)
+			d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
+				Reason: reasonJSON{"message": v.reject, "golem.proposal.rejection.is-final": v.final}})
+			break
+		}
+		// The provider answers with its proposal adjusted to the demand (composite.rs ReactToProposal).
+		answer := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: prov, props: v.offer, constraints: prov.constraints, state: "Draft", prevID: counter.id, created: s.now()}
 		s.proposals[answer.id] = answer
 		d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: answer.created, Proposal: s.proposalJSON(answer)})
 	}
@@ -532,6 +559,7 @@ func (s *Server) createAgreement(w http.ResponseWriter, r *http.Request) {
 	a := &agreement{id: newID(), demand: d, offer: p, demandProps: counter.props, demandCons: counter.constraints, provider: p.provider,
 		state: "Proposal", validTo: validTo, created: s.now(), accepted: newAmount()}
 	a.platform, a.payerAddr = choosePlatform(p.provider, counter.props, s.cfg.Identity)
+	a.terms = termsOf(counter.props, p.props, terms{acceptTimeout: p.provider.cfg.DebitNoteAcceptTimeout.Duration, noteInterval: s.cfg.DebitNoteInterval.Duration}, s.cfg.Relax.PaymentTerms)
 	s.agreements[a.id] = a
 	s.notify()
 	writeJSON(w, http.StatusCreated, a.id)
@@ -573,6 +601,9 @@ func (s *Server) agreementJSON(a *agreement) map[string]any {
 	if !a.approved.IsZero() {
 		out["approvedDate"] = a.approved
 	}
+	if a.session != "" {
+		out["appSessionId"] = a.session
+	}
 	return out
 }
 
@@ -588,25 +619,43 @@ func (s *Server) getAgreement(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// listAgreements lists the agreements, filtered as yagna does (core/market/src/db/dao/agreement.rs list):
+// the appSessionId given at confirm exactly, the state, creation after/before.
 func (s *Server) listAgreements(w http.ResponseWriter, r *http.Request) {
-	state := r.URL.Query().Get("state")
+	q := r.URL.Query()
+	state, session := q.Get("state"), q.Get("appSessionId")
+	var after, before time.Time
+	for k, t := range map[string]*time.Time{"afterDate": &after, "beforeDate": &before} {
+		if v := q.Get(k); v != "" {
+			x, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "%s must be an RFC 3339 date-time, got %q", k, v)
+				return
+			}
+			*t = x
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []map[string]any{}
+	var list []*agreement
 	for _, a := range s.agreements {
-		if state != "" && a.state != state {
+		if (state != "" && a.state != state) || (session != "" && a.session != session) ||
+			(!after.IsZero() && !a.created.After(after)) || (!before.IsZero() && !a.created.Before(before)) {
 			continue
 		}
-		// The spec's AgreementListEntry requires id, creationTs, approveTs, role but declares id, timestamp,
-		// approvedDate, role; yagna answers the required names. Both are given.
-		e := map[string]any{"id": a.id, "creationTs": a.created, "timestamp": a.created, "approveTs": nil, "role": "Requestor"}
+		list = append(list, a)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].created.Before(list[j].created) })
+	out := []map[string]any{}
+	for _, a := range list {
+		// yagna's AgreementListEntry (ya-client-model market/agreement.rs); the spec's declared names
+		// differ (adapters/golem/openapi errata).
+		e := map[string]any{"id": a.id, "creationTs": a.created, "approveTs": nil, "role": "Requestor"}
 		if !a.approved.IsZero() {
 			e["approveTs"] = a.approved
-			e["approvedDate"] = a.approved
 		}
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i]["timestamp"].(time.Time).Before(out[j]["timestamp"].(time.Time)) })
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -621,22 +670,56 @@ func (s *Server) confirmAgreement(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusGone, "agreement %s is not in Proposal state: %s", a.id, a.state)
 		return
 	}
-	// The simulated provider decides at once.
+	// Stored with the agreement (core/market/src/db/dao/agreement.rs update_session).
+	a.session = r.URL.Query().Get("appSessionId")
+	// The simulated provider decides at once: every negotiator component must be ready with the
+	// agreement's demand and offer, or negotiations are not finished (composite.rs ReactToAgreement).
 	busy := s.busy(a.provider)
-	if s.faults.RejectAgreements || busy {
+	v := s.negotiate(a.provider, a.demandProps, a.offer.props, time.Now())
+	switch {
+	case s.faults.RejectAgreements || busy || v.reject != "" || !v.ready:
 		a.state = "Rejected"
-		a.reason = map[string]any{"message": "provider rejects agreements (devnet fault knob rejectAgreements)"}
-		if busy {
+		switch {
+		case busy:
 			a.reason = map[string]any{"message": "provider is busy (no free capacity for another agreement)"}
+		case s.faults.RejectAgreements:
+			a.reason = map[string]any{"message": "provider rejects agreements (devnet fault knob rejectAgreements)"}
+		case v.reject != "":
+			a.reason = map[string]any{"message": v.reject, "golem.proposal.rejection.is-final": v.final}
+		default:
+			a.reason = map[string]any{"message": "Negotiations aren't finished.", "golem.proposal.rejection.is-final": false}
 		}
+		s.log.Info("provider rejects an agreement", "provider", a.provider.name, "reason", a.reason["message"])
 		s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementRejectedEvent", EventDate: s.now(), AgreementID: a.id, Reason: a.reason})
-	} else {
-		a.state = "Approved"
-		a.approved = s.now()
-		s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementApprovedEvent", EventDate: a.approved, AgreementID: a.id})
+	default:
+		if s.faults.ApprovalDelay.Duration > 0 {
+			// The provider decides later (approvePendingLocked); meanwhile the agreement holds its capacity.
+			a.state = "Pending"
+			a.confirmed = time.Now()
+		} else {
+			s.approveLocked(a)
+		}
 	}
 	s.notify()
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// approveLocked approves a confirmed agreement; the caller holds s.mu.
+func (s *Server) approveLocked(a *agreement) {
+	a.state = "Approved"
+	a.approved = s.now()
+	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementApprovedEvent", EventDate: a.approved, AgreementID: a.id})
+}
+
+// approvePendingLocked approves the Pending agreements whose approvalDelay has passed; the caller holds
+// s.mu.
+func (s *Server) approvePendingLocked(now time.Time) {
+	for _, a := range s.agreements {
+		if a.state == "Pending" && !a.confirmed.IsZero() && now.Sub(a.confirmed) >= s.faults.ApprovalDelay.Duration && a.provider.offline == 0 {
+			s.approveLocked(a)
+			s.notify()
+		}
+	}
 }
 
 // busy reports whether a provider has no capacity for another agreement; the caller holds s.mu.
@@ -689,6 +772,12 @@ func (s *Server) cancelAgreement(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusGone, "agreement %s is %s", a.id, a.state)
 		return
 	}
+	// yagna tells the provider first (core/market/src/negotiation/requestor.rs cancel_agreement).
+	if a.state == "Pending" && a.provider.offline != 0 {
+		w.Header().Set(BeyondSpecHeader, "provider "+a.provider.name+" is offline (devnet knob)")
+		writeError(w, http.StatusInternalServerError, "Protocol error while cancelling Agreement [%s]: %s", a.id, unreachableMessages[http.StatusInternalServerError])
+		return
+	}
 	a.state = "Cancelled"
 	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementCancelledEvent", EventDate: s.now(), AgreementID: a.id})
 	s.providerFreedLocked(a.provider)
@@ -714,8 +803,10 @@ func (s *Server) terminateAgreement(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		return
 	}
+	// core/market/src/db/model/agreement.rs check_transition, rest_api/error.rs: from Proposal 409, from
+	// any other state but Approved 410.
 	switch a.state {
-	case "Proposal", "Pending":
+	case "Proposal":
 		s.mu.Unlock()
 		writeError(w, http.StatusConflict, "agreement %s can not be terminated yet (%s)", a.id, a.state)
 		return
@@ -723,6 +814,15 @@ func (s *Server) terminateAgreement(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.mu.Unlock()
 		writeError(w, http.StatusGone, "%s", a.state)
+		return
+	}
+	// yagna propagates the termination to the provider before recording it, and answers 500 when that
+	// fails (core/market/src/negotiation/common.rs terminate_agreement, rest_api/error.rs
+	// ProtocolTerminate): the agreement stays Approved.
+	if a.provider.offline != 0 {
+		s.mu.Unlock()
+		w.Header().Set(BeyondSpecHeader, "provider "+a.provider.name+" is offline (devnet knob)")
+		writeError(w, http.StatusInternalServerError, "Protocol error while terminating Agreement [%s]: %s", a.id, unreachableMessages[http.StatusInternalServerError])
 		return
 	}
 	containers := s.terminateLocked(a, "Requestor", reason)
@@ -751,7 +851,10 @@ func (s *Server) terminateLocked(a *agreement, terminator string, reason map[str
 			containers = append(containers, act.containerID)
 		}
 	}
-	s.issueInvoiceLocked(a)
+	a.ended = time.Now()
+	if s.faults.InvoiceDelay.Duration <= 0 {
+		s.issueInvoiceLocked(a)
+	}
 	s.providerFreedLocked(a.provider)
 	s.log.Info("agreement terminated", "agreement", a.id, "by", terminator, "reason", reason["message"])
 	s.notify()
@@ -787,9 +890,13 @@ func (s *Server) collectAgreementEvents(w http.ResponseWriter, r *http.Request) 
 	if !ok {
 		return
 	}
+	session := r.URL.Query().Get("appSessionId")
 	events := longPoll(s, r.Context(), timeout, func() ([]agreementEvent, bool) {
 		out := []agreementEvent{}
 		for _, e := range s.agrEvents {
+			if session != "" && s.agreements[e.AgreementID].session != session {
+				continue
+			}
 			if e.EventDate.After(after) && len(out) < max {
 				out = append(out, e)
 			}

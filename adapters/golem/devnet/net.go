@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -29,7 +30,7 @@ type vpn struct {
 	dockerName   string
 	dockerID     string
 	addresses    []string
-	nodes        map[string]string // node id → ip
+	nodes        map[string][]string // node id → its addresses (yagna lets a node hold several)
 	created      time.Time
 	conns        map[*tcpConn]struct{}
 }
@@ -118,7 +119,7 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 	}
 	id := newID()
 	v := &vpn{id: id, ip: prefix.Addr().String(), mask: dottedMask(prefix.Bits()), gateway: body.Gateway, prefix: prefix,
-		dockerName: fmt.Sprintf("gcompose-devnet-%s-%s", s.cfg.Instance, id[:12]), nodes: map[string]string{}, conns: map[*tcpConn]struct{}{}}
+		dockerName: fmt.Sprintf("gcompose-devnet-%s-%s", s.cfg.Instance, id[:12]), nodes: map[string][]string{}, conns: map[*tcpConn]struct{}{}}
 	gw := lastHost(prefix)
 	resp, err := s.docker.NetworkCreate(r.Context(), v.dockerName, network.CreateOptions{
 		Driver:   "bridge",
@@ -218,9 +219,11 @@ func (v *vpn) inUse(ip string) (string, bool) {
 			return "the requestor", true
 		}
 	}
-	for id, a := range v.nodes {
-		if a == ip {
-			return "node " + id, true
+	for id, ips := range v.nodes {
+		for _, a := range ips {
+			if a == ip {
+				return "node " + id, true
+			}
 		}
 	}
 	return "", false
@@ -273,8 +276,10 @@ func (s *Server) getNodes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []map[string]string{}
-	for id, ip := range v.nodes {
-		out = append(out, map[string]string{"id": id, "ip": ip})
+	for id, ips := range v.nodes {
+		for _, ip := range ips {
+			out = append(out, map[string]string{"id": id, "ip": ip})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i]["ip"] < out[j]["ip"] })
 	writeJSON(w, http.StatusOK, out)
@@ -303,19 +308,15 @@ func (s *Server) addNode(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if cur, ok := v.nodes[body.ID]; ok {
-		if cur == addr.String() {
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		writeError(w, http.StatusConflict, "node %s already has address %s", body.ID, cur)
-		return
-	}
+	// As yagna: an address already taken (by a node or the requestor) is not an error, and the node
+	// that holds it keeps it (core/vpn/src/network.rs Handler<AddNode> ignores Err(IpAddrTaken),
+	// utils/networking/src/vpn/network.rs add_node); a node may hold several addresses.
 	if who, used := v.inUse(addr.String()); used {
-		writeError(w, http.StatusConflict, "%s is already assigned to %s", addr, who)
+		s.log.Info("node added at a taken address: ignored, as yagna does", "network", v.id, "node", body.ID, "ip", addr, "holder", who)
+		w.WriteHeader(http.StatusOK)
 		return
 	}
-	v.nodes[body.ID] = addr.String()
+	v.nodes[body.ID] = append(v.nodes[body.ID], addr.String())
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -327,16 +328,17 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	node := r.PathValue("node")
-	ip, ok := v.nodes[node]
+	ips, ok := v.nodes[node]
 	if !ok {
 		s.mu.Unlock()
 		writeError(w, http.StatusNotFound, "node %s not in network %s", node, v.id)
 		return
 	}
+	// All its addresses go (utils/networking/src/vpn/network.rs remove_node).
 	delete(v.nodes, node)
 	var detach []string
 	for _, act := range s.activities {
-		if act.providerID == node && act.nets[v.id] == ip && act.containerID != "" && act.state != "Terminated" {
+		if act.providerID == node && slices.Contains(ips, act.nets[v.id]) && act.containerID != "" && act.state != "Terminated" {
 			detach = append(detach, act.containerID)
 			delete(act.nets, v.id)
 		}

@@ -56,8 +56,10 @@ type allocation struct {
 	id, address, platform string
 	total, spent          *ratAmount
 	created               time.Time
-	timeout               *time.Time
-	makeDeposit           bool
+	// timeout is when yagna releases the allocation by itself (schedule_release_allocation,
+	// core/payment/src/api/allocations/mod.rs).
+	timeout     time.Time
+	makeDeposit bool
 }
 
 type debitNote struct {
@@ -67,7 +69,13 @@ type debitNote struct {
 	due                                 *ratAmount
 	usage                               []float64
 	created                             time.Time
-	status                              string
+	// deadline is when the provider ends the agreement if the note is still not accepted
+	// (agent/provider/src/payments/payments.rs: TrackDeadline at issue + accept timeout); zero when the
+	// requestor promised no deadline.
+	deadline time.Time
+	// paymentDue is set when the agreement has mid-agreement payments.
+	paymentDue time.Time
+	status     string
 }
 
 type invoice struct {
@@ -94,6 +102,7 @@ func (s *Server) routePayment(api func(string, http.HandlerFunc)) {
 	api("PUT "+paymentPrefix+"/allocations/{id}", s.amendAllocation)
 	api("DELETE "+paymentPrefix+"/allocations/{id}", s.releaseAllocation)
 	api("GET "+paymentPrefix+"/demandDecorations", s.demandDecorations)
+	api("GET "+paymentPrefix+"/requestorAccounts", s.requestorAccounts)
 	api("GET "+paymentPrefix+"/debitNotes", s.listDebitNotes)
 	api("GET "+paymentPrefix+"/debitNotes/{id}", s.getDebitNote)
 	api("POST "+paymentPrefix+"/debitNotes/{id}/accept", s.acceptDebitNote)
@@ -112,32 +121,127 @@ type allocationBody struct {
 	MakeDeposit     bool            `json:"makeDeposit"`
 }
 
-// platformName reads paymentPlatform as a string or as {driver, network, token}.
-func platformName(raw json.RawMessage) (string, error) {
+// platform is a payment platform driver-network-token (core/payment/src/api/allocations/platform_triple.rs).
+type platform struct{ driver, network, token string }
+
+func (p platform) String() string { return p.driver + "-" + p.network + "-" + p.token }
+
+// networkTokens are yagna's networks with their token (core/model/src/payment.rs NetworkName; Rinkeby is
+// refused: "Rinkeby is no longer supported").
+var networkTokens = map[string]string{
+	"mainnet": "glm", "polygon": "glm",
+	"sepolia": "tglm", "goerli": "tglm", "holesky": "tglm", "hoodi": "tglm", "mumbai": "tglm", "amoy": "tglm",
+}
+
+// parsePlatform reads "driver-network-token" as yagna does (from_payment_platform_str).
+func parsePlatform(name string) (platform, error) {
+	parts := strings.Split(name, "-")
+	if len(parts) != 3 {
+		return platform{}, fmt.Errorf("paymentPlatform must be of the form driver-network-token instead of %s", name)
+	}
+	return checkPlatform(platform{parts[0], parts[1], parts[2]})
+}
+
+func checkPlatform(p platform) (platform, error) {
+	if p.driver != "erc20" {
+		return p, fmt.Errorf("Invalid driver name %s", p.driver)
+	}
+	tok, ok := networkTokens[p.network]
+	if !ok {
+		return p, fmt.Errorf("Invalid network name: %s", p.network)
+	}
+	if p.token != tok {
+		return p, fmt.Errorf("token %s is not the token of network %s (%s)", p.token, p.network, tok)
+	}
+	return p, nil
+}
+
+// defaultTestnet is the platform of an allocation that names none: yagna's default is still Holesky
+// (DEFAULT_TESTNET_NETWORK, core/payment/src/api/allocations/mod.rs), while `yagna payment fund` funds
+// Hoodi: a requestor that names no platform gets "insufficient funds".
+var defaultTestnet = platform{"erc20", "holesky", "tglm"}
+
+// platformOf reads paymentPlatform as a string or as {driver, network, token}, filling what is missing
+// as yagna does (from_payment_platform_input: network holesky, or polygon for token glm; driver erc20).
+func platformOf(raw json.RawMessage) (platform, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "erc20-holesky-tglm", nil
+		return defaultTestnet, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
+		return parsePlatform(s)
 	}
 	var o struct{ Driver, Network, Token string }
 	if err := json.Unmarshal(raw, &o); err != nil {
-		return "", fmt.Errorf("paymentPlatform must be a string or {driver, network, token}")
+		return platform{}, fmt.Errorf("paymentPlatform must be a string or {driver, network, token}")
 	}
-	if o.Driver == "" {
-		o.Driver = "erc20"
+	p := platform{o.Driver, o.Network, o.Token}
+	if p.driver == "" {
+		p.driver = "erc20"
 	}
-	if o.Network == "" {
-		o.Network = "holesky"
-	}
-	if o.Token == "" {
-		o.Token = "tglm"
-		if o.Network == "polygon" || o.Network == "mainnet" {
-			o.Token = "glm"
+	if p.network == "" {
+		p.network = "holesky"
+		if p.token == "glm" {
+			p.network = "polygon"
 		}
 	}
-	return fmt.Sprintf("%s-%s-%s", o.Driver, o.Network, o.Token), nil
+	if p.token == "" {
+		p.token = networkTokens[p.network]
+	}
+	return checkPlatform(p)
+}
+
+// account is one of the requestor's payment accounts.
+type account struct {
+	platform string
+	funds    *ratAmount
+}
+
+// reservedLocked is what the live allocations on a platform keep from its account: what they have
+// not spent yet. The caller holds s.mu.
+func (s *Server) reservedLocked(plat, except string) *ratAmount {
+	r := newAmount()
+	for _, a := range s.allocations {
+		if a.platform == plat && a.id != except {
+			r = r.add(a.total.sub(a.spent))
+		}
+	}
+	return r
+}
+
+// checkFundsLocked answers false (and writes yagna's 400 problem) when an account cannot cover more
+// (ValidateAllocation, core/payment/src/api/allocations/api_error.rs try_from_validation). The caller
+// holds s.mu.
+func (s *Server) checkFundsLocked(w http.ResponseWriter, body any, plat, address string, more *ratAmount, except string) bool {
+	if s.cfg.Relax.Funds {
+		return true
+	}
+	available := newAmount()
+	if acc, ok := s.accounts[plat]; ok {
+		available = acc.funds
+	}
+	reserved := s.reservedLocked(plat, except)
+	if reserved.add(more).cmp(available) <= 0 {
+		return true
+	}
+	writeProblem(w, http.StatusBadRequest, "/payment-api/v1/allocations/validation-error",
+		"/payment-api/v1/allocations/validation-error/insufficient-account-funds",
+		"Insufficient funds to create the allocation. Top up your account or release all existing allocations to unlock the funds via `yagna payment release-allocations`",
+		map[string]any{"requestedFunds": more.String(), "availableFunds": available.String(), "reservedFunds": reserved.String(),
+			"requestBody": body, "paymentPlatform": plat, "address": address})
+	return false
+}
+
+func (s *Server) requestorAccounts(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []map[string]any{}
+	for _, plat := range sortedKeys(s.accounts) {
+		p, _ := parsePlatform(plat)
+		out = append(out, map[string]any{"platform": plat, "address": s.cfg.Identity, "driver": p.driver, "network": p.network,
+			"token": p.token, "send": true, "receive": false})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createAllocation(w http.ResponseWriter, r *http.Request) {
@@ -150,17 +254,43 @@ func (s *Server) createAllocation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "totalAmount: %v", err)
 		return
 	}
-	plat, err := platformName(body.PaymentPlatform)
+	plat, err := platformOf(body.PaymentPlatform)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
+		writeProblem(w, http.StatusBadRequest, "/payment-api/v1/allocations/bad-payment-platform", "", "Payment platform doesn't parse",
+			map[string]any{"requestBody": body, "parseError": err.Error(), "requestedPaymentPlatform": body.PaymentPlatform})
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := &allocation{id: newID(), address: body.Address, platform: plat, total: total, spent: newAmount(), created: s.now(), timeout: body.Timeout, makeDeposit: body.MakeDeposit}
-	if a.address == "" {
-		a.address = s.cfg.Identity
+	address := body.Address
+	if address == "" {
+		address = s.cfg.Identity
 	}
+	if !strings.EqualFold(address, s.cfg.Identity) {
+		writeProblem(w, http.StatusInternalServerError, "/payment-api/v1/allocations/account-not-registered", "",
+			fmt.Sprintf("Account %s not registered for platform %s", address, plat), map[string]any{"requestBody": body, "paymentPlatform": plat.String(), "address": address})
+		return
+	}
+	// yagna initialises the account of the platform before it validates the funds (init_account in
+	// create_allocation): after a refused allocation, the account is listed, empty.
+	if _, ok := s.accounts[plat.String()]; !ok {
+		s.accounts[plat.String()] = &account{platform: plat.String(), funds: newAmount()}
+	}
+	if !s.checkFundsLocked(w, body, plat.String(), address, total, "") {
+		return
+	}
+	// Without a timeout, yagna keeps an allocation for ten years (core/payment/src/models/allocation.rs).
+	timeout := time.Now().UTC().AddDate(10, 0, 0)
+	if body.Timeout != nil {
+		if !body.Timeout.After(time.Now()) {
+			writeProblem(w, http.StatusBadRequest, "/payment-api/v1/allocations/validation-error",
+				"/payment-api/v1/allocations/validation-error/timeout-passed", "Requested allocation timeout is in the past",
+				map[string]any{"requestedTimeout": body.Timeout.UTC(), "requestBody": body, "paymentPlatform": plat.String(), "address": address})
+			return
+		}
+		timeout = body.Timeout.UTC()
+	}
+	a := &allocation{id: newID(), address: address, platform: plat.String(), total: total, spent: newAmount(), created: s.now(), timeout: timeout, makeDeposit: body.MakeDeposit}
 	s.allocations[a.id] = a
 	writeJSON(w, http.StatusCreated, s.allocationJSON(a))
 }
@@ -171,9 +301,8 @@ func (s *Server) allocationJSON(a *allocation) map[string]any {
 		"totalAmount": a.total.String(), "spentAmount": a.spent.String(), "remainingAmount": a.total.sub(a.spent).String(),
 		"timestamp": a.created, "makeDeposit": a.makeDeposit,
 	}
-	if a.timeout != nil {
-		out["timeout"] = a.timeout.UTC()
-	}
+	// Given to the nanosecond, as yagna keeps it.
+	out["timeout"] = a.timeout
 	return out
 }
 
@@ -199,6 +328,12 @@ func (s *Server) allocationOr404(w http.ResponseWriter, id string) (*allocation,
 func (s *Server) getAllocation(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if id := r.PathValue("id"); s.released[id] {
+		// yagna's get_allocation answers 410 for a released one (core/payment/src/api/allocations/mod.rs).
+		w.Header().Set(BeyondSpecHeader, "yagna answers 410 for a released allocation; the spec lists no 410")
+		writeError(w, http.StatusGone, "Allocation %s has been already released", id)
+		return
+	}
 	if a, ok := s.allocationOr404(w, r.PathValue("id")); ok {
 		writeJSON(w, http.StatusOK, s.allocationJSON(a))
 	}
@@ -225,15 +360,35 @@ func (s *Server) amendAllocation(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if t.cmp(a.spent) < 0 {
-			writeError(w, http.StatusBadRequest, "totalAmount %s is below the spent amount %s", t, a.spent)
+			writeError(w, http.StatusBadRequest, "New allocation would be smaller than the already spent amount")
+			return
+		}
+		// Only the increase is validated (amend_allocation).
+		if inc := t.sub(a.total); inc.r.Sign() > 0 && !s.checkFundsLocked(w, body, a.platform, a.address, inc, "") {
 			return
 		}
 		a.total = t
 	}
 	if body.Timeout != nil {
-		a.timeout = body.Timeout
+		if !body.Timeout.After(time.Now()) {
+			writeError(w, http.StatusBadRequest, "New allocation timeout is in the past")
+			return
+		}
+		a.timeout = body.Timeout.UTC()
 	}
 	writeJSON(w, http.StatusOK, s.allocationJSON(a))
+}
+
+// releaseExpiredLocked releases the allocations whose timeout has passed, as yagna's release task does;
+// the caller holds s.mu.
+func (s *Server) releaseExpiredLocked(now time.Time) {
+	for id, a := range s.allocations {
+		if !now.Before(a.timeout) {
+			delete(s.allocations, id)
+			s.released[id] = true
+			s.log.Info("allocation released at its timeout", "allocation", id, "timeout", a.timeout)
+		}
+	}
 }
 
 func (s *Server) releaseAllocation(w http.ResponseWriter, r *http.Request) {
@@ -241,6 +396,7 @@ func (s *Server) releaseAllocation(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if a, ok := s.allocationOr404(w, r.PathValue("id")); ok {
 		delete(s.allocations, a.id)
+		s.released[a.id] = true
 		w.WriteHeader(http.StatusOK)
 	}
 }
@@ -292,6 +448,9 @@ func (s *Server) debitNoteJSON(d *debitNote) map[string]any {
 	if d.prevID != "" {
 		out["previousDebitNoteId"] = d.prevID
 	}
+	if !d.paymentDue.IsZero() {
+		out["paymentDueDate"] = d.paymentDue
+	}
 	return out
 }
 
@@ -338,6 +497,12 @@ func (s *Server) settle(w http.ResponseWriter, a *agreement, body acceptance, ow
 	}
 	alloc, ok := s.allocations[body.AllocationID]
 	if !ok {
+		// core/payment/src/api/debit_notes.rs: AllocationStatus::Gone → 410, NotFound → 400.
+		if s.released[body.AllocationID] {
+			w.Header().Set(BeyondSpecHeader, "yagna answers 410 for a released allocation; the spec lists no 410")
+			writeError(w, http.StatusGone, "Allocation %s has been already released", body.AllocationID)
+			return false
+		}
 		writeError(w, http.StatusBadRequest, "allocation %q not found", body.AllocationID)
 		return false
 	}
@@ -349,6 +514,9 @@ func (s *Server) settle(w http.ResponseWriter, a *agreement, body acceptance, ow
 		}
 		alloc.spent = alloc.spent.add(delta)
 		a.accepted = amt
+		if acc, ok := s.accounts[alloc.platform]; ok {
+			acc.funds = acc.funds.sub(delta)
+		}
 	}
 	return true
 }
@@ -368,16 +536,18 @@ func (s *Server) acceptDebitNote(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if st := s.takeAcceptError(); st != 0 {
+		w.Header().Set(BeyondSpecHeader, "acceptErrors fault knob")
+		writeError(w, st, "%s", acceptMessages[st])
+		return
+	}
 	if !s.settle(w, s.agreements[d.agreementID], body, d.due) {
 		return
 	}
-	// Accepting a debit note acknowledges the earlier ones of the same activity too.
-	for _, o := range s.debitNotes {
-		if o.activityID == d.activityID && !o.created.After(d.created) && o.status != "ACCEPTED" {
-			o.status = "ACCEPTED"
-			s.debitEvents = append(s.debitEvents, paymentEvent{EventType: "DebitNoteAcceptedEvent", EventDate: s.now(), DebitNoteID: o.id})
-		}
-	}
+	// Only this note: yagna accepts notes one by one (core/payment/src/dao/debit_note.rs accept), and the
+	// provider tracks the deadline of each (agent/provider/src/payments/payments.rs TrackDeadline).
+	d.status = "ACCEPTED"
+	s.debitEvents = append(s.debitEvents, paymentEvent{EventType: "DebitNoteAcceptedEvent", EventDate: s.now(), DebitNoteID: d.id})
 	s.notify()
 	w.WriteHeader(http.StatusOK)
 }
@@ -411,6 +581,11 @@ func (s *Server) acceptInvoice(w http.ResponseWriter, r *http.Request) {
 	}
 	if i.status == "ACCEPTED" || i.status == "SETTLED" {
 		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if st := s.takeAcceptError(); st != 0 {
+		w.Header().Set(BeyondSpecHeader, "acceptErrors fault knob")
+		writeError(w, st, "%s", strings.Replace(acceptMessages[st], "Debit Note", "Invoice", 1))
 		return
 	}
 	if !s.settle(w, s.agreements[i.agreementID], body, i.amount) {
@@ -484,6 +659,13 @@ func (s *Server) issueDebitNoteLocked(act *activity, now time.Time) {
 	due := s.bill(act, now)
 	d := &debitNote{id: newID(), prevID: act.lastNote, agreementID: a.id, activityID: act.id, provider: a.provider, platform: a.platform, payer: a.payerAddr,
 		due: due, usage: append([]float64(nil), act.usage...), created: s.now(), status: "RECEIVED"}
+	if a.terms.acceptTimeout > 0 {
+		d.deadline = now.Add(a.terms.acceptTimeout)
+	}
+	if a.terms.paymentTimeout > 0 {
+		// Mid-agreement payments: the note is payable within the agreed payment timeout.
+		d.paymentDue = d.created.Add(a.terms.paymentTimeout)
+	}
 	s.debitNotes[d.id] = d
 	act.lastNote = d.id
 	act.lastNoteAt = now

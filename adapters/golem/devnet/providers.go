@@ -50,22 +50,30 @@ func (s *Server) paymentsTick(now time.Time) {
 	s.mu.Lock()
 	var remove []string
 	for _, act := range s.activities {
-		if act.state == "Ready" && now.Sub(act.lastNoteAt) >= s.cfg.DebitNoteInterval.Duration {
+		// A provider cut off from the network can send no debit note.
+		if act.state == "Ready" && now.Sub(act.lastNoteAt) >= s.agreements[act.agreementID].terms.noteInterval && s.agreements[act.agreementID].provider.offline == 0 {
 			s.issueDebitNoteLocked(act, now)
 		}
 	}
+	s.approvePendingLocked(now)
+	s.releaseExpiredLocked(now)
 	for _, a := range s.agreements {
+		if a.state == "Terminated" && a.invoiceID == "" && now.Sub(a.ended) >= s.faults.InvoiceDelay.Duration && a.provider.offline == 0 {
+			s.issueInvoiceLocked(a)
+			s.notify()
+		}
 		if (a.state == "Proposal" || a.state == "Pending") && now.After(a.validTo) {
 			a.state = "Expired"
 			s.providerFreedLocked(a.provider)
 		}
-		if a.state != "Approved" {
+		// A requestor that promised no acceptance deadline is not held to one.
+		if a.state != "Approved" || a.provider.offline != 0 || a.terms.acceptTimeout <= 0 {
 			continue
 		}
 		for _, d := range s.debitNotes {
-			if d.agreementID == a.id && d.status == "RECEIVED" && now.Sub(d.created) > s.cfg.DebitNoteAcceptTimeout.Duration {
+			if d.agreementID == a.id && d.status == "RECEIVED" && !d.deadline.IsZero() && now.After(d.deadline) {
 				remove = append(remove, s.terminateLocked(a, "Provider", map[string]any{
-					"message":             "debit note " + d.id + " not accepted within " + s.cfg.DebitNoteAcceptTimeout.String(),
+					"message":             "debit note " + d.id + " not accepted within " + a.terms.acceptTimeout.String(),
 					"golem.provider.code": "DebitNotesDeadline",
 				})...)
 				break

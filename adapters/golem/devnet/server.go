@@ -56,11 +56,13 @@ type Server struct {
 	agrEvents   []agreementEvent
 	activities  map[string]*activity
 	allocations map[string]*allocation
+	released    map[string]bool // allocation ids released
 	debitNotes  map[string]*debitNote
 	invoices    map[string]*invoice
 	debitEvents []paymentEvent
 	invEvents   []paymentEvent
 	networks    map[string]*vpn
+	accounts    map[string]*account
 	lastEvent   time.Time
 }
 
@@ -94,9 +96,15 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		agreements:  map[string]*agreement{},
 		activities:  map[string]*activity{},
 		allocations: map[string]*allocation{},
+		released:    map[string]bool{},
 		debitNotes:  map[string]*debitNote{},
 		invoices:    map[string]*invoice{},
 		networks:    map[string]*vpn{},
+		accounts:    map[string]*account{},
+	}
+	for plat, funds := range cfg.Accounts {
+		amt, _ := parseAmount(funds) // checked by withDefaults
+		s.accounts[plat] = &account{platform: plat, funds: amt}
 	}
 	if err := s.initProviders(); err != nil {
 		return nil, err
@@ -237,6 +245,21 @@ func newID() string {
 
 type errorMessage struct {
 	Message string `json:"message"`
+}
+
+// writeProblem answers an RFC 7807 problem (application/problem+json), as yagna's payment API does for
+// allocation validation (core/payment/src/api/allocations/api_error.rs); ext are its extension members.
+func writeProblem(w http.ResponseWriter, status int, typ, instance, detail string, ext map[string]any) {
+	body := map[string]any{"type": typ, "detail": detail}
+	if instance != "" {
+		body["instance"] = instance
+	}
+	for k, v := range ext {
+		body[k] = v
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -227,6 +227,34 @@ func TestCheckResponse(t *testing.T) {
 	}
 }
 
+// TestCheckProblemResponse: yagna's RFC 7807 answers (application/problem+json)
+// are held to RFC 7807, not to the ErrorMessage the spec declares; the
+// status must still be one the operation documents.
+func TestCheckProblemResponse(t *testing.T) {
+	s := spec(t)
+	const funds = `{"type":"/payment-api/v1/allocations/validation-error","detail":"Insufficient funds","requestedFunds":"5","availableFunds":"0"}`
+	tests := []struct {
+		name, ctype string
+		status      int
+		body        string
+		want        []string
+	}{
+		{"problem", ProblemJSON, 400, funds, nil},
+		{"problem with charset", ProblemJSON + "; charset=utf-8", 400, funds, nil},
+		{"problem as application/json", "application/json", 400, funds, []string{"$.detail: member not declared"}},
+		{"problem with a numeric detail", ProblemJSON, 400, `{"detail":5}`, []string{"$.detail"}},
+		{"problem on an undocumented status", ProblemJSON, 409, funds, []string{"409 is not documented"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertProblems(t, s.CheckResponseOf("POST", "/payment-api/v1/allocations", tt.status, tt.ctype, []byte(tt.body)), tt.want)
+		})
+	}
+	// yagna answers an amendment beyond the funds with a 400 the spec does not list.
+	assertProblems(t, s.CheckResponseOf("PUT", "/payment-api/v1/allocations/a1", 400, ProblemJSON, []byte(funds)), nil)
+	assertProblems(t, s.CheckResponseOf("PUT", "/payment-api/v1/allocations/a1", 400, "application/json", []byte(`{"message":"x"}`)), []string{"400 is not documented"})
+}
+
 func TestCheckerHandlerAndTransport(t *testing.T) {
 	c, err := NewChecker()
 	if err != nil {

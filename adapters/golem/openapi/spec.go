@@ -132,6 +132,7 @@ func Load(fsys fs.FS) (*Spec, error) {
 		}
 		raw[n] = m
 	}
+	errata(raw)
 	r := &resolver{raw: raw}
 	s := &Spec{schemas: map[string]map[string]any{}}
 	for _, n := range names {
@@ -163,6 +164,28 @@ func Load(fsys fs.FS) (*Spec, error) {
 		return s.ops[i].Method < s.ops[j].Method
 	})
 	return s, nil
+}
+
+// errata fixes what the specs get wrong in a way no answer can meet, before
+// anything is resolved. Each fix names what yagna does.
+//
+// market-api.yaml AgreementListEntry requires id, creationTs, approveTs and
+// role, declares id, timestamp, approvedDate and role, and discriminates on an
+// eventType it does not have; yagna answers {id, creationTs, approveTs (null
+// until approved), role} (ya-client-model src/market/agreement.rs
+// AgreementListEntry, core/market/src/rest_api/common.rs list_agreements).
+func errata(raw map[string]map[string]any) {
+	comps, _ := raw["market-api.yaml"]["components"].(map[string]any)
+	schemas, _ := comps["schemas"].(map[string]any)
+	if e, ok := schemas["AgreementListEntry"].(map[string]any); ok {
+		delete(e, "discriminator")
+		e["properties"] = map[string]any{
+			"id":         map[string]any{"type": "string"},
+			"creationTs": map[string]any{"type": "string", "format": "date-time"},
+			"approveTs":  map[string]any{"type": "string", "format": "date-time", "nullable": true},
+			"role":       map[string]any{"type": "string"},
+		}
+	}
 }
 
 // Operations lists the loaded operations (sorted by path, method).
