@@ -7,7 +7,12 @@ package network
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/protocol"
@@ -29,6 +34,38 @@ func (c Config) Range() (Range, error) { return ParseRange(c.IP, c.Mask, c.Owner
 // EnvVars are the variables every Golem adapter asks gcompose for: they
 // arrive on stdin only (protocol.RequestExt.Env).
 var EnvVars = []string{"YAGNA_API_URL", "YAGNA_APPKEY"}
+
+// InitExt is the gcompose member of every Golem adapter's init answer: on
+// the host network (yagna listens on the host's loopback), with the yagna
+// variables, of which the app key is required (gcompose says it is missing
+// once, before planning, instead of every call failing), and summary.
+func InitExt(summary *protocol.Summary) *protocol.InitExt {
+	return &protocol.InitExt{Network: "host", Env: EnvVars, EnvRequired: []string{"YAGNA_APPKEY"}, Summary: summary}
+}
+
+// Check is the check call of every Golem adapter: yagna answers at
+// YAGNA_API_URL and accepts YAGNA_APPKEY. It asks for the requestor's
+// payment accounts, which needs the key: GET /me does not on every yagna.
+func Check(ctx context.Context, req *sdk.Request) error {
+	yc, err := Client(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = yc.RequestorAccounts(ctx)
+	var ae *yagna.APIError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden):
+		return fmt.Errorf("yagna at %s refused YAGNA_APPKEY (%d %s): set it to a key of that yagna (yagna app-key list)", yc.BaseURL, ae.Status, http.StatusText(ae.Status))
+	case errors.As(err, &ae):
+		return fmt.Errorf("yagna at %s answered %d to GET /payment-api/v1/requestorAccounts: %s", yc.BaseURL, ae.Status, ae.Error())
+	default:
+		return fmt.Errorf("yagna does not answer at %s (YAGNA_API_URL): %v", yc.BaseURL, err)
+	}
+}
 
 // Client builds the yagna client from the values gcompose sent on stdin.
 func Client(req *sdk.Request) (*yagna.Client, error) {
@@ -61,10 +98,12 @@ func Adapter() sdk.Adapter {
 	return sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
-			Gcompose:     &protocol.InitExt{Network: "host", Env: EnvVars},
+			Gcompose:     InitExt(nil),
 		}),
+		Check:   Check,
 		State:   state,
 		Actions: map[string]sdk.ActionFunc{"create": create, "delete": remove, "address": address},
+		Sweep:   sweep,
 	}
 }
 
@@ -187,12 +226,25 @@ func create(ctx context.Context, req *sdk.Request) error {
 	if err != nil {
 		return err
 	}
+	// The range goes on record first: yagna's VPNs carry no tag, so it is all
+	// a sweep has to recognise a VPN whose id an interrupted create never
+	// reported.
+	if err := req.ReportIdentity(map[string]any{"range": r.Prefix.String()}); err != nil {
+		return err
+	}
 	n, err := yc.CreateNetwork(ctx, yagna.NewNetwork{IP: r.IP(), Mask: r.Mask(), Gateway: cfg.Gateway})
 	if err != nil {
 		return fmt.Errorf("network %s: creating VPN %s: %w", cfg.Name, r.Prefix, err)
 	}
-	if err := req.ReportIdentity(map[string]any{"network_id": n.ID}); err != nil {
-		return err
+	if err := req.ReportIdentity(map[string]any{"network_id": n.ID}); err != nil || ctx.Err() != nil {
+		// Not on record: undo rather than leave a VPN nobody knows.
+		dctx, cancel := sdk.CleanupContext(ctx)
+		defer cancel()
+		_ = yc.DeleteNetwork(dctx, n.ID)
+		if err == nil {
+			err = ctx.Err()
+		}
+		return fmt.Errorf("network %s: VPN %s removed again: %w", cfg.Name, n.ID, err)
 	}
 	if err := yc.AddAddress(ctx, n.ID, r.OwnerIP.String()); err != nil {
 		return fmt.Errorf("network %s: requestor address %s in VPN %s: %w", cfg.Name, r.OwnerIP, n.ID, err)
@@ -236,4 +288,49 @@ func remove(ctx context.Context, req *sdk.Request) error {
 	}
 	req.Printf("VPN %s removed", id)
 	return nil
+}
+
+// sweep reports the VPNs that no state names but that have the range of one
+// of the app's networks: yagna's VPNs carry neither tags nor a name
+// (POST /net-api/v1/net takes ip, mask and gateway only), so such a VPN may
+// as well be another app's with the same range; it is never removed here.
+func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error) {
+	res := &protocol.SweepResult{Found: []protocol.Orphan{}}
+	q := req.SweepRequest()
+	known := map[string]bool{}
+	ranges := map[string]string{} // range -> resource
+	for _, k := range q.Known {
+		if id, _ := k.Identity["network_id"].(string); id != "" {
+			known[id] = true
+		}
+		if rg, _ := k.Identity["range"].(string); rg != "" {
+			ranges[rg] = k.Name
+		}
+	}
+	if len(ranges) == 0 {
+		return res, nil
+	}
+	yc, err := Client(req)
+	if err != nil {
+		return nil, err
+	}
+	nets, err := yc.Networks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing VPNs: %w", err)
+	}
+	slices.SortFunc(nets, func(a, b yagna.Network) int { return strings.Compare(a.ID, b.ID) })
+	for _, n := range nets {
+		if known[n.ID] {
+			continue
+		}
+		r, err := ParseRange(n.IP, n.Mask, "")
+		if err != nil {
+			continue
+		}
+		if resource, ok := ranges[r.Prefix.String()]; ok {
+			res.Found = append(res.Found, protocol.Orphan{Kind: "vpn", ID: n.ID, Resource: resource, Action: protocol.OrphanReported,
+				Detail: fmt.Sprintf("range %s, as %s; a VPN carries no tag, so it may be another app's (remove it with DELETE /net-api/v1/net/%s)", r.Prefix, resource, n.ID)})
+		}
+	}
+	return res, nil
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/network"
@@ -26,10 +27,14 @@ type Config struct {
 	App string `json:"app,omitempty"`
 	// Budget is the allocation's total amount (GLM, a decimal string).
 	Budget string `json:"budget"`
-	// Platform is the payment platform (erc20-holesky-tglm, erc20-polygon-glm).
+	// Platform is the payment platform (erc20-hoodi-tglm, erc20-polygon-glm);
+	// empty: the first of the requestor's funded testnet accounts.
 	Platform string `json:"platform,omitempty"`
 	// Address is the paying address; empty lets yagna use the default one.
 	Address string `json:"address,omitempty"`
+	// AllocationTimeout is how long the allocation outlives its keeper (a
+	// Go duration, default 24h): the keeper keeps moving it ahead.
+	AllocationTimeout string `json:"allocation_timeout,omitempty"`
 }
 
 // DockerPlug is the plug name under which Golem adapters that run
@@ -46,7 +51,8 @@ const configSchema = `{
     "app": {"type": "string"},
     "budget": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$"},
     "platform": {"type": "string"},
-    "address": {"type": "string"}
+    "address": {"type": "string"},
+    "allocation_timeout": {"type": "string"}
   }
 }`
 
@@ -59,10 +65,12 @@ func Adapter() sdk.Adapter {
 		Init: sdk.Static(protocol.InitResult{
 			Plugs:        map[string]protocol.PlugSpec{DockerPlug: {ContainerPath: DockerSocket}},
 			ConfigSchema: json.RawMessage(configSchema),
-			Gcompose:     &protocol.InitExt{Network: "host", Env: network.EnvVars},
+			Gcompose:     network.InitExt(nil),
 		}),
+		Check:   network.Check,
 		State:   state,
 		Actions: map[string]sdk.ActionFunc{"create": create, "keeper": keeper, "amend": amend, "delete": remove},
+		Sweep:   sweep,
 		NoServe: true,
 	}
 }
@@ -89,7 +97,17 @@ func allocationID(req *sdk.Request) string {
 
 // keeperConfig is what the keeper container is started for.
 func keeperConfig(cfg Config, alloc string) map[string]string {
-	return map[string]string{"app": cfg.App, "allocation": alloc}
+	m := map[string]string{"app": cfg.App, "allocation": alloc}
+	if cfg.AllocationTimeout != "" {
+		m["allocation_timeout"] = cfg.AllocationTimeout
+	}
+	return m
+}
+
+// adopted carries an allocation found by its tags from the state call to the
+// actions, which record it.
+type adopted struct {
+	AllocationID string `json:"allocation_id,omitempty"`
 }
 
 func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error) {
@@ -118,15 +136,27 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 			return nil, fmt.Errorf("payments %s: reading allocation %s: %w", cfg.App, id, err)
 		}
 	}
-	c, err := longlived.Find(ctx, d, cfg.App, req.Name)
+	c, err := longlived.Find(ctx, d, cfg.App, req.Lineage(), req.Name)
 	if err != nil {
 		return nil, err
+	}
+	var found *adopted
+	if alloc == nil {
+		// An interrupted create may have made the allocation without
+		// recording it: found by its tagged timeout, it is adopted.
+		a, err := adopt(ctx, yc, req)
+		if err != nil {
+			return nil, fmt.Errorf("payments %s: looking for the allocation of an interrupted create: %w", cfg.App, err)
+		}
+		if a != nil {
+			alloc, found = a, &adopted{AllocationID: a.AllocationID}
+		}
 	}
 	if req.Desired() == protocol.Absent {
 		if alloc == nil && c == nil {
 			return &protocol.StateResult{Status: protocol.Valid}, nil
 		}
-		return stale(protocol.ChangeDelete, "allocation or keeper still there", nil, "delete"), nil
+		return withAdopted(stale(protocol.ChangeDelete, "allocation or keeper still there", nil, "delete"), found)
 	}
 	if alloc == nil {
 		reason := "no allocation yet"
@@ -134,6 +164,16 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 			reason = "allocation " + id + " is gone"
 		}
 		return stale(protocol.ChangeCreate, reason, []string{"/allocation_id", "/keeper"}, "create"), nil
+	}
+	platform := cfg.Platform
+	if alloc.PaymentPlatform != nil && alloc.PaymentPlatform.Name != "" {
+		platform = alloc.PaymentPlatform.Name
+	}
+	if cfg.Platform != "" && platform != cfg.Platform {
+		// An allocation's platform cannot be changed: release it, allocate anew.
+		res := stale(protocol.ChangeRebuild, fmt.Sprintf("platform %s, allocation %s is on %s", cfg.Platform, alloc.AllocationID, platform), []string{"/allocation_id", "/platform", "/keeper"}, "delete", "create")
+		res.Gcompose.Forces = []string{"/platform"}
+		return res, nil
 	}
 	if !sameAmount(alloc.TotalAmount, cfg.Budget) {
 		return stale(protocol.ChangeUpdate, fmt.Sprintf("budget %s, allocation has %s", cfg.Budget, alloc.TotalAmount), nil, "amend"), nil
@@ -145,19 +185,53 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 		} else if c != nil {
 			why = "the payments keeper is " + c.State
 		}
-		return stale(protocol.ChangeUpdate, why, []string{"/keeper"}, "keeper"), nil
-	}
-	platform := cfg.Platform
-	if alloc.PaymentPlatform != nil && alloc.PaymentPlatform.Name != "" {
-		platform = alloc.PaymentPlatform.Name
+		if found != nil {
+			why = "adopting allocation " + found.AllocationID + " of an interrupted create; " + why
+		}
+		return withAdopted(stale(protocol.ChangeUpdate, why, []string{"/keeper"}, "keeper"), found)
 	}
 	// The amounts spent and remaining change with every accepted debit note;
 	// outputs hold only what identifies the resource, or every refresh would
 	// report them as drift and every deploy would rewrite the state.
-	return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{
+	res := &protocol.StateResult{Status: protocol.Valid, State: map[string]any{
 		"allocation_id": alloc.AllocationID, "budget": alloc.TotalAmount,
 		"platform": platform, "keeper": c.ID[:12], "state": "running",
-	}}, nil
+	}}
+	if found != nil {
+		res.Gcompose = &protocol.StateExt{Identity: map[string]any{"allocation_id": found.AllocationID}}
+	}
+	return res, nil
+}
+
+// withAdopted hands an adopted allocation to the actions of a STALE answer.
+func withAdopted(res *protocol.StateResult, found *adopted) (*protocol.StateResult, error) {
+	if found == nil {
+		return res, nil
+	}
+	raw, err := sdk.StaleState(found)
+	if err != nil {
+		return nil, err
+	}
+	res.StaleState = raw
+	return res, nil
+}
+
+// recordAdopted records an allocation the state call adopted, and returns
+// the allocation id the action works on.
+func recordAdopted(req *sdk.Request) (string, error) {
+	if id := allocationID(req); id != "" {
+		return id, nil
+	}
+	var a adopted
+	if err := req.DecodeStaleState(&a); err != nil || a.AllocationID == "" {
+		return "", err
+	}
+	if err := req.ReportIdentity(map[string]any{"allocation_id": a.AllocationID}); err != nil {
+		return "", err
+	}
+	req.Gcompose.Persisted = withIdentity(req.Persisted(), "allocation_id", a.AllocationID)
+	req.Printf("allocation %s of an interrupted create adopted", a.AllocationID)
+	return a.AllocationID, nil
 }
 
 func sameAmount(a, b string) bool {
@@ -184,18 +258,22 @@ func create(ctx context.Context, req *sdk.Request) error {
 	if err != nil {
 		return err
 	}
-	na := yagna.NewAllocation{TotalAmount: cfg.Budget, Address: cfg.Address, MakeDeposit: false}
-	if cfg.Platform != "" {
-		na.PaymentPlatform = &yagna.PaymentPlatform{Name: cfg.Platform}
-	}
-	a, err := yc.CreateAllocation(ctx, na)
+	ttl, err := cfg.allocationTimeout()
 	if err != nil {
-		return fmt.Errorf("payments %s: creating an allocation of %s: %w", cfg.App, cfg.Budget, err)
+		return fmt.Errorf("payments %s: %w", cfg.App, err)
+	}
+	a, err := allocate(ctx, yc, cfg, tagTimeout(req, ttl))
+	if err != nil {
+		return fmt.Errorf("payments %s: %w", cfg.App, err)
 	}
 	if err := req.ReportIdentity(map[string]any{"allocation_id": a.AllocationID}); err != nil {
 		return err
 	}
-	req.Printf("allocation %s: %s GLM", a.AllocationID, a.TotalAmount)
+	platform := cfg.Platform
+	if a.PaymentPlatform != nil && a.PaymentPlatform.Name != "" {
+		platform = a.PaymentPlatform.Name
+	}
+	req.Printf("allocation %s: %s GLM on %s", a.AllocationID, a.TotalAmount, platform)
 	req.Gcompose.Persisted = withIdentity(req.Persisted(), "allocation_id", a.AllocationID)
 	return keeper(ctx, req)
 }
@@ -216,22 +294,30 @@ func keeper(ctx context.Context, req *sdk.Request) error {
 	if err != nil {
 		return err
 	}
-	alloc := allocationID(req)
+	alloc, err := recordAdopted(req)
+	if err != nil {
+		return err
+	}
 	if alloc == "" {
 		return fmt.Errorf("payments %s: no allocation recorded", cfg.App)
+	}
+	ttl, err := cfg.allocationTimeout()
+	if err != nil {
+		return fmt.Errorf("payments %s: %w", cfg.App, err)
 	}
 	d, err := longlived.Docker()
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if err := longlived.Remove(ctx, d, cfg.App, req.Name); err != nil {
+	if err := longlived.Remove(ctx, d, cfg.App, req.Lineage(), req.Name); err != nil {
 		return err
 	}
 	id, err := longlived.Start(ctx, d, longlived.Spec{
 		App: cfg.App, Resource: req.Name, Image: req.Type,
-		Args:    []string{KeepArg, "--app", cfg.App, "--allocation", alloc},
+		Args:    []string{KeepArg, "--app", cfg.App, "--allocation", alloc, "--allocation-timeout", ttl.String()},
 		Secrets: req.Gcompose.Env, Config: keeperConfig(cfg, alloc),
+		Lineage: req.Lineage(), Operation: opID(req),
 	}, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("payments %s: starting the keeper: %w", cfg.App, err)
@@ -266,22 +352,23 @@ func remove(ctx context.Context, req *sdk.Request) error {
 		return err
 	}
 	defer d.Close()
-	id := allocationID(req)
+	id, err := recordAdopted(req)
+	if err != nil {
+		return err
+	}
 	yc, err := network.Client(req)
 	if err != nil {
 		return err
 	}
 	if id != "" {
 		// The services went first (they depend on this resource): accept
-		// the invoices their terminated agreements produced.
-		k := &Keeper{YC: yc, App: cfg.App, Allocation: id, Log: req.Log}
-		if err := k.Sweep(ctx); err != nil {
-			req.Log.Warn("final sweep of debit notes and invoices", "err", err)
-		}
+		// what is due, and wait (bounded) for the invoices their ended
+		// agreements still owe, before the allocation is released.
+		settleFinal(ctx, req, yc, cfg.App, id)
 	}
 	// The keeper goes first, then the allocation: nothing can be accepted
 	// against a released allocation anyway.
-	if err := longlived.Remove(ctx, d, cfg.App, req.Name); err != nil {
+	if err := longlived.Remove(ctx, d, cfg.App, req.Lineage(), req.Name); err != nil {
 		return err
 	}
 	if id == "" {
@@ -292,4 +379,37 @@ func remove(ctx context.Context, req *sdk.Request) error {
 	}
 	req.Printf("payments keeper removed, allocation %s released", id)
 	return nil
+}
+
+func opID(req *sdk.Request) string {
+	if o := req.Operation(); o != nil {
+		return o.ID
+	}
+	return ""
+}
+
+// settleFinal pays what the app still owes before its allocation goes; what
+// it cannot settle is said, not failed: the destroy must not stop at a
+// provider that never sends its invoice.
+func settleFinal(ctx context.Context, req *sdk.Request, yc *yagna.Client, app, allocation string) {
+	a, err := yc.GetAllocation(ctx, allocation)
+	if yagna.IsNotFound(err) || yagna.IsGone(err) {
+		return
+	}
+	if err != nil {
+		req.Log.Warn("final settlement: reading the allocation", "allocation", allocation, "err", err)
+		return
+	}
+	k := &Keeper{YC: yc, App: app, Allocation: allocation, Log: req.Log}
+	start := time.Now()
+	unpaid, err := k.SettleFinal(ctx, a.Timestamp, DefaultFinalInvoiceWait)
+	switch {
+	case err != nil:
+		req.Printf("payments %s: final settlement failed: %v", app, err)
+	case len(unpaid) > 0:
+		req.Printf("payments %s: no acceptable invoice within %s for agreement(s) %s; the allocation is released anyway",
+			app, DefaultFinalInvoiceWait, strings.Join(unpaid, ", "))
+	default:
+		req.Log.Info("final settlement done", "app", app, "took", time.Since(start))
+	}
 }

@@ -101,12 +101,41 @@ func Adapter() sdk.Adapter {
 		Init: sdk.Static(protocol.InitResult{
 			Plugs:        map[string]protocol.PlugSpec{payments.DockerPlug: {ContainerPath: payments.DockerSocket}},
 			ConfigSchema: json.RawMessage(configSchema),
-			Gcompose:     &protocol.InitExt{Network: "host", Env: network.EnvVars},
+			// gcompose prints the URL after a deploy as the endpoint of the
+			// service the proxy is in front of, and shows it in ps.
+			Gcompose: network.InitExt(&protocol.Summary{URL: "/url", For: "/service"}),
 		}),
+		Check:   network.Check,
 		State:   state,
 		Actions: map[string]sdk.ActionFunc{"create": create, "delete": remove},
+		Sweep:   sweep,
 		NoServe: true,
 	}
+}
+
+// sweep removes the app's proxy containers (of this image and lineage) whose
+// resource the state does not have; another lineage's are only reported.
+func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error) {
+	q := req.SweepRequest()
+	res := &protocol.SweepResult{Found: []protocol.Orphan{}}
+	if req.App() == "" {
+		return res, nil
+	}
+	names := map[string]bool{}
+	for _, k := range q.Known {
+		names[k.Name] = true
+	}
+	d, err := longlived.Docker()
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	found, err := longlived.Sweep(ctx, d, req.App(), req.Lineage(), req.Type, "proxy", names, q.Terminate)
+	if err != nil {
+		return nil, err
+	}
+	res.Found = found
+	return res, nil
 }
 
 func decode(req *sdk.Request) (Config, error) {
@@ -166,7 +195,7 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 		return nil, err
 	}
 	defer d.Close()
-	c, err := longlived.Find(ctx, d, cfg.App, req.Name)
+	c, err := longlived.Find(ctx, d, cfg.App, req.Lineage(), req.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +230,7 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 		}
 		ports = append(ports, p)
 	}
-	out := map[string]any{"ports": ports, "container": c.ID[:12], "state": "running", "target": cfg.IP}
+	out := map[string]any{"ports": ports, "container": c.ID[:12], "state": "running", "target": cfg.IP, "service": cfg.Service}
 	if url != "" {
 		out["url"] = url
 	}
@@ -267,7 +296,7 @@ func create(ctx context.Context, req *sdk.Request) error {
 		return err
 	}
 	defer d.Close()
-	if err := longlived.Remove(ctx, d, cfg.App, req.Name); err != nil {
+	if err := longlived.Remove(ctx, d, cfg.App, req.Lineage(), req.Name); err != nil {
 		return err
 	}
 	args := []string{ProxyArg, "--network", cfg.NetworkID, "--ip", cfg.IP}
@@ -277,6 +306,7 @@ func create(ctx context.Context, req *sdk.Request) error {
 	id, err := longlived.Start(ctx, d, longlived.Spec{
 		App: cfg.App, Resource: req.Name, Image: req.Type, Args: args,
 		Secrets: req.Gcompose.Env, Config: map[string]any{"network_id": cfg.NetworkID, "ip": cfg.IP, "maps": maps},
+		Lineage: req.Lineage(), Operation: opID(req),
 	}, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("proxy of %s: %w", cfg.Service, err)
@@ -300,9 +330,16 @@ func remove(ctx context.Context, req *sdk.Request) error {
 		return err
 	}
 	defer d.Close()
-	if err := longlived.Remove(ctx, d, cfg.App, req.Name); err != nil {
+	if err := longlived.Remove(ctx, d, cfg.App, req.Lineage(), req.Name); err != nil {
 		return fmt.Errorf("proxy of %s: %w", cfg.Service, err)
 	}
 	req.Printf("proxy of %s removed", cfg.Service)
 	return nil
+}
+
+func opID(req *sdk.Request) string {
+	if o := req.Operation(); o != nil {
+		return o.ID
+	}
+	return ""
 }

@@ -10,6 +10,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,9 +25,12 @@ type Config struct {
 	Instance int     `json:"instance"`
 	Payload  Payload `json:"payload"`
 	Network  *NetRef `json:"network,omitempty"`
-	// IP lists the planned node addresses, one per instance.
-	IP   []string  `json:"ip,omitempty"`
-	Init []InitCmd `json:"init,omitempty"`
+	// IP lists the descriptor's node addresses, one per instance.
+	IP []string `json:"ip,omitempty"`
+	// NodeIP is this instance's VPN address as gcompose planned it
+	// (core/desired planNodeIPs): the same on every deploy and rebuild.
+	NodeIP string    `json:"node_ip,omitempty"`
+	Init   []InitCmd `json:"init,omitempty"`
 	// AllocationID is the app's allocation (an output of the payments
 	// resource): demands are decorated with its payment platform.
 	AllocationID string `json:"allocation_id,omitempty"`
@@ -60,8 +65,13 @@ type RunCmd struct {
 	EntryPoint string   `json:"entry_point,omitempty"`
 }
 
-// PlannedIP is the address planned for this instance, "" when none.
+// PlannedIP is the address planned for this instance, "" when none: the
+// lowering's node_ip, else the descriptor's ip[instance] (a config written
+// by hand).
 func (c Config) PlannedIP() string {
+	if c.NodeIP != "" {
+		return c.NodeIP
+	}
 	if c.Instance >= 0 && c.Instance < len(c.IP) {
 		return c.IP[c.Instance]
 	}
@@ -80,6 +90,24 @@ func (c Config) Subnet() string {
 		return s
 	}
 	return "public"
+}
+
+// DefaultDeployTimeout bounds deploy + start: the provider downloads the
+// image first, minutes for a large one on a real network. Payload param
+// deploy_timeout (a Go duration) overrides it.
+const DefaultDeployTimeout = 15 * time.Minute
+
+// DeployTimeout is how long deploy + start may take.
+func (c Config) DeployTimeout(def time.Duration) (time.Duration, error) {
+	s := c.param("deploy_timeout")
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("payload %s: params.deploy_timeout %q: want a duration such as 20m", c.Payload.Name, s)
+	}
+	return d, nil
 }
 
 // DefaultExpiration is how long a rented activity may run unless the
@@ -113,14 +141,106 @@ func (c Config) TaskPackage() (string, error) {
 	return "hash:sha3:" + hash + ":" + url, nil
 }
 
-// Constraints is the demand's filter: the runtime, the subnet and the
-// payload's constraints and capabilities, AND-joined, plus extra (the
-// payment decorations).
+// ManifestRuntime is GAP-16's runtime of manifest payloads. No provider
+// advertises it: they run it on runtime vm with capability manifest-support
+// (dapp-runner dapp.py __implicit_manifest_support; yagna
+// agent/provider/src/provider_agent.rs build_service_info).
+const ManifestRuntime = "vm/manifest"
+
+// Runtime is the golem.runtime.name to ask providers for.
+func (c Config) Runtime() string {
+	if c.Payload.Runtime == ManifestRuntime {
+		return "vm"
+	}
+	return c.Payload.Runtime
+}
+
+// Capabilities are the golem.runtime.capabilities to ask for: the payload's
+// (its capabilities, and params.capabilities as dapp-runner descriptors
+// write them), plus manifest-support for a manifest payload and vpn for a
+// service on a network. dapp-runner adds these two only when the payload
+// names no capabilities (dapp.py __implicit_vpn, __implicit_manifest_support);
+// they are added here in any case, as neither a VPN nor a manifest works on a
+// provider without them (yagna exe-unit/src/manifest.rs build_default_features
+// starts the VPN endpoint only with vpn).
+func (c Config) Capabilities() []string {
+	var out []string
+	add := func(cs ...string) {
+		for _, x := range cs {
+			if x != "" && !slices.Contains(out, x) {
+				out = append(out, x)
+			}
+		}
+	}
+	add(c.Payload.Capabilities...)
+	if l, ok := c.Payload.Params["capabilities"].([]any); ok {
+		for _, x := range l {
+			s, _ := x.(string)
+			add(s)
+		}
+	}
+	if c.Payload.Runtime == ManifestRuntime {
+		add("manifest-support")
+	}
+	if c.Network != nil {
+		add("vpn")
+	}
+	return out
+}
+
+// Minimums of a VM demand: params min_mem_gib, min_storage_gib and
+// min_cpu_threads, with the defaults of yapapi (yapapi/payload/vm.py repo and
+// manifest: 0.5 GiB, 2 GiB, 1 thread) and golem-js
+// (src/market/demand/directors/workload-demand-director-config.ts).
+var minimums = []struct {
+	param, property string
+	def             float64
+}{
+	{"min_mem_gib", "golem.inf.mem.gib", 0.5},
+	{"min_storage_gib", "golem.inf.storage.gib", 2},
+	{"min_cpu_threads", "golem.inf.cpu.threads", 1},
+}
+
+// Minimums are the demand's resource constraints of a VM payload.
+func (c Config) Minimums() ([]string, error) {
+	if c.Runtime() != "vm" {
+		return nil, nil
+	}
+	var out []string
+	for _, m := range minimums {
+		v := m.def
+		switch x := c.Payload.Params[m.param].(type) {
+		case nil:
+		case float64:
+			v = x
+		case string:
+			if _, err := fmt.Sscanf(x, "%g", &v); err != nil {
+				return nil, fmt.Errorf("payload %s: params.%s %q: want a number", c.Payload.Name, m.param, x)
+			}
+		default:
+			return nil, fmt.Errorf("payload %s: params.%s: want a number, got %v", c.Payload.Name, m.param, x)
+		}
+		if v < 0 {
+			return nil, fmt.Errorf("payload %s: params.%s %v is negative", c.Payload.Name, m.param, v)
+		}
+		out = append(out, fmt.Sprintf("%s>=%s", m.property, strconv.FormatFloat(v, 'f', -1, 64)))
+	}
+	return out, nil
+}
+
+// Constraints is the demand's filter: the runtime, the subnet, the usual
+// minimums, the payload's constraints and the capabilities, AND-joined, plus
+// extra (the payment decorations).
 func (c Config) Constraints(extra ...string) (string, error) {
-	cons := []string{"golem.runtime.name=" + c.Payload.Runtime, "golem.node.debug.subnet=" + c.Subnet()}
+	cons := []string{"golem.runtime.name=" + c.Runtime(), "golem.node.debug.subnet=" + c.Subnet()}
+	mins, err := c.Minimums()
+	if err != nil {
+		return "", err
+	}
+	cons = append(cons, mins...)
 	cons = append(cons, c.Payload.Constraints...)
 	cons = append(cons, extra...)
-	f, err := constraint.FromGAP16(cons, c.Payload.Capabilities)
+	f, err := constraint.FromGAP16(cons, c.Capabilities())
 	if err != nil {
 		return "", fmt.Errorf("payload %s: %w", c.Payload.Name, err)
 	}
@@ -173,6 +293,7 @@ const configSchema = `{
     }},
     "network": {"type": "object", "properties": {"name": {"type": "string"}, "id": {"type": "string"}}},
     "ip": {"type": "array", "items": {"type": "string"}},
+    "node_ip": {"type": "string"},
     "init": {"type": "array", "items": {"type": "object"}},
     "allocation_id": {"type": "string"},
     "app": {"type": "string"}

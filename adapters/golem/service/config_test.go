@@ -1,9 +1,11 @@
 package service
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDemandOfPayload(t *testing.T) {
@@ -62,5 +64,93 @@ func TestRebuildForces(t *testing.T) {
 	}
 	if f := rebuildForces(nil, changed); f != nil {
 		t.Fatalf("no fingerprints recorded: no forces, got %v", f)
+	}
+}
+
+// TestRuntimeCapabilitiesMinimums: vm/manifest asks for runtime vm with
+// manifest-support, a service on a network asks for vpn, params.capabilities
+// (dapp-runner's form) count, and VM demands carry yapapi's minimums unless
+// params override them.
+func TestRuntimeCapabilitiesMinimums(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		want    []string
+		notWant []string
+		fail    bool
+	}{
+		{"manifest", Config{Payload: Payload{Runtime: "vm/manifest"}},
+			[]string{"(golem.runtime.name=vm)", "(golem.runtime.capabilities=manifest-support)", "(golem.inf.mem.gib>=0.5)", "(golem.inf.storage.gib>=2)", "(golem.inf.cpu.threads>=1)"},
+			[]string{"vm/manifest", "capabilities=vpn"}, false},
+		{"on a network", Config{Payload: Payload{Runtime: "vm"}, Network: &NetRef{Name: "default", ID: "n1"}},
+			[]string{"(golem.runtime.name=vm)", "(golem.runtime.capabilities=vpn)"}, []string{"manifest-support"}, false},
+		{"params capabilities kept, implicit ones added once", Config{Payload: Payload{Runtime: "vm/manifest", Capabilities: []string{"vpn"},
+			Params: map[string]any{"capabilities": []any{"inet", "manifest-support"}}}, Network: &NetRef{ID: "n1"}},
+			[]string{"(golem.runtime.capabilities=inet)", "(golem.runtime.capabilities=manifest-support)", "(golem.runtime.capabilities=vpn)"}, nil, false},
+		{"minimums overridden", Config{Payload: Payload{Runtime: "vm", Params: map[string]any{"min_mem_gib": 4.0, "min_storage_gib": "10", "min_cpu_threads": 2.0}}},
+			[]string{"(golem.inf.mem.gib>=4)", "(golem.inf.storage.gib>=10)", "(golem.inf.cpu.threads>=2)"}, []string{"0.5"}, false},
+		{"other runtimes have no VM minimums", Config{Payload: Payload{Runtime: "wasmtime"}},
+			[]string{"(golem.runtime.name=wasmtime)"}, []string{"golem.inf.mem.gib"}, false},
+		{"bad minimum", Config{Payload: Payload{Runtime: "vm", Params: map[string]any{"min_mem_gib": "lots"}}}, nil, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := tt.cfg.Constraints()
+			if (err != nil) != tt.fail {
+				t.Fatalf("Constraints = %q, %v", f, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(f, w) {
+					t.Errorf("%s lacks %s", f, w)
+				}
+				if strings.Count(f, w) > 1 {
+					t.Errorf("%s has %s twice", f, w)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(f, w) {
+					t.Errorf("%s has %s", f, w)
+				}
+			}
+		})
+	}
+}
+
+// TestTerms: the counter-proposal copies the offer's payment terms, clamped
+// to what the keeper can meet (yapapi/strategy/base.py), and says why a
+// provider cannot be met.
+func TestTerms(t *testing.T) {
+	offer := map[string]any{PropAcceptTimeout: 120.0, PropNoteInterval: 30.0, PropPaymentTimeout: 120.0}
+	tests := []struct {
+		name       string
+		offer      map[string]any
+		expiration time.Duration
+		want       map[string]any
+		fail       string
+	}{
+		{"short: the deadline only", offer, 3 * time.Hour, map[string]any{PropAcceptTimeout: int64(120)}, ""},
+		{"long: mid-agreement payments, clamped", offer, 12 * time.Hour,
+			map[string]any{PropAcceptTimeout: int64(120), PropNoteInterval: int64(60), PropPaymentTimeout: int64(18000)}, ""},
+		{"long, values within bounds kept", map[string]any{PropAcceptTimeout: 240.0, PropNoteInterval: 120.0, PropPaymentTimeout: 36000.0}, 12 * time.Hour,
+			map[string]any{PropAcceptTimeout: int64(240), PropNoteInterval: int64(120), PropPaymentTimeout: int64(36000)}, ""},
+		{"long, no interval offered: no mid-agreement payments", map[string]any{PropAcceptTimeout: 240.0}, 12 * time.Hour,
+			map[string]any{PropAcceptTimeout: int64(240)}, ""},
+		{"deadline below what the keeper promises", map[string]any{PropAcceptTimeout: 3.0}, time.Hour, nil, "no less than 5s"},
+		{"no deadline offered, long agreement", map[string]any{}, time.Hour, nil, "no agreement longer than 30m0s"},
+		{"no deadline offered, short agreement", map[string]any{}, 20 * time.Minute, map[string]any{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Terms(tt.offer, tt.expiration)
+			if tt.fail != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.fail) {
+					t.Fatalf("Terms = %v, %v; want an error with %q", got, err, tt.fail)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Terms = %v, %v; want %v", got, err, tt.want)
+			}
+		})
 	}
 }

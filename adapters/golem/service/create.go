@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/network"
-	"github.com/gcompose/gcompose/adapters/golem/payments"
+	"github.com/gcompose/gcompose/adapters/golem/tag"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
@@ -41,7 +42,11 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 	if ss.Previous == "" {
 		ss.Previous = id.IP
 	}
-	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: ss.Failed, Applied: Fingerprints(req.Config)}}
+	// What an interrupted operation left (found by its tag) goes first.
+	if err := removeStrays(ctx, yc, ss.Strays); err != nil {
+		return fmt.Errorf("service %s: %w", req.Name, err)
+	}
+	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: ss.Failed, Applied: Fingerprints(req.Config), InitPending: true}}
 	if err := r.run(ctx, ss.Previous); err != nil {
 		// Leave nothing half-made behind: what was reported is cleaned up
 		// by the next state call's rebuild if this cleanup fails too.
@@ -75,58 +80,107 @@ func (r *rental) fail() {
 	}
 }
 
+// maxProviders is how many providers one create tries: a provider that
+// fails after the agreement (the activity, the image download, the start)
+// costs that provider, not the deploy.
+const maxProviders = 3
+
+// providerFault is a failure of the rented provider (not of the payload's
+// own commands, not of yagna): the next provider may do better.
+type providerFault struct{ err error }
+
+func (e providerFault) Error() string { return e.err.Error() }
+func (e providerFault) Unwrap() error { return e.err }
+
+// faultOf marks err as the provider's unless yagna itself gave no answer.
+func faultOf(err error) error {
+	if err == nil || yagna.IsTransport(err) {
+		return err
+	}
+	return providerFault{err}
+}
+
 func (r *rental) run(ctx context.Context, previousIP string) error {
 	if r.cfg.Payload.Runtime == "" {
 		return errors.New("payload has no runtime")
 	}
-	if err := r.negotiate(ctx); err != nil {
-		return err
-	}
-	if r.cfg.Network != nil && r.cfg.Network.ID != "" {
-		if err := r.join(ctx, previousIP); err != nil {
-			r.fail()
-			_ = r.report()
+	var earlier []string
+	for try := 1; ; try++ {
+		err := r.rentOne(ctx, previousIP)
+		if err == nil {
+			break
+		}
+		var pf providerFault
+		if !errors.As(err, &pf) || try == maxProviders || ctx.Err() != nil {
+			if len(earlier) > 0 {
+				err = fmt.Errorf("%w (providers tried before: %s)", err, strings.Join(earlier, "; "))
+			}
 			return err
 		}
-	}
-	act, err := r.yc.CreateActivity(ctx, r.id.AgreementID)
-	if err != nil {
-		r.fail()
-		_ = r.report()
-		return fmt.Errorf("creating an activity on agreement %s: %w", r.id.AgreementID, err)
-	}
-	r.id.ActivityID = act.ActivityID
-	if err := r.report(); err != nil {
-		return err
-	}
-	if err := r.deployAndStart(ctx); err != nil {
-		r.fail()
-		_ = r.report()
-		return err
+		earlier = append(earlier, err.Error())
+		r.req.Printf("service %s: %v; trying another provider (%d of %d)", r.req.Name, err, try+1, maxProviders)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		r.cleanup(cctx)
+		cancel()
 	}
 	for i, c := range r.cfg.Init {
 		if err := r.runInit(ctx, i, c); err != nil {
 			return err
 		}
 	}
+	r.id.InitPending = false
 	return r.report()
 }
 
-// demand is the Demand for the payload, decorated for the allocation.
+// rentOne negotiates with one provider and brings the image up on it.
+func (r *rental) rentOne(ctx context.Context, previousIP string) error {
+	if err := r.negotiate(ctx); err != nil {
+		return err
+	}
+	if r.cfg.Network != nil && r.cfg.Network.ID != "" {
+		if err := r.join(ctx, previousIP); err != nil {
+			return err
+		}
+	}
+	act, err := r.yc.CreateActivity(ctx, r.id.AgreementID)
+	if err != nil {
+		return faultOf(fmt.Errorf("provider %s: creating an activity on agreement %s: %w", r.id.ProviderID, r.id.AgreementID, err))
+	}
+	r.id.ActivityID = act.ActivityID
+	if err := r.report(); err != nil {
+		return err
+	}
+	if err := r.deployAndStart(ctx); err != nil {
+		return faultOf(fmt.Errorf("provider %s: %w", r.id.ProviderID, err))
+	}
+	return nil
+}
+
+// demand is the Demand for the payload, decorated for the allocation. The
+// payment terms are not in it: each counter-proposal copies them from the
+// offer it answers (Terms).
 func (r *rental) demand(ctx context.Context) (yagna.DemandOfferBase, string, error) {
 	exp, err := r.cfg.Expiration()
 	if err != nil {
 		return yagna.DemandOfferBase{}, "", err
 	}
 	props := map[string]any{
-		"golem.srv.comp.expiration":                     time.Now().Add(exp).UnixMilli(),
-		"golem.node.debug.subnet":                       r.cfg.Subnet(),
-		"golem.srv.comp.vm.package_format":              "gvmkit-squash",
-		"golem.srv.caps.multi-activity":                 true,
-		"golem.com.payment.debit-notes.accept-timeout?": 240,
+		"golem.srv.comp.expiration":        time.Now().Add(exp).UnixMilli(),
+		"golem.node.debug.subnet":          r.cfg.Subnet(),
+		"golem.srv.comp.vm.package_format": "gvmkit-squash",
+		"golem.srv.caps.multi-activity":    true,
 	}
+	// Tags: the keeper accepts only its app's notes (gcompose.app), and a
+	// later call finds what this operation made (package tag).
 	if r.cfg.App != "" {
-		props[payments.AppProperty] = r.cfg.App
+		props[tag.App] = r.cfg.App
+		props[tag.Resource] = r.req.Name
+		if l := r.req.Lineage(); l != "" {
+			props[tag.Lineage] = l
+		}
+		if op := r.req.Operation(); op != nil {
+			props[tag.Operation] = op.ID
+		}
 	}
 	switch r.cfg.Payload.Runtime {
 	case "vm":
@@ -135,7 +189,7 @@ func (r *rental) demand(ctx context.Context) (yagna.DemandOfferBase, string, err
 			return yagna.DemandOfferBase{}, "", err
 		}
 		props["golem.srv.comp.task_package"] = tp
-	case "vm/manifest":
+	case ManifestRuntime:
 		for _, k := range []string{"manifest", "manifest_sig", "manifest_sig_algorithm", "manifest_cert"} {
 			if v := r.cfg.param(k); v != "" {
 				props["golem.srv.comp.payload"+strings.TrimPrefix(strings.ReplaceAll(k, "_", "."), "manifest")] = v
@@ -184,23 +238,35 @@ func (r *rental) negotiate(ctx context.Context) error {
 		defer cancel()
 		_ = r.yc.UnsubscribeDemand(uctx, sub)
 	}()
-	counter := d
-	if platform != "" {
-		counter.Properties = maps(d.Properties, "golem.com.payment.chosen-platform", platform)
+	exp, err := r.cfg.Expiration()
+	if err != nil {
+		return err
 	}
 	nctx, cancel := context.WithTimeout(ctx, r.t.Negotiation)
 	defer cancel()
 	countered := map[string]string{} // our counter-proposal id -> provider
 	seen := 0
+	why := map[string]string{} // provider -> why it did not agree, for the error
+	noAgreement := func() error {
+		return fmt.Errorf("no provider agreed within %s (%d offers seen; avoided: %v)%s", r.t.Negotiation, seen, r.id.Failed, reasons(why))
+	}
 	for {
 		evs, err := r.yc.CollectOffers(nctx, sub, 3*time.Second, 20)
 		if err != nil && !yagna.IsTimeout(err) {
 			if nctx.Err() != nil {
-				return fmt.Errorf("no provider agreed within %s (%d offers seen; avoided: %v)", r.t.Negotiation, seen, r.id.Failed)
+				return noAgreement()
 			}
 			return fmt.Errorf("collecting offers: %w", err)
 		}
+		var inVPN map[string]string // read once per batch, when needed
 		for _, ev := range evs {
+			if ev.EventType == yagna.EventProposalRejected {
+				if prov, ok := countered[ev.ProposalID]; ok && ev.Reason != nil {
+					why[prov] = "rejected: " + ev.Reason.Message
+					r.req.Log.Info("provider rejected the counter-proposal", "provider", prov, "reason", ev.Reason.Message)
+				}
+				continue
+			}
 			if ev.EventType != yagna.EventProposal || ev.Proposal == nil {
 				continue
 			}
@@ -212,6 +278,27 @@ func (r *rental) negotiate(ctx context.Context) error {
 			switch p.State {
 			case yagna.ProposalInitial:
 				seen++
+				if inVPN == nil {
+					inVPN = r.vpnNodes(nctx)
+				}
+				if addr, ok := inVPN[p.IssuerID]; ok {
+					why[p.IssuerID] = "already a node of the VPN at " + addr + " for another service"
+					continue
+				}
+				terms, err := Terms(p.Properties, exp)
+				if err != nil {
+					why[p.IssuerID] = err.Error()
+					_ = r.yc.RejectProposal(nctx, sub, p.ProposalID, &yagna.Reason{Message: err.Error()})
+					continue
+				}
+				counter := d
+				counter.Properties = maps(d.Properties, "golem.com.payment.chosen-platform", platform)
+				for k, v := range terms {
+					counter.Properties[k] = v
+				}
+				if platform == "" {
+					delete(counter.Properties, "golem.com.payment.chosen-platform")
+				}
 				cid, err := r.yc.CounterProposal(nctx, sub, p.ProposalID, counter)
 				if err != nil {
 					r.req.Log.Debug("counter-proposal failed", "provider", p.IssuerID, "err", err)
@@ -223,18 +310,37 @@ func (r *rental) negotiate(ctx context.Context) error {
 					continue
 				}
 				if err := r.agree(nctx, p); err != nil {
+					why[p.IssuerID] = err.Error()
 					r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
 					r.fail()
 					r.id.AgreementID, r.id.ProviderID = "", ""
+					_ = r.report()
 					continue
 				}
 				return nil
 			}
 		}
 		if nctx.Err() != nil {
-			return fmt.Errorf("no provider agreed within %s (%d offers seen; avoided: %v)", r.t.Negotiation, seen, r.id.Failed)
+			return noAgreement()
 		}
 	}
+}
+
+// reasons lists why providers did not agree, sorted by provider.
+func reasons(why map[string]string) string {
+	if len(why) == 0 {
+		return ""
+	}
+	provs := make([]string, 0, len(why))
+	for p := range why {
+		provs = append(provs, p)
+	}
+	slices.Sort(provs)
+	var b strings.Builder
+	for _, p := range provs {
+		fmt.Fprintf(&b, "; %s: %s", p, why[p])
+	}
+	return b.String()
 }
 
 func maps(m map[string]any, k string, v any) map[string]any {
@@ -246,8 +352,10 @@ func maps(m map[string]any, k string, v any) map[string]any {
 	return out
 }
 
-func (r *rental) agree(ctx context.Context, p *yagna.Proposal) error {
-	aid, err := r.yc.CreateAgreement(ctx, p.ProposalID, time.Now().Add(24*time.Hour))
+func (r *rental) agree(ctx context.Context, p *yagna.Proposal) (err error) {
+	// validTo bounds how long the agreement may wait for approval: one
+	// abandoned by a killed run expires by itself soon.
+	aid, err := r.yc.CreateAgreement(ctx, p.ProposalID, time.Now().Add(r.t.Approval+time.Minute))
 	if err != nil {
 		return fmt.Errorf("creating the agreement: %w", err)
 	}
@@ -255,17 +363,33 @@ func (r *rental) agree(ctx context.Context, p *yagna.Proposal) error {
 	if err := r.report(); err != nil {
 		return err
 	}
-	if err := r.yc.ConfirmAgreement(ctx, aid, ""); err != nil {
+	defer func() {
+		if err != nil {
+			// Never leave an agreement that may yet be approved behind:
+			// cancelled while Pending (terminate refuses it, and it would
+			// hold the provider until it expires), terminated if approved
+			// meanwhile.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if aerr := abandon(actx, r.yc, aid, "gcompose: agreement not approved in time"); aerr != nil {
+				r.req.Log.Warn("ending an agreement that was not approved", "agreement", aid, "err", aerr)
+			}
+		}
+	}()
+	// The appSessionId lets a later call list the app's agreements
+	// (tag.SessionID).
+	if err := r.yc.ConfirmAgreement(ctx, aid, tag.SessionID(r.cfg.App)); err != nil {
 		return fmt.Errorf("confirming agreement %s: %w", aid, err)
 	}
 	deadline := time.Now().Add(r.t.Approval)
 	for {
-		err := r.yc.WaitForApproval(ctx, aid, 5*time.Second)
+		wait := max(min(5*time.Second, time.Until(deadline)), 0)
+		err := r.yc.WaitForApproval(ctx, aid, wait)
 		if err == nil {
 			break
 		}
-		if !yagna.IsTimeout(err) || time.Now().After(deadline) {
-			return fmt.Errorf("agreement %s not approved: %w", aid, err)
+		if !yagna.IsTimeout(err) || !time.Now().Before(deadline) {
+			return fmt.Errorf("agreement %s not approved within %s: %w", aid, r.t.Approval, err)
 		}
 	}
 	a, err := r.yc.GetAgreement(ctx, aid)
@@ -276,10 +400,17 @@ func (r *rental) agree(ctx context.Context, p *yagna.Proposal) error {
 	return nil
 }
 
-// join adds the provider to the VPN at the planned address or the next free
-// one, retrying with the next free one if another node took it meanwhile.
+// join adds the provider to the VPN at its planned address (or, for a
+// config without one, the first free address) and checks that it got it.
+//
+// yagna answers 200, not 409, when the address is taken, and keeps the node
+// that holds it (core/vpn/src/network.rs Handler<AddNode>: Err(IpAddrTaken)
+// is ignored): only the node map tells. A holder that is this resource's
+// own earlier node (a delete that did not get to remove it) is removed; any
+// other holder fails the create, naming it.
 func (r *rental) join(ctx context.Context, previousIP string) error {
 	netID := r.cfg.Network.ID
+	planned := r.cfg.PlannedIP()
 	n, err := r.yc.GetNetwork(ctx, netID)
 	if err != nil {
 		return fmt.Errorf("reading VPN %s: %w", netID, err)
@@ -288,24 +419,100 @@ func (r *rental) join(ctx context.Context, previousIP string) error {
 	if err != nil {
 		return fmt.Errorf("VPN %s: %w", netID, err)
 	}
+	evicted := false
 	for attempt := 0; ; attempt++ {
-		used, err := r.usedIPs(ctx, netID, n)
+		ip := planned
+		if ip == "" {
+			used, err := r.usedIPs(ctx, netID, n)
+			if err != nil {
+				return err
+			}
+			if ip, err = network.PickIP(rg, "", used, []string{previousIP}); err != nil {
+				return fmt.Errorf("VPN %s: %w", netID, err)
+			}
+		} else if a, err := netip.ParseAddr(planned); err != nil || !rg.Prefix.Contains(a) {
+			return fmt.Errorf("planned address %q is not in VPN %s (%s)", planned, netID, rg.Prefix)
+		}
+		if addr, ok := r.vpnNodes(ctx)[r.id.ProviderID]; ok && addr != ip {
+			return providerFault{fmt.Errorf("provider %s already holds %s in VPN %s for another service (removing either node would cut off both)", r.id.ProviderID, addr, netID)}
+		}
+		if err := r.yc.AddNode(ctx, netID, yagna.Node{ID: r.id.ProviderID, IP: ip}); err != nil {
+			return fmt.Errorf("adding provider %s to VPN %s at %s: %w", r.id.ProviderID, netID, ip, err)
+		}
+		holder, err := r.holderOf(ctx, netID, ip)
 		if err != nil {
 			return err
 		}
-		ip, err := network.PickIP(rg, r.cfg.PlannedIP(), used, []string{previousIP})
-		if err != nil {
-			return fmt.Errorf("VPN %s: %w", netID, err)
-		}
-		err = r.yc.AddNode(ctx, netID, yagna.Node{ID: r.id.ProviderID, IP: ip})
-		if err == nil {
+		if holder == r.id.ProviderID {
 			r.id.NetworkID, r.id.IP = netID, ip
 			return r.report()
 		}
-		if !yagna.IsConflict(err) || r.cfg.PlannedIP() != "" || attempt >= 5 {
-			return fmt.Errorf("adding provider %s to VPN %s at %s: %w", r.id.ProviderID, netID, ip, err)
+		switch {
+		case planned != "" && !evicted && r.ownedBefore(holder):
+			evicted = true
+			r.req.Printf("service %s: %s of VPN %s is still held by node %s, which this service used before: removing it", r.req.Name, ip, netID, holder)
+			if err := r.yc.RemoveNode(ctx, netID, holder); err != nil && !yagna.IsNotFound(err) {
+				return fmt.Errorf("removing the earlier node %s from VPN %s: %w", holder, netID, err)
+			}
+		case planned == "" && attempt < 5:
+			// taken between the read and the add: pick again
+		default:
+			who := "node " + holder
+			if holder == "" {
+				who = "nobody (yagna kept no node there)"
+			}
+			return fmt.Errorf("address %s of VPN %s is held by %s, not by provider %s: another service or a node left behind holds it (yagna answers 200 to an add at a taken address)", ip, netID, who, r.id.ProviderID)
 		}
 	}
+}
+
+// vpnNodes maps the providers that are nodes of the service's VPN to an
+// address they hold (empty map without a VPN or when it cannot be read: the
+// join checks again). A provider that already holds an address there for
+// another service is not rented again for this one: yagna removes a node
+// with all its addresses (utils/networking/src/vpn/network.rs remove_node),
+// so deleting either service would cut the other off.
+func (r *rental) vpnNodes(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	if r.cfg.Network == nil || r.cfg.Network.ID == "" {
+		return out
+	}
+	nodes, err := r.yc.Nodes(ctx, r.cfg.Network.ID)
+	if err != nil {
+		return out
+	}
+	for _, n := range nodes {
+		if n.IP != r.cfg.PlannedIP() || r.cfg.PlannedIP() == "" {
+			out[n.ID] = n.IP
+		}
+	}
+	return out
+}
+
+// holderOf is the node id that holds ip in the VPN ("" for none).
+func (r *rental) holderOf(ctx context.Context, netID, ip string) (string, error) {
+	nodes, err := r.yc.Nodes(ctx, netID)
+	if err != nil {
+		return "", fmt.Errorf("nodes of VPN %s: %w", netID, err)
+	}
+	for _, nd := range nodes {
+		if nd.IP == ip {
+			return nd.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// ownedBefore tells whether a node is one this resource rented before.
+func (r *rental) ownedBefore(node string) bool {
+	if node == "" {
+		return false
+	}
+	if slices.Contains(r.id.Failed, node) {
+		return true
+	}
+	prev, _ := r.req.Persisted().Identity["provider_id"].(string)
+	return prev == node
 }
 
 func (r *rental) usedIPs(ctx context.Context, netID string, n yagna.Network) ([]string, error) {
@@ -359,7 +566,11 @@ func (r *rental) deployAndStart(ctx context.Context) error {
 		}
 		deploy.Net = []yagna.DeployNetwork{{ID: n.ID, IP: n.IP, Mask: n.Mask, Gateway: n.Gateway, NodeIP: r.id.IP, Nodes: nodes}}
 	}
-	res, err := r.exec(ctx, yagna.ExeScriptCommand{Deploy: deploy}, yagna.ExeScriptCommand{Start: &yagna.StartCommand{Args: []string{}}})
+	limit, err := r.cfg.DeployTimeout(r.t.Deploy)
+	if err != nil {
+		return err
+	}
+	res, err := r.exec(ctx, limit, yagna.ExeScriptCommand{Deploy: deploy}, yagna.ExeScriptCommand{Start: &yagna.StartCommand{Args: []string{}}})
 	if err != nil {
 		return fmt.Errorf("deploy and start on activity %s: %w", r.id.ActivityID, err)
 	}
@@ -379,7 +590,7 @@ func (r *rental) runInit(ctx context.Context, i int, c InitCmd) error {
 	if c.Run.EntryPoint != "" {
 		entry, args = c.Run.EntryPoint, c.Run.Args
 	}
-	res, err := r.exec(ctx, yagna.ExeScriptCommand{Run: &yagna.RunCommand{EntryPoint: entry, Args: args, Capture: yagna.CaptureAtEndString()}})
+	res, err := r.exec(ctx, r.t.Exec, yagna.ExeScriptCommand{Run: &yagna.RunCommand{EntryPoint: entry, Args: args, Capture: yagna.CaptureAtEndString()}})
 	if err != nil {
 		return fmt.Errorf("init[%d] %q: %w", i, strings.Join(c.Run.Args, " "), err)
 	}
@@ -405,24 +616,26 @@ func (r *rental) runInit(ctx context.Context, i int, c InitCmd) error {
 	return nil
 }
 
-func (r *rental) exec(ctx context.Context, cmds ...yagna.ExeScriptCommand) ([]yagna.ExeScriptCommandResult, error) {
+func (r *rental) exec(ctx context.Context, limit time.Duration, cmds ...yagna.ExeScriptCommand) ([]yagna.ExeScriptCommandResult, error) {
 	batch, err := r.yc.ExecCommands(ctx, r.id.ActivityID, cmds...)
 	if err != nil {
 		return nil, fmt.Errorf("exec: %w", err)
 	}
-	ectx, cancel := context.WithTimeout(ctx, r.t.Exec)
+	ectx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	res, err := r.yc.WaitBatch(ectx, r.id.ActivityID, batch, 5*time.Second)
 	if err != nil {
 		if ectx.Err() != nil && ctx.Err() == nil {
-			return res, fmt.Errorf("batch %s not finished within %s", batch, r.t.Exec)
+			return res, fmt.Errorf("batch %s not finished within %s", batch, limit)
 		}
 		return res, fmt.Errorf("waiting for batch %s: %w", batch, err)
 	}
 	return res, nil
 }
 
-// cleanup undoes a failed create: the activity, the VPN node, the agreement.
+// cleanup undoes a failed create or a failed provider: the activity, the
+// VPN node, the agreement (cancelled if it was never approved). The
+// provider is remembered as failed; the config fingerprints stay.
 func (r *rental) cleanup(ctx context.Context) {
 	if r.id.ActivityID != "" {
 		_ = r.yc.DestroyActivity(ctx, r.id.ActivityID)
@@ -431,11 +644,12 @@ func (r *rental) cleanup(ctx context.Context) {
 		_ = r.yc.RemoveNode(ctx, r.id.NetworkID, r.id.ProviderID)
 	}
 	if r.id.AgreementID != "" {
-		_ = r.yc.TerminateAgreement(ctx, r.id.AgreementID, yagna.TerminationReason("gcompose: create failed"))
+		if err := abandon(ctx, r.yc, r.id.AgreementID, "gcompose: create failed"); err != nil {
+			r.req.Log.Warn("ending the agreement of a failed create", "agreement", r.id.AgreementID, "err", err)
+		}
 	}
 	r.fail()
-	failed := r.id.Failed
-	r.id = Identity{Failed: failed}
+	r.id = Identity{Failed: r.id.Failed, Applied: r.id.Applied, InitPending: r.id.InitPending}
 	_ = r.report()
 }
 

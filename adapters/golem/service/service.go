@@ -20,24 +20,31 @@ import (
 type Timeouts struct {
 	Negotiation time.Duration // offers, counter-proposals, agreement approval
 	Approval    time.Duration // one agreement's approval
-	Exec        time.Duration // deploy + start, and each init command
+	Deploy      time.Duration // deploy + start (the image download); payload param deploy_timeout overrides it
+	Exec        time.Duration // each init command
 }
 
 // DefaultTimeouts fit the devnet and a healthy Golem Network.
 func DefaultTimeouts() Timeouts {
-	return Timeouts{Negotiation: 3 * time.Minute, Approval: 60 * time.Second, Exec: 5 * time.Minute}
+	return Timeouts{Negotiation: 3 * time.Minute, Approval: 60 * time.Second, Deploy: DefaultDeployTimeout, Exec: 5 * time.Minute}
 }
 
 // Adapter is the golem-service adapter.
-func Adapter() sdk.Adapter {
-	s := &svc{t: DefaultTimeouts()}
+func Adapter() sdk.Adapter { return AdapterWith(DefaultTimeouts()) }
+
+// AdapterWith is the adapter with other timeouts (tests shorten them).
+func AdapterWith(t Timeouts) sdk.Adapter {
+	s := &svc{t: t}
 	return sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
-			Gcompose:     &protocol.InitExt{Network: "host", Env: network.EnvVars},
+			// gcompose ps shows who runs the service and its VPN address.
+			Gcompose: network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"}),
 		}),
+		Check:   network.Check,
 		State:   s.state,
-		Actions: map[string]sdk.ActionFunc{"create": s.create, "delete": s.remove},
+		Actions: map[string]sdk.ActionFunc{"create": s.create, "delete": s.remove, "cleanup": s.cleanup},
+		Sweep:   s.sweep,
 	}
 }
 
@@ -54,6 +61,11 @@ type Identity struct {
 	Failed []string `json:"failed_providers,omitempty"`
 	// Applied fingerprints the config the rental was made for.
 	Applied map[string]string `json:"applied,omitempty"`
+	// InitPending is true from the first report of a create until its init
+	// commands have all run: a rental found alive with it set was
+	// interrupted half-way. Never omitted, so that the last report clears it
+	// (reported identity is merged key by key).
+	InitPending bool `json:"init_pending"`
 	// Logs are what the init commands printed. They travel as identity
 	// because the verifying state call only sees what the action reported;
 	// the VALID state hands them on as state.logs (gcompose logs).
@@ -101,6 +113,9 @@ type staleState struct {
 	Failed []string `json:"failed_providers,omitempty"`
 	// Previous is the address the node held before a rebuild.
 	Previous string `json:"previous_ip,omitempty"`
+	// Strays are what an interrupted operation of the resource made but
+	// never reported (found by its tags): the actions end them first.
+	Strays []tagged `json:"strays,omitempty"`
 }
 
 // observed is what exists of a resource's rental.
@@ -108,10 +123,13 @@ type observed struct {
 	activity  yagna.StateName // "" when missing
 	actErr    string
 	agreement *yagna.Agreement
+	// unreachable is yagna's answer when it could not reach the provider
+	// for the activity's state ("" when it could).
+	unreachable string
 }
 
 func (o observed) alive() bool {
-	return o.activity == yagna.StateReady && o.agreement != nil && o.agreement.State == yagna.AgreementApproved
+	return o.unreachable == "" && o.activity == yagna.StateReady && o.agreement != nil && o.agreement.State == yagna.AgreementApproved
 }
 
 func (o observed) anything() bool {
@@ -119,12 +137,14 @@ func (o observed) anything() bool {
 		(o.agreement != nil && o.agreement.State == yagna.AgreementApproved)
 }
 
-func (o observed) why() string {
+func (o observed) why(provider string) string {
 	switch {
 	case o.agreement == nil:
 		return "the agreement is gone"
 	case o.agreement.State != yagna.AgreementApproved:
 		return "the agreement is " + string(o.agreement.State)
+	case o.unreachable != "":
+		return "provider " + provider + " is unreachable (" + o.unreachable + ")"
 	case o.activity == "":
 		return "the activity is gone"
 	default:
@@ -136,6 +156,18 @@ func (o observed) why() string {
 	}
 }
 
+// stateTries is how many times the state call asks for an activity's state
+// when yagna cannot reach the provider, before it takes the provider as
+// gone: one slow answer is not an outage.
+const stateTries = 3
+
+// observe reads the agreement, then the activity's state. yagna answers the
+// agreement from its own database, so a failure there is yagna's and an
+// error; it asks the provider for the state of a live activity and answers
+// 408 or 500 when the provider cannot be reached
+// (core/activity/src/api.rs get_activity_state_web): that is the provider
+// gone, a drift to rebuild, not an error that would block refresh and
+// deploy. A call that gets no answer at all is yagna down: an error.
 func observe(ctx context.Context, yc *yagna.Client, id Identity) (observed, error) {
 	var o observed
 	if id.AgreementID != "" {
@@ -149,7 +181,18 @@ func observe(ctx context.Context, yc *yagna.Client, id Identity) (observed, erro
 		}
 	}
 	if id.ActivityID != "" {
-		st, err := yc.GetActivityState(ctx, id.ActivityID)
+		var st yagna.ActivityState
+		var err error
+		for try := 1; ; try++ {
+			st, err = yc.GetActivityState(ctx, id.ActivityID)
+			if !yagna.IsProviderUnreachable(err) || try == stateTries || ctx.Err() != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(yagna.Backoff(0, try)):
+			}
+		}
 		switch {
 		case err == nil:
 			o.activity = st.Current()
@@ -158,6 +201,8 @@ func observe(ctx context.Context, yc *yagna.Client, id Identity) (observed, erro
 				o.actErr = st.Reason
 			}
 		case yagna.IsNotFound(err) || yagna.IsGone(err):
+		case yagna.IsProviderUnreachable(err):
+			o.unreachable = err.Error()
 		default:
 			return o, fmt.Errorf("reading activity %s state: %w", id.ActivityID, err)
 		}
@@ -180,27 +225,62 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 	if err != nil {
 		return nil, fmt.Errorf("service %s: %w", req.Name, err)
 	}
+	left, err := strays(ctx, yc, req, id)
+	if err != nil {
+		return nil, fmt.Errorf("service %s: looking for what an interrupted operation left: %w", req.Name, err)
+	}
 	if req.Desired() == protocol.Absent {
-		if !o.anything() {
+		if !o.anything() && len(left) == 0 {
 			return &protocol.StateResult{Status: protocol.Valid}, nil
 		}
-		return stale(protocol.ChangeDelete, "provider "+id.ProviderID+" still runs it", nil, nil, "delete")
+		why := "provider " + id.ProviderID + " still runs it"
+		if !o.anything() {
+			why = strayReason(left)
+		}
+		return stale(protocol.ChangeDelete, why, nil, false, staleState{Strays: left}, "delete")
 	}
-	ss := staleState{Failed: id.Failed, Previous: id.IP}
+	ss := staleState{Failed: id.Failed, Previous: id.IP, Strays: left}
+	// The node's address after a (re)create is known now when it is planned
+	// on a network.
+	planned := cfg.NodeIP != "" && cfg.Network != nil
 	if id.AgreementID == "" && id.ActivityID == "" {
-		return stale(protocol.ChangeCreate, "not rented yet", nil, ss, "create")
+		reason := "not rented yet"
+		if len(left) > 0 {
+			reason += "; " + strayReason(left)
+		}
+		return stale(protocol.ChangeCreate, reason, nil, planned, ss, "create")
 	}
 	if !o.alive() {
 		// Whatever went wrong, the provider that ran it is avoided next time.
 		if id.ProviderID != "" && !slices.Contains(ss.Failed, id.ProviderID) {
 			ss.Failed = append(ss.Failed, id.ProviderID)
 		}
-		return stale(protocol.ChangeRebuild, o.why()+": renting again", nil, ss, "delete", "create")
+		return stale(protocol.ChangeRebuild, o.why(id.ProviderID)+": renting again", nil, planned, ss, "delete", "create")
+	}
+	if cfg.NodeIP != "" && id.IP != "" && id.IP != cfg.NodeIP {
+		return stale(protocol.ChangeRebuild, "the node is at "+id.IP+", planned at "+cfg.NodeIP, []string{"/node_ip"}, planned, ss, "delete", "create")
+	}
+	if id.InitPending {
+		return stale(protocol.ChangeRebuild, "its create was interrupted before the init commands finished: renting again", nil, planned, ss, "delete", "create")
 	}
 	if forces := rebuildForces(id.Applied, req.Config); len(forces) > 0 {
-		return stale(protocol.ChangeRebuild, "changed: "+strings.Join(forces, ", ")+" (a running activity cannot be changed in place)", forces, ss, "delete", "create")
+		return stale(protocol.ChangeRebuild, "changed: "+strings.Join(forces, ", ")+" (a running activity cannot be changed in place)", forces, planned, ss, "delete", "create")
+	}
+	if len(left) > 0 {
+		res, err := stale(protocol.ChangeUpdate, strayReason(left), nil, planned, ss, "cleanup")
+		if err == nil {
+			res.Gcompose.Unknown = nil
+		}
+		return res, err
 	}
 	return &protocol.StateResult{Status: protocol.Valid, State: outputs(id, o.agreement)}, nil
+}
+
+func strayReason(left []tagged) string {
+	if len(left) == 1 {
+		return fmt.Sprintf("%s %s left by an interrupted operation", left[0].Kind, left[0].ID)
+	}
+	return fmt.Sprintf("%d objects left by an interrupted operation", len(left))
 }
 
 func outputs(id Identity, a *yagna.Agreement) map[string]any {
@@ -220,7 +300,9 @@ func outputs(id Identity, a *yagna.Agreement) map[string]any {
 	return out
 }
 
-func stale(change, reason string, forces []string, ss any, actions ...string) (*protocol.StateResult, error) {
+// stale is a STALE answer; plannedIP says the node's address is known
+// before the create (planned by core/desired).
+func stale(change, reason string, forces []string, plannedIP bool, ss any, actions ...string) (*protocol.StateResult, error) {
 	res := &protocol.StateResult{Status: protocol.Stale, Gcompose: &protocol.StateExt{Change: change, Reason: reason, Forces: forces}}
 	if ss != nil {
 		raw, err := sdk.StaleState(ss)
@@ -233,22 +315,43 @@ func stale(change, reason string, forces []string, ss any, actions ...string) (*
 		res.Actions = append(res.Actions, protocol.ActionSpec{Name: a})
 	}
 	if change == protocol.ChangeCreate || change == protocol.ChangeRebuild {
-		res.Gcompose.Unknown = []string{"/network_node/ip", "/network_node/node_id", "/agreement", "/activity"}
+		res.Gcompose.Unknown = []string{"/network_node/node_id", "/agreement", "/activity"}
+		if !plannedIP {
+			res.Gcompose.Unknown = append([]string{"/network_node/ip"}, res.Gcompose.Unknown...)
+		}
 	}
 	return res, nil
 }
 
-// remove destroys the activity, takes the node out of the VPN and
-// terminates the agreement; what is already gone is skipped.
+// remove destroys the activity, takes the node out of the VPN and ends the
+// agreement; what is already gone is skipped. A provider that yagna cannot
+// reach does not block it: its activity cannot be destroyed nor its
+// agreement terminated, and yagna keeps the agreement Approved until the
+// provider ends it (a provider agent that cannot reach its requestor does,
+// after its debit-note accept timeout) or it expires; that is said, not
+// failed, or a rebuild away from a dead provider could never happen.
 func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 	yc, err := network.Client(req)
 	if err != nil {
 		return err
 	}
 	id := identityOf(req.Persisted().Identity)
+	var ss staleState
+	if err := req.DecodeStaleState(&ss); err != nil {
+		return err
+	}
 	var errs []error
+	if err := removeStrays(ctx, yc, ss.Strays); err != nil {
+		errs = append(errs, err)
+	}
+	var unreachable []string
 	if id.ActivityID != "" {
-		if err := yc.DestroyActivity(ctx, id.ActivityID); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
+		err := yc.DestroyActivity(ctx, id.ActivityID)
+		switch {
+		case err == nil || yagna.IsNotFound(err) || yagna.IsGone(err):
+		case yagna.IsProviderUnreachable(err):
+			unreachable = append(unreachable, fmt.Sprintf("activity %s not destroyed (%v)", id.ActivityID, err))
+		default:
 			errs = append(errs, fmt.Errorf("destroying activity %s: %w", id.ActivityID, err))
 		}
 	}
@@ -258,17 +361,29 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 		}
 	}
 	if id.AgreementID != "" {
-		err := yc.TerminateAgreement(ctx, id.AgreementID, yagna.TerminationReason("gcompose: service "+req.Name+" removed"))
-		if err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) && !yagna.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("terminating agreement %s: %w", id.AgreementID, err))
+		err := abandon(ctx, yc, id.AgreementID, "gcompose: service "+req.Name+" removed")
+		switch {
+		case err == nil:
+		case yagna.IsProviderUnreachable(err):
+			unreachable = append(unreachable, fmt.Sprintf("agreement %s not terminated (%v): yagna keeps it until the provider ends it or it expires", id.AgreementID, err))
+		default:
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("service %s: %w", req.Name, err)
 	}
 	// Keep the list of failed providers for the create that may follow.
-	if err := req.ReportIdentity(map[string]any{"agreement_id": "", "activity_id": "", "provider_id": "", "ip": ""}); err != nil {
+	failed := id.Failed
+	if len(unreachable) > 0 && id.ProviderID != "" && !slices.Contains(failed, id.ProviderID) {
+		failed = append(failed, id.ProviderID)
+	}
+	if err := req.ReportIdentity(map[string]any{"agreement_id": "", "activity_id": "", "provider_id": "", "ip": "", "failed_providers": failed}); err != nil {
 		return err
+	}
+	if len(unreachable) > 0 {
+		req.Printf("service %s: provider %s is unreachable: %s", req.Name, id.ProviderID, strings.Join(unreachable, "; "))
+		return nil
 	}
 	req.Printf("service %s: activity %s destroyed, agreement %s terminated", req.Name, id.ActivityID, id.AgreementID)
 	return nil

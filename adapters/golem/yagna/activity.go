@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -83,13 +85,47 @@ func (c *Client) ExecBatchResults(ctx context.Context, activityID, batchID strin
 }
 
 // WaitBatch polls a batch's results (each poll waiting up to pollTimeout) until
-// one says isBatchFinished, and returns them all. A 408 answer counts as "no
-// news yet". It stops with the context.
+// one says isBatchFinished, and returns them all. It stops with the context.
+//
+// A poll's failure is not the batch's: on a real network yagna answers 408
+// when the provider had nothing new within the timeout, 500 "GSB error ...
+// endpoint address not found" while the exe-unit is briefly unreachable,
+// and gateways answer 504. yapapi retries these (yapapi/rest/activity.py
+// PollingBatch._get_results and SuppressedExceptions(is_intermittent_error)),
+// golem-js retries 408 and 500 with backoff (src/activity/exe-script-executor.ts
+// RETRYABLE_ERROR_STATUS_CODES). So does WaitBatch: 408 is "no news", a
+// GSB 500 or a 504 is retried with backoff after checking, as yapapi does,
+// that the activity was not terminated meanwhile; it gives up after
+// MaxPollFailures of them in a row.
 func (c *Client) WaitBatch(ctx context.Context, activityID, batchID string, pollTimeout time.Duration) ([]ExeScriptCommandResult, error) {
+	failures := 0
+	var res []ExeScriptCommandResult
 	for {
 		start := time.Now()
-		res, err := c.ExecBatchResults(ctx, activityID, batchID, pollTimeout, -1)
-		if err != nil && !IsTimeout(err) {
+		got, err := c.ExecBatchResults(ctx, activityID, batchID, pollTimeout, -1)
+		switch {
+		case err == nil:
+			failures = 0
+			res = got
+		case IsTimeout(err):
+			failures = 0
+		case IsTransientExecError(err) && ctx.Err() == nil:
+			failures++
+			// yapapi PollingBatch._activity_terminated: a terminated
+			// activity will never answer; say so instead of retrying.
+			if st, serr := c.GetActivityState(ctx, activityID); serr == nil && st.Current() == StateTerminated {
+				why := firstOf(st.ErrorMessage, st.Reason)
+				return res, fmt.Errorf("activity %s was terminated while batch %s ran (%s): %w", activityID, batchID, why, err)
+			}
+			if failures > MaxPollFailures {
+				return res, fmt.Errorf("batch %s of activity %s: %d polls in a row failed: %w", batchID, activityID, failures, err)
+			}
+			c.logger().DebugContext(ctx, "exec results poll failed, retrying", "activity", activityID, "batch", batchID, "failures", failures, "err", err)
+			if err := sleep(ctx, Backoff(c.Backoff, failures)); err != nil {
+				return res, fmt.Errorf("waiting for batch %s of activity %s: %w", batchID, activityID, err)
+			}
+			continue
+		default:
 			return res, err
 		}
 		for _, r := range res {
@@ -103,10 +139,8 @@ func (c *Client) WaitBatch(ctx context.Context, activityID, batchID string, poll
 		// a server that answers at once (timeout 0, or one that ignores it)
 		// must not make us spin
 		if time.Since(start) < minPollInterval {
-			select {
-			case <-ctx.Done():
-				return res, fmt.Errorf("waiting for batch %s of activity %s: %w", batchID, activityID, ctx.Err())
-			case <-time.After(minPollInterval):
+			if err := sleep(ctx, minPollInterval); err != nil {
+				return res, fmt.Errorf("waiting for batch %s of activity %s: %w", batchID, activityID, err)
 			}
 		}
 	}
@@ -114,6 +148,53 @@ func (c *Client) WaitBatch(ctx context.Context, activityID, batchID string, poll
 
 // minPollInterval is the least time between two polls of WaitBatch.
 const minPollInterval = 100 * time.Millisecond
+
+// MaxPollFailures is how many failed exec-result polls in a row WaitBatch
+// tolerates (golem-js: activityExeBatchResultMaxRetries 20 with backoff up
+// to 15 s; yapapi: 3 GSB errors 3 s apart, then the 408/504s of
+// is_intermittent_error without limit). 10 with backoff up to MaxBackoff is
+// about half a minute of an unreachable exe-unit.
+const MaxPollFailures = 10
+
+// IsGSBError reports a 500 whose message is a GSB (the service bus between
+// yagna nodes) error, such as "GSB error: ... endpoint address not found":
+// yagna could not reach the provider's side (yapapi/rest/activity.py
+// _is_gsb_endpoint_not_found_error; core/activity/src/error.rs Error::Gsb).
+func IsGSBError(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusInternalServerError && strings.Contains(strings.ToLower(ae.Message), "gsb error")
+}
+
+// IsTransientExecError reports an exec-results poll failure worth
+// retrying: a GSB 500 or a 504.
+func IsTransientExecError(err error) bool {
+	return IsGSBError(err) || StatusOf(err) == http.StatusGatewayTimeout
+}
+
+// IsProviderUnreachable reports an answer from yagna saying that it could
+// not get one from the provider: yagna forwards activity calls (state,
+// exec, destroy) and agreement termination to the provider over GSB, and
+// answers 408 when the provider does not reply in time and 500 when the
+// GSB call fails (core/activity/src/api.rs get_activity_state_web,
+// core/activity/src/error.rs; core/market/src/rest_api/error.rs
+// ProtocolTerminate); a gateway in front of yagna answers 504. It is never
+// true of a transport error: that is yagna itself being unreachable.
+func IsProviderUnreachable(err error) bool {
+	switch StatusOf(err) {
+	case http.StatusRequestTimeout, http.StatusInternalServerError, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return "no reason given"
+}
 
 // FirstError returns the first result whose result is "Error", if any.
 func FirstError(results []ExeScriptCommandResult) (ExeScriptCommandResult, bool) {

@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -42,10 +44,42 @@ type Client struct {
 	AppKey  string
 	HTTP    *http.Client
 	Logger  *slog.Logger
-	// Retries is how many times a safe call (GET) is retried after a transport
-	// error or a 502/503; 0 means the default 2, negative means none.
+	// Retries is how many times a call that is safe to repeat (a GET, an
+	// accept, a release) is retried after a transient failure; 0 means
+	// DefaultRetries, negative means none.
 	Retries int
+	// Backoff is the pause before the first retry, doubled for each further
+	// one up to MaxBackoff, with jitter; 0 means DefaultBackoff.
+	Backoff time.Duration
 }
+
+// Retry defaults. yapapi repeats the calls it deems safe up to 5 times
+// (yapapi/rest/common.py repeat_on_error, yapapi/rest/payment.py); golem-js
+// backs off exponentially up to 15 s (src/activity/exe-script-executor.ts).
+const (
+	DefaultRetries = 4
+	DefaultBackoff = 250 * time.Millisecond
+	MaxBackoff     = 5 * time.Second
+)
+
+// retryPolicy says which failures of a call may be repeated.
+type retryPolicy int
+
+const (
+	// retryNever: the call creates something (a demand, an agreement, an
+	// activity, a batch); repeating it after an unknown outcome could make
+	// a second one.
+	retryNever retryPolicy = iota
+	// retryTransient: transport errors (connection refused or reset, EOF)
+	// and 502/503/504 answers.
+	retryTransient
+	// retryTransient408 adds 408: yagna answers it when the provider did
+	// not acknowledge in time (an accept: core/payment/src/api/debit_notes.rs
+	// "Timeout accepting Debit Note on remote Node"), and yapapi's
+	// is_intermittent_error counts it as intermittent. Only for calls whose
+	// 408 is not "no news yet" (long polls answer 408 to say that).
+	retryTransient408
+)
 
 // New returns a client of the daemon at baseURL (e.g. http://127.0.0.1:7465).
 func New(baseURL, appKey string) *Client {
@@ -86,13 +120,17 @@ func (c *Client) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("baseURL", c.BaseURL), slog.String("appKey", "[REDACTED]"))
 }
 
-// APIError is a non-2xx answer. Message is the body's "message" (or the start
-// of a non-JSON body).
+// APIError is a non-2xx answer. Message is the body's "message", or the
+// "detail" of an RFC 7807 problem (in full: it is what tells the user what to
+// do, e.g. "Insufficient funds to create the allocation. Top up your account
+// ..."), or the start of a non-JSON body.
 type APIError struct {
 	Status  int
 	Message string
 	Method  string
 	Path    string
+	// Problem is the RFC 7807 body, when the answer was one.
+	Problem *Problem
 }
 
 func (e *APIError) Error() string {
@@ -100,7 +138,45 @@ func (e *APIError) Error() string {
 	if msg == "" {
 		msg = http.StatusText(e.Status)
 	}
+	if e.Problem != nil {
+		if facts := e.Problem.facts(); facts != "" {
+			msg += " (" + facts + ")"
+		}
+	}
 	return fmt.Sprintf("yagna %s %s: %d: %s", e.Method, e.Path, e.Status, msg)
+}
+
+// facts lists a problem's extension members that say something about the
+// failure, sorted by name; requestBody (our own request echoed) is left out.
+func (p *Problem) facts() string {
+	keys := make([]string, 0, len(p.Extensions))
+	for k := range p.Extensions {
+		if k != "requestBody" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v := p.Extensions[k]
+		if s, ok := v.(string); ok {
+			parts = append(parts, k+" "+s)
+			continue
+		}
+		b, _ := json.Marshal(v)
+		parts = append(parts, k+" "+string(b))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// IsProblem reports an RFC 7807 answer whose type or instance ends with
+// suffix, e.g. "insufficient-account-funds".
+func IsProblem(err error, suffix string) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Problem == nil {
+		return false
+	}
+	return strings.HasSuffix(ae.Problem.Type, suffix) || strings.HasSuffix(ae.Problem.Instance, suffix)
 }
 
 // StatusOf is the HTTP status of an *APIError in err's chain, or 0.
@@ -123,6 +199,21 @@ func IsTimeout(err error) bool { return StatusOf(err) == http.StatusRequestTimeo
 
 // IsConflict reports a 409 answer.
 func IsConflict(err error) bool { return StatusOf(err) == http.StatusConflict }
+
+// transportError is a call that got no (complete) answer: yagna down,
+// restarting, or the connection cut.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// IsTransport reports a call that got no answer from yagna at all
+// (connection refused or reset, a cut answer): yagna itself is down or
+// unreachable, as opposed to yagna answering that a provider is.
+func IsTransport(err error) bool {
+	var te *transportError
+	return errors.As(err, &te)
+}
 
 // redactedError carries a message with the app key removed and keeps the
 // original error for errors.Is/As (context.Canceled, *url.Error, ...).
@@ -181,6 +272,48 @@ type request struct {
 	out    any // decoded from a 2xx body when non-nil
 	// raw, when non-nil, receives the undecoded 2xx body instead of out.
 	raw *[]byte
+	// retry overrides the policy; the zero value means retryTransient for
+	// GET and retryNever for anything else.
+	retry retryPolicy
+}
+
+func (r request) policy() retryPolicy {
+	if r.retry != retryNever {
+		return r.retry
+	}
+	if r.method == http.MethodGet {
+		return retryTransient
+	}
+	return retryNever
+}
+
+// Backoff returns the pause before retry number attempt (1, 2, ...): base
+// doubled attempt-1 times, capped at MaxBackoff, then drawn uniformly from
+// its upper half so that clients that failed together do not retry
+// together.
+func Backoff(base time.Duration, attempt int) time.Duration {
+	if base <= 0 {
+		base = DefaultBackoff
+	}
+	d := base
+	for i := 1; i < attempt && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, MaxBackoff)
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // seg escapes one path segment.
@@ -201,28 +334,25 @@ func (c *Client) do(ctx context.Context, r request) error {
 	}
 	retries := c.Retries
 	if retries == 0 {
-		retries = 2
+		retries = DefaultRetries
 	}
-	if r.method != http.MethodGet || retries < 0 {
+	policy := r.policy()
+	if policy == retryNever || retries < 0 {
 		retries = 0
 	}
 	var lastErr error
 	for attempt := 0; attempt <= retries; attempt++ {
 		if attempt > 0 {
-			t := time.NewTimer(time.Duration(attempt) * 250 * time.Millisecond)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return c.redactErr(fmt.Errorf("yagna %s %s: %w (after: %v)", r.method, r.path, ctx.Err(), lastErr))
-			case <-t.C:
+			if err := sleep(ctx, Backoff(c.Backoff, attempt)); err != nil {
+				return c.redactErr(fmt.Errorf("yagna %s %s: %w (after: %v)", r.method, r.path, err, lastErr))
 			}
 		}
-		retry, err := c.once(ctx, r, u, payload)
+		err := c.once(ctx, r, u, payload)
 		if err == nil {
 			return nil
 		}
 		lastErr = err
-		if !retry || ctx.Err() != nil {
+		if !policy.repeats(err) || ctx.Err() != nil {
 			return err
 		}
 		c.logger().DebugContext(ctx, "yagna call failed, retrying", "method", r.method, "path", r.path, "attempt", attempt+1, "err", err)
@@ -230,15 +360,32 @@ func (c *Client) do(ctx context.Context, r request) error {
 	return lastErr
 }
 
-// once performs one attempt; retry says whether a GET may be repeated.
-func (c *Client) once(ctx context.Context, r request, u string, payload []byte) (retry bool, err error) {
+// repeats tells whether a failed try may be repeated under the policy.
+func (p retryPolicy) repeats(err error) bool {
+	if p == retryNever {
+		return false
+	}
+	if IsTransport(err) {
+		return true
+	}
+	switch StatusOf(err) {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	case http.StatusRequestTimeout:
+		return p == retryTransient408
+	}
+	return false
+}
+
+// once performs one attempt.
+func (c *Client) once(ctx context.Context, r request, u string, payload []byte) error {
 	var body io.Reader
 	if payload != nil {
 		body = bytes.NewReader(payload)
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, u, body)
 	if err != nil {
-		return false, c.redactErr(fmt.Errorf("yagna %s %s: %w", r.method, r.path, err))
+		return c.redactErr(fmt.Errorf("yagna %s %s: %w", r.method, r.path, err))
 	}
 	if c.AppKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.AppKey)
@@ -250,45 +397,84 @@ func (c *Client) once(ctx context.Context, r request, u string, payload []byte) 
 	start := time.Now()
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return true, c.redactErr(fmt.Errorf("yagna %s %s: %w", r.method, r.path, err))
+		return c.redactErr(&transportError{fmt.Errorf("yagna %s %s: %w", r.method, r.path, err)})
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	c.logger().DebugContext(ctx, "yagna call", "method", r.method, "path", r.path, "status", resp.StatusCode, "duration", time.Since(start))
 	if err != nil {
-		return true, c.redactErr(fmt.Errorf("yagna %s %s: reading answer: %w", r.method, r.path, err))
+		return c.redactErr(&transportError{fmt.Errorf("yagna %s %s: reading answer: %w", r.method, r.path, err)})
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable,
-			&APIError{Status: resp.StatusCode, Message: c.redact(errorMessage(data)), Method: r.method, Path: r.path}
+		ae := &APIError{Status: resp.StatusCode, Method: r.method, Path: r.path}
+		ae.Message, ae.Problem = errorMessage(data)
+		ae.Message = c.redact(ae.Message)
+		if ae.Problem != nil {
+			ae.Problem.Detail = c.redact(ae.Problem.Detail)
+			for k, v := range ae.Problem.Extensions {
+				if s, ok := v.(string); ok {
+					ae.Problem.Extensions[k] = c.redact(s)
+				}
+			}
+		}
+		return ae
 	}
 	if r.raw != nil {
 		*r.raw = data
-		return false, nil
+		return nil
 	}
 	if r.out == nil || len(bytes.TrimSpace(data)) == 0 {
 		if r.out != nil {
-			return false, fmt.Errorf("yagna %s %s: %d with an empty body, want JSON", r.method, r.path, resp.StatusCode)
+			return fmt.Errorf("yagna %s %s: %d with an empty body, want JSON", r.method, r.path, resp.StatusCode)
 		}
-		return false, nil
+		return nil
 	}
 	if err := json.Unmarshal(data, r.out); err != nil {
-		return false, c.redactErr(fmt.Errorf("yagna %s %s: decoding answer: %w", r.method, r.path, err))
+		return c.redactErr(fmt.Errorf("yagna %s %s: decoding answer: %w", r.method, r.path, err))
 	}
-	return false, nil
+	return nil
 }
 
-// errorMessage extracts {"message": ...} or the start of a plain body.
-func errorMessage(data []byte) string {
-	var em ErrorMessage
-	if err := json.Unmarshal(data, &em); err == nil && em.Message != "" {
-		return em.Message
+// errorMessage extracts {"message": ...}, an RFC 7807 problem's detail (in
+// full) or title, or the start of a plain body.
+func errorMessage(data []byte) (string, *Problem) {
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err == nil {
+		if msg, ok := m["message"].(string); ok && msg != "" {
+			return msg, nil
+		}
+		if p := problemOf(m); p != nil {
+			if p.Detail != "" {
+				return p.Detail, p
+			}
+			return p.Title, p
+		}
 	}
 	s := strings.TrimSpace(string(data))
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}
-	return s
+	return s, nil
+}
+
+// problemOf reads an RFC 7807 object; nil when m has neither detail nor title.
+func problemOf(m map[string]any) *Problem {
+	str := func(k string) string { s, _ := m[k].(string); return s }
+	p := &Problem{Type: str("type"), Title: str("title"), Detail: str("detail"), Instance: str("instance"), Extensions: map[string]any{}}
+	if p.Detail == "" && p.Title == "" {
+		return nil
+	}
+	if f, ok := m["status"].(float64); ok {
+		p.Status = int(f)
+	}
+	for k, v := range m {
+		switch k {
+		case "type", "title", "status", "detail", "instance":
+		default:
+			p.Extensions[k] = v
+		}
+	}
+	return p
 }
 
 // seconds formats a timeout the way the specs want it (float seconds).

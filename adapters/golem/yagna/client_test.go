@@ -106,6 +106,37 @@ func TestAuthAndErrors(t *testing.T) {
 	}
 }
 
+// TestProblemDetailShownInFull: yagna answers an allocation beyond the funds
+// with an RFC 7807 body (core/payment/src/api/allocations/api_error.rs) whose
+// detail is longer than the 200 characters a plain body is cut to; the error
+// shows it whole, with the facts of the extension members.
+func TestProblemDetailShownInFull(t *testing.T) {
+	const detail = "Insufficient funds to create the allocation. Top up your account or release all existing allocations to unlock the funds via `yagna payment release-allocations`. " +
+		"This sentence makes the detail longer than two hundred characters, which a plain body would lose."
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"type": "/payment-api/v1/allocations/validation-error", "instance": "/payment-api/v1/allocations/validation-error/insufficient-account-funds",
+			"detail": detail, "requestedFunds": "5", "availableFunds": "0.5", "reservedFunds": "0", "paymentPlatform": "erc20-holesky-tglm",
+			"address": "0xabc", "requestBody": map[string]any{"totalAmount": "5", "note": "key " + testKey},
+		})
+	}))
+	defer srv.Close()
+	_, err := New(srv.URL, testKey).CreateAllocation(context.Background(), NewAllocation{TotalAmount: "5"})
+	if StatusOf(err) != 400 || !IsProblem(err, "insufficient-account-funds") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{detail, "availableFunds 0.5", "requestedFunds 5", "paymentPlatform erc20-holesky-tglm", "address 0xabc"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "requestBody") || strings.Contains(err.Error(), testKey) {
+		t.Errorf("error shows our own request body: %v", err)
+	}
+}
+
 func TestTransportErrorRedactedAndRetried(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

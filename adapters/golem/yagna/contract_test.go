@@ -41,8 +41,20 @@ var (
 	due     = t1
 	dn      = yagna.DebitNote{DebitNoteID: "dn1", IssuerID: "0xp", RecipientID: "0xr", PayeeAddr: "0xp", PayerAddr: "0xr", PaymentPlatform: "erc20-holesky-tglm", Timestamp: t0, AgreementID: "a1", ActivityID: "act1", TotalAmountDue: "0.01", PaymentDueDate: &due, Status: yagna.StatusReceived}
 	inv     = yagna.Invoice{InvoiceID: "i1", IssuerID: "0xp", RecipientID: "0xr", PayeeAddr: "0xp", PayerAddr: "0xr", PaymentPlatform: "erc20-holesky-tglm", Timestamp: t0, AgreementID: "a1", ActivityIDs: []string{"act1"}, Amount: "0.02", PaymentDueDate: t1, Status: yagna.StatusReceived}
+	hoodi   = yagna.Account{Platform: "erc20-hoodi-tglm", Address: "0xr", Driver: "erc20", Network: "hoodi", Token: "tglm", Send: true}
+	// insufficientFunds is yagna's answer, member for member.
+	insufficientFunds = problem{
+		"type": "/payment-api/v1/allocations/validation-error", "instance": "/payment-api/v1/allocations/validation-error/insufficient-account-funds",
+		"detail":         "Insufficient funds to create the allocation. Top up your account or release all existing allocations to unlock the funds via `yagna payment release-allocations`",
+		"requestedFunds": "5", "availableFunds": "0", "reservedFunds": "0", "paymentPlatform": "erc20-holesky-tglm", "address": "0xr",
+		"requestBody": map[string]any{"totalAmount": "5", "makeDeposit": false},
+	}
 	network = yagna.Network{ID: "n1", IP: "192.168.0.0", Mask: "255.255.255.0", Gateway: ""}
 )
+
+// problem is an answer sent as application/problem+json (RFC 7807), as yagna
+// answers allocation validation errors.
+type problem map[string]any
 
 // exchange is one recorded request.
 type exchange struct {
@@ -54,6 +66,7 @@ type fake struct {
 	mu      sync.Mutex
 	status  int
 	body    []byte
+	ctype   string
 	history []exchange
 }
 
@@ -62,6 +75,10 @@ func (f *fake) set(status int, v any) {
 	defer f.mu.Unlock()
 	f.status = status
 	f.body = nil
+	f.ctype = "application/json"
+	if _, ok := v.(problem); ok {
+		f.ctype = openapi.ProblemJSON
+	}
 	if v != nil {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -75,10 +92,10 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.history = append(f.history, exchange{r.Method, r.URL.RequestURI(), string(b), r.Header.Get("Authorization")})
-	status, body := f.status, f.body
+	status, body, ctype := f.status, f.body, f.ctype
 	f.mu.Unlock()
 	if body != nil {
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", ctype)
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
@@ -122,7 +139,9 @@ func TestClientContract(t *testing.T) {
 		{"version", 200, yagna.VersionResponse{Current: yagna.VersionInfo{Version: "0.17.0", Name: "v0.17.0", ReleaseTS: "2025-01-01T00:00:00"}},
 			func(ctx context.Context) (any, error) { return c.Version(ctx) }, nil, "/version/get", ""},
 
-		// payment: allocation and demand decorations
+		// payment: accounts, allocation and demand decorations
+		{"requestor accounts", 200, []yagna.Account{hoodi}, func(ctx context.Context) (any, error) { return c.RequestorAccounts(ctx) },
+			[]yagna.Account{hoodi}, "/payment-api/v1/requestorAccounts", ""},
 		{"create allocation", 201, alloc,
 			func(ctx context.Context) (any, error) {
 				return c.CreateAllocation(ctx, yagna.NewAllocation{Address: "0xr", PaymentPlatform: &yagna.PaymentPlatform{Name: "erc20-holesky-tglm"}, TotalAmount: "5", Timeout: &t1})
@@ -172,6 +191,11 @@ func TestClientContract(t *testing.T) {
 		{"confirm agreement with session", 204, nil, func(ctx context.Context) (any, error) { return nil, c.ConfirmAgreement(ctx, "a1", "app-1") }, nil, "/market-api/v1/agreements/a1/confirm?appSessionId=app-1", ""},
 		{"wait for approval", 204, nil, func(ctx context.Context) (any, error) { return nil, c.WaitForApproval(ctx, "a1", 15*time.Second) }, nil, "/market-api/v1/agreements/a1/wait?timeout=15", ""},
 		{"get agreement", 200, agr, func(ctx context.Context) (any, error) { return c.GetAgreement(ctx, "a1") }, agr, "/market-api/v1/agreements/a1", ""},
+		{"list agreements of a session", 200, []yagna.AgreementListEntry{{ID: "a1", CreationTS: t0, ApproveTS: &t0, Role: "Requestor"}},
+			func(ctx context.Context) (any, error) {
+				return c.ListAgreements(ctx, "gcompose/app", yagna.AgreementApproved)
+			},
+			[]yagna.AgreementListEntry{{ID: "a1", CreationTS: t0, ApproveTS: &t0, Role: "Requestor"}}, "/market-api/v1/agreements?appSessionId=gcompose%2Fapp&state=Approved", ""},
 		{"cancel agreement", 204, nil, func(ctx context.Context) (any, error) { return nil, c.CancelAgreement(ctx, "a1", nil) }, nil, "/market-api/v1/agreements/a1/cancel", ""},
 		{"terminate agreement", 204, nil, func(ctx context.Context) (any, error) {
 			return nil, c.TerminateAgreement(ctx, "a1", yagna.TerminationReason("done"))
@@ -260,6 +284,10 @@ func TestClientContract(t *testing.T) {
 		{"wait times out", 408, yagna.ErrorMessage{Message: "timeout"}, func(ctx context.Context) (any, error) { return nil, c.WaitForApproval(ctx, "a1", 0) }, nil, "/market-api/v1/agreements/a1/wait?timeout=0", ""},
 		{"terminate twice", 410, yagna.ErrorMessage{Message: "Terminated"}, func(ctx context.Context) (any, error) { return nil, c.TerminateAgreement(ctx, "a1", nil) }, nil, "/market-api/v1/agreements/a1/terminate", ""},
 		{"bad key", 401, yagna.ErrorMessage{Message: "invalid app key"}, func(ctx context.Context) (any, error) { return c.Me(ctx) }, nil, "/me", ""},
+		// yagna's RFC 7807 answer to an allocation beyond the funds (core/payment/src/api/allocations/api_error.rs)
+		{"allocation beyond the funds", 400, insufficientFunds, func(ctx context.Context) (any, error) {
+			return c.CreateAllocation(ctx, yagna.NewAllocation{TotalAmount: "5"})
+		}, nil, "/payment-api/v1/allocations", `{"totalAmount":"5","makeDeposit":false}`},
 	}
 	ctx := context.Background()
 	for _, tt := range tests {

@@ -119,6 +119,22 @@ func (c *Client) GetAgreement(ctx context.Context, agreementID string) (Agreemen
 	return a, err
 }
 
+// ListAgreements lists the identity's Agreements (GET /agreements), those
+// confirmed with appSessionID ("" for any) in state ("" for any). yagna
+// filters the session exactly (core/market/src/db/dao/agreement.rs list).
+func (c *Client) ListAgreements(ctx context.Context, appSessionID string, state AgreementState) ([]AgreementListEntry, error) {
+	q := url.Values{}
+	if appSessionID != "" {
+		q.Set("appSessionId", appSessionID)
+	}
+	if state != "" {
+		q.Set("state", string(state))
+	}
+	var out []AgreementListEntry
+	err := c.do(ctx, request{method: http.MethodGet, path: MarketPrefix + "/agreements", query: q, out: &out})
+	return out, err
+}
+
 // CancelAgreement cancels a not yet approved Agreement (POST
 // /agreements/{id}/cancel → 204). reason may be nil.
 func (c *Client) CancelAgreement(ctx context.Context, agreementID string, reason *Reason) error {

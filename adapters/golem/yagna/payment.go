@@ -30,6 +30,15 @@ func (c *Client) Allocations(ctx context.Context) ([]Allocation, error) {
 	return out, err
 }
 
+// RequestorAccounts lists the requestor's payment accounts (GET
+// /requestorAccounts): the platforms its identity can pay on. Funds are not
+// shown; an allocation beyond them fails with an RFC 7807 400.
+func (c *Client) RequestorAccounts(ctx context.Context) ([]Account, error) {
+	var out []Account
+	err := c.do(ctx, request{method: http.MethodGet, path: PaymentPrefix + "/requestorAccounts", out: &out})
+	return out, err
+}
+
 // AmendAllocation changes an allocation's amount or timeout (PUT /allocations/{id}).
 func (c *Client) AmendAllocation(ctx context.Context, allocationID string, u AllocationUpdate) (Allocation, error) {
 	var out Allocation
@@ -40,7 +49,9 @@ func (c *Client) AmendAllocation(ctx context.Context, allocationID string, u All
 // ReleaseAllocation releases an allocation (DELETE /allocations/{id} → 200; 404
 // or 410 when already released).
 func (c *Client) ReleaseAllocation(ctx context.Context, allocationID string) error {
-	return c.do(ctx, request{method: http.MethodDelete, path: allocationPath(allocationID)})
+	// yapapi repeats it (yapapi/rest/payment.py Allocation.delete); a second
+	// try after a lost answer gets 404/410, which callers take as done.
+	return c.do(ctx, request{method: http.MethodDelete, path: allocationPath(allocationID), retry: retryTransient})
 }
 
 func allocationPath(id string) string { return PaymentPrefix + "/allocations/" + seg(id) }
@@ -84,8 +95,13 @@ func (c *Client) DebitNotes(ctx context.Context, after time.Time, maxItems int) 
 
 // AcceptDebitNote accepts a debit note against an allocation (POST
 // /debitNotes/{id}/accept?timeout= → 200). timeout < 0 leaves it out.
+//
+// It is safe to repeat: yagna answers 200 for a note already accepted
+// (core/payment/src/api/debit_notes.rs accept_debit_note), and yapapi
+// repeats it on 408/504 and lost connections (yapapi/rest/payment.py
+// DebitNote.accept); so does this client.
 func (c *Client) AcceptDebitNote(ctx context.Context, debitNoteID string, a DebitNoteAcceptance, timeout time.Duration) error {
-	return c.do(ctx, request{method: http.MethodPost, path: PaymentPrefix + "/debitNotes/" + seg(debitNoteID) + "/accept", query: ackQuery(timeout), body: a})
+	return c.do(ctx, request{method: http.MethodPost, path: PaymentPrefix + "/debitNotes/" + seg(debitNoteID) + "/accept", query: ackQuery(timeout), body: a, retry: retryTransient408})
 }
 
 // RejectDebitNote rejects a debit note (POST /debitNotes/{id}/reject → 200).
@@ -115,9 +131,11 @@ func (c *Client) Invoices(ctx context.Context, after time.Time, maxItems int) ([
 }
 
 // AcceptInvoice accepts an invoice against an allocation (POST
-// /invoices/{id}/accept?timeout= → 200).
+// /invoices/{id}/accept?timeout= → 200). Repeated like AcceptDebitNote
+// (yapapi/rest/payment.py Invoice.accept; yagna answers 200 for an invoice
+// already accepted, core/payment/src/api/invoices.rs).
 func (c *Client) AcceptInvoice(ctx context.Context, invoiceID string, a Acceptance, timeout time.Duration) error {
-	return c.do(ctx, request{method: http.MethodPost, path: PaymentPrefix + "/invoices/" + seg(invoiceID) + "/accept", query: ackQuery(timeout), body: a})
+	return c.do(ctx, request{method: http.MethodPost, path: PaymentPrefix + "/invoices/" + seg(invoiceID) + "/accept", query: ackQuery(timeout), body: a, retry: retryTransient408})
 }
 
 // RejectInvoice rejects an invoice (POST /invoices/{id}/reject → 200).

@@ -19,6 +19,23 @@ type ErrorMessage struct {
 	Message string `json:"message,omitempty"`
 }
 
+// Problem is an RFC 7807 problem details body (Content-Type
+// application/problem+json), which yagna answers instead of ErrorMessage where
+// it says more than a message: allocation validation (insufficient funds,
+// account not registered, a platform that does not parse) in
+// core/payment/src/api/allocations/api_error.rs. The spec's ErrorMessage
+// allows these members (it has no additionalProperties: false).
+type Problem struct {
+	Type     string `json:"type,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Status   int    `json:"status,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	// Extensions are the other members (requestedFunds, availableFunds,
+	// reservedFunds, paymentPlatform, address, requestBody, ...).
+	Extensions map[string]any `json:"-"`
+}
+
 // Reason (common.yaml) is a free-form reason with a required message; extra
 // members (e.g. "golem.requestor.code") are kept in Extra.
 type Reason struct {
@@ -197,6 +214,17 @@ type AgreementEvent struct {
 	EventType string    `json:"eventType"` // "AgreementEvent"
 	EventDate time.Time `json:"eventDate"`
 	Agreement Agreement `json:"agreement"`
+}
+
+// AgreementListEntry is one entry of listAgreements. The spec requires id,
+// creationTs, approveTs and role but declares id, timestamp, approvedDate and
+// role; yagna answers the required names (ya-client-model
+// market/agreement.rs AgreementListEntry), which are read here.
+type AgreementListEntry struct {
+	ID         string     `json:"id"`
+	CreationTS time.Time  `json:"creationTs"`
+	ApproveTS  *time.Time `json:"approveTs"`
+	Role       string     `json:"role"`
 }
 
 // AgreementProposal is the body of createAgreement.
@@ -541,6 +569,19 @@ func (p *PaymentPlatform) UnmarshalJSON(b []byte) error {
 	}
 	p.Driver, p.Network, p.Token = o.Driver, o.Network, o.Token
 	return nil
+}
+
+// Account is a payment account (wallet) of the requestor, as
+// getRequestorAccounts lists it: one per platform the identity is initialised
+// on (yagna core/payment/src/api/accounts.rs). It says nothing of the funds.
+type Account struct {
+	Platform string `json:"platform"`
+	Address  string `json:"address"`
+	Driver   string `json:"driver"`
+	Network  string `json:"network"`
+	Token    string `json:"token"`
+	Send     bool   `json:"send"`
+	Receive  bool   `json:"receive"`
 }
 
 // Deposit of an allocation.

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // Labels of a long-lived container.
@@ -40,6 +44,14 @@ const (
 	// LabelConfig fingerprints what the container was started for, so a
 	// state call tells a container of an older config.
 	LabelConfig = "gcompose.config"
+	// LabelLineage and LabelOperation tag the container with the state's
+	// lineage and the operation that started it (CONTRACT-10), so a sweep
+	// tells this state's containers from another's of the same app.
+	LabelLineage   = "gcompose.lineage"
+	LabelOperation = "gcompose.operation"
+	// LabelAdapter is the adapter image that started the container (Docker
+	// shows an image id instead of the name once the tag moves).
+	LabelAdapter = "gcompose.adapter"
 )
 
 // ReadyLine is what a long-lived process prints on stdout once it works;
@@ -57,6 +69,8 @@ type Spec struct {
 	Config any
 	// Labels are extra labels.
 	Labels map[string]string
+	// Lineage and Operation become LabelLineage and LabelOperation.
+	Lineage, Operation string
 }
 
 // Fingerprint is the LabelConfig value of a config.
@@ -78,9 +92,18 @@ func Docker() (*client.Client, error) {
 
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
-// Name is the container name of an app's resource.
-func Name(app, resource string) string {
-	return strings.Trim(unsafeName.ReplaceAllString("gcompose-"+app+"-"+resource, "-"), "-.")
+// Name is the container name of a resource of an app's state:
+// gcompose-<app>-<lineage, 8 characters>-<resource>, so that two states of
+// one app name (two checkouts, two CI jobs) do not take each other's names.
+func Name(app, lineage, resource string) string {
+	if len(lineage) > 8 {
+		lineage = lineage[:8]
+	}
+	name := "gcompose-" + app + "-"
+	if lineage != "" {
+		name += lineage + "-"
+	}
+	return strings.Trim(unsafeName.ReplaceAllString(name+resource, "-"), "-.")
 }
 
 // Container is a long-lived container found by its labels.
@@ -92,25 +115,75 @@ type Container struct {
 	Labels  map[string]string
 }
 
-// Find returns the app's long-lived container for resource, nil if none.
-func Find(ctx context.Context, d *client.Client, app, resource string) (*Container, error) {
+// Find returns the long-lived container of the app's state (lineage) for
+// resource, nil if none. A container of another lineage of the same app
+// belongs to another state and is never returned; one without a lineage
+// label (started by an older gcompose) is.
+func Find(ctx context.Context, d *client.Client, app, lineage, resource string) (*Container, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelApp+"="+app), filters.Arg("label", LabelResource+"="+resource), filters.Arg("label", LabelLongLived+"=true"))
 	list, err := d.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("listing containers of %s/%s: %w", app, resource, err)
 	}
-	if len(list) == 0 {
-		return nil, nil
+	for _, c := range list {
+		if lin, ok := c.Labels[LabelLineage]; ok && lin != lineage {
+			continue
+		}
+		return &Container{ID: c.ID, Running: c.State == "running", State: c.State, Config: c.Labels[LabelConfig], Labels: c.Labels}, nil
 	}
-	c := list[0]
-	return &Container{ID: c.ID, Running: c.State == "running", State: c.State, Config: c.Labels[LabelConfig], Labels: c.Labels}, nil
+	return nil, nil
 }
 
-// Remove removes the app's long-lived containers for resource (stopping
-// them first, so they can clean up).
-func Remove(ctx context.Context, d *client.Client, app, resource string) error {
+// Sweep finds the app's long-lived containers of image (the adapter's own:
+// each runs its adapter's image) that no state names: those whose resource
+// is not among known (every resource of the adapter type in the state). A
+// container of this lineage is removed when terminate is set, one of
+// another lineage (or none) is only reported (CONTRACT-10). kind names the
+// object ("keeper", "proxy") in the answer.
+func Sweep(ctx context.Context, d *client.Client, app, lineage, image, kind string, known map[string]bool, terminate bool) ([]protocol.Orphan, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelApp+"="+app), filters.Arg("label", LabelLongLived+"=true"))
+	list, err := d.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("listing the containers of %s: %w", app, err)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	out := []protocol.Orphan{}
+	for _, c := range list {
+		res := c.Labels[LabelResource]
+		adapter := c.Labels[LabelAdapter]
+		if adapter == "" {
+			adapter = c.Image
+		}
+		if known[res] || adapter != image {
+			continue
+		}
+		o := protocol.Orphan{Kind: kind + " container", ID: c.ID[:12], Lineage: c.Labels[LabelLineage], Resource: res, Action: protocol.OrphanReported,
+			Detail: fmt.Sprintf("%s, %s", strings.TrimPrefix(firstName(c.Names), "/"), c.State)}
+		if terminate && lineage != "" && c.Labels[LabelLineage] == lineage {
+			timeout := 10
+			_ = d.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &timeout})
+			if err := d.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {
+				return nil, fmt.Errorf("removing container %s: %w", c.ID[:12], err)
+			}
+			o.Action = protocol.OrphanTerminated
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func firstName(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
+// Remove removes the long-lived containers of the app's state (lineage)
+// for resource (stopping them first, so they can clean up).
+func Remove(ctx context.Context, d *client.Client, app, lineage, resource string) error {
 	for {
-		c, err := Find(ctx, d, app, resource)
+		c, err := Find(ctx, d, app, lineage, resource)
 		if err != nil || c == nil {
 			return err
 		}
@@ -125,9 +198,15 @@ func Remove(ctx context.Context, d *client.Client, app, resource string) error {
 // Start creates and starts the container, hands it the secrets on stdin,
 // and waits until it prints ReadyLine (or fails, with its log tail).
 func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (string, error) {
-	labels := map[string]string{LabelApp: s.App, LabelResource: s.Resource, LabelLongLived: "true", LabelConfig: Fingerprint(s.Config)}
+	labels := map[string]string{LabelApp: s.App, LabelResource: s.Resource, LabelLongLived: "true", LabelConfig: Fingerprint(s.Config), LabelAdapter: s.Image}
 	for k, v := range s.Labels {
 		labels[k] = v
+	}
+	if s.Lineage != "" {
+		labels[LabelLineage] = s.Lineage
+	}
+	if s.Operation != "" {
+		labels[LabelOperation] = s.Operation
 	}
 	cfg := &container.Config{
 		Image: s.Image, Cmd: s.Args, Labels: labels,
@@ -140,8 +219,11 @@ func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (s
 		SecurityOpt:    []string{"no-new-privileges"},
 		Tmpfs:          map[string]string{"/tmp": "rw,noexec,nosuid,nodev,size=16m"},
 		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "2"}},
+		// The limits of adapter containers: a keeper or proxy that leaks
+		// memory or forks without end is stopped, not the host.
+		Resources: runner.DefaultResources(),
 	}
-	name := Name(s.App, s.Resource)
+	name := Name(s.App, s.Lineage, s.Resource)
 	created, err := d.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		return "", fmt.Errorf("creating container %s from %s: %w", name, s.Image, err)
