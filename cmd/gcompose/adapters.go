@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -47,15 +46,7 @@ func newAdapters(c *cli.Context, app string, p *project) (*engine.ContainerAdapt
 	plugs := map[string]adapter.Plug{}
 	if p != nil {
 		for name, pl := range p.app.Plugs {
-			path := pl.Path
-			if !filepath.IsAbs(path) && len(p.app.Files) > 0 {
-				// Relative plug paths are relative to the first descriptor,
-				// and the Engine needs absolute host paths.
-				path = filepath.Join(filepath.Dir(p.app.Files[0]), path)
-			}
-			if abs, err := filepath.Abs(path); err == nil {
-				path = abs
-			}
+			path := plugHostPath(p, name)
 			plugs[name] = adapter.Plug{Path: path, ReadOnly: pl.ReadOnly, ResourceNames: pl.ResourceNames, ResourceTypes: pl.ResourceTypes}
 		}
 	}

@@ -2,49 +2,54 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 )
 
 // The scripts ask gcompose itself for candidates (urfave/cli's
-// --generate-bash-completion), so they follow new commands and flags.
+// --generate-bash-completion), so they follow new commands and flags; the
+// candidates are matched as plain strings (compgen -W would expand a "$" in
+// them). After -f they offer descriptor files, after other flags that take
+// a file, any file; where gcompose has nothing to offer, the shell's files.
 const bashCompletion = `# gcompose bash completion: source <(gcompose completion bash)
 _gcompose_complete() {
-  local cur words
+  local cur prev line
   cur="${COMP_WORDS[COMP_CWORD]}"
-  words=("${COMP_WORDS[@]:0:$COMP_CWORD}")
-  local opts
-  if [[ "$cur" == -* ]]; then
-    opts=$("${words[@]}" "$cur" --generate-bash-completion 2>/dev/null)
-  else
-    opts=$("${words[@]}" --generate-bash-completion 2>/dev/null)
-  fi
-  COMPREPLY=($(compgen -W "${opts}" -- "${cur}"))
+  prev="${COMP_WORDS[COMP_CWORD-1]}"
+  COMPREPLY=()
+  case "$prev" in
+    -f|--file)
+      compopt -o filenames 2>/dev/null
+      while IFS= read -r line; do
+        if [[ -d "$line" ]]; then COMPREPLY+=("$line"); continue; fi
+        case "$line" in *.yaml|*.yml|*.zip) COMPREPLY+=("$line") ;; esac
+      done < <(compgen -f -- "$cur")
+      return 0 ;;
+    --var-file|--state-key-file|--etcd-cacert|--etcd-cert|--etcd-key|--etcd-password-file)
+      compopt -o default 2>/dev/null
+      return 0 ;;
+  esac
+  local words=() i
+  for ((i = 0; i < COMP_CWORD; i++)); do words+=("${COMP_WORDS[i]}"); done
+  [[ "$cur" == -* ]] && words+=("$cur")
+  while IFS= read -r line; do
+    [[ -n "$line" && "$line" == "$cur"* ]] && COMPREPLY+=("$line")
+  done < <("${words[@]}" --generate-bash-completion 2>/dev/null)
   [[ ${#COMPREPLY[@]} -eq 0 ]] && compopt -o default 2>/dev/null
   return 0
 }
 complete -F _gcompose_complete gcompose
 `
 
+// zsh runs the bash function through bashcompinit, so both shells complete
+// the same way.
 const zshCompletion = `#compdef gcompose
-# gcompose zsh completion: source <(gcompose completion zsh), or save as _gcompose in your $fpath
-_gcompose() {
-  local -a opts
-  local cur=${words[-1]}
-  if [[ "$cur" == -* ]]; then
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} ${cur} --generate-bash-completion 2>/dev/null)}")
-  else
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} --generate-bash-completion 2>/dev/null)}")
-  fi
-  if [[ "${opts[1]}" != "" ]]; then
-    _describe 'values' opts
-  else
-    _files
-  fi
-}
-compdef _gcompose gcompose
-`
+# gcompose zsh completion: source <(gcompose completion zsh)
+autoload -U +X compinit && compinit -u
+autoload -U +X bashcompinit && bashcompinit
+` + bashCompletion
 
 func completionCommand() *cli.Command {
 	return &cli.Command{
@@ -73,5 +78,36 @@ func completionCommand() *cli.Command {
 				return withCode(exitUsage, fmt.Errorf("completion takes a shell: bash, zsh or fish"))
 			}
 		},
+	}
+}
+
+// completeResources is the shell completion of commands that take resource
+// addresses (state show, logs): the flags after "-", else the resources the
+// state records for the application (--app, -f, or ./gcompose.yaml).
+func completeResources(c *cli.Context) {
+	args := os.Args
+	if len(args) > 2 && strings.HasPrefix(args[len(args)-2], "-") {
+		cli.DefaultCompleteWithFlags(c.Command)(c)
+		return
+	}
+	name := c.String("app")
+	if name == "" {
+		p, err := loadFiles(c, fileArgs(c))
+		if err != nil {
+			return
+		}
+		name = p.app.Name
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	doc, err := st.Load(c.Context, name)
+	if err != nil {
+		return
+	}
+	for _, n := range doc.Names() {
+		fmt.Fprintln(c.App.Writer, n)
 	}
 }

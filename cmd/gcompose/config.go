@@ -10,6 +10,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/gcompose/gcompose/core/plugpath"
 )
 
 // defaultConfigFile is read when present, so a team commits where its state
@@ -21,6 +23,24 @@ const defaultConfigFile = ".gcompose/config.yaml"
 type fileConfig struct {
 	// State is the --state backend URL.
 	State string `yaml:"state"`
+	// AllowHostPaths are host paths plugs may mount although they are
+	// outside the project (as --allow-host-path).
+	AllowHostPaths []string `yaml:"allow_host_paths"`
+}
+
+// plugPolicy is where plugs may point: the project, and the host paths
+// allowed by --allow-host-path and the config file.
+func plugPolicy(c *cli.Context) (plugpath.Policy, error) {
+	wd, err := plugpath.WorkDir()
+	if err != nil {
+		return plugpath.Policy{}, err
+	}
+	cfg, _, err := readConfig()
+	if err != nil {
+		return plugpath.Policy{}, err
+	}
+	allowed := append(append([]string(nil), c.StringSlice("allow-host-path")...), cfg.AllowHostPaths...)
+	return plugpath.Policy{WorkDir: wd, Allowed: allowed}, nil
 }
 
 // readConfig reads $GCOMPOSE_CONFIG, else .gcompose/config.yaml when it

@@ -19,23 +19,32 @@ import (
 // destroy deterministically; nothing else sets it.
 const crashEnv = "GCOMPOSE_TEST_CRASH_AFTER_CALLS"
 
+// crashSignalEnv set to INT makes the crash point a SIGINT instead, as a
+// user pressing Ctrl-C at that moment: the process carries on and handles it.
+const crashSignalEnv = "GCOMPOSE_TEST_CRASH_SIGNAL"
+
 // withCrashPoint wraps the adapters when crashEnv is set.
 func withCrashPoint(a plan.Adapters) plan.Adapters {
 	k, err := strconv.Atoi(os.Getenv(crashEnv))
 	if err != nil || k <= 0 {
 		return a
 	}
-	return &crashingAdapters{Adapters: a, after: int64(k)}
+	return &crashingAdapters{Adapters: a, after: int64(k), interrupt: os.Getenv(crashSignalEnv) == "INT"}
 }
 
 type crashingAdapters struct {
 	plan.Adapters
-	calls atomic.Int64
-	after int64
+	calls     atomic.Int64
+	after     int64
+	interrupt bool
 }
 
 func (c *crashingAdapters) tick() {
 	if c.calls.Add(1) == c.after {
+		if c.interrupt {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+			return
+		}
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // never continue past the crash point
 	}

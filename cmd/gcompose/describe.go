@@ -1,12 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/descriptor"
+	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/graph"
 )
 
@@ -39,12 +40,7 @@ func configCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				b, err := json.MarshalIndent(p.app.Tree(), "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(c.App.Writer, string(b))
-				return nil
+				return printJSON(c.App.Writer, p.app.Tree())
 			}
 			b, err := descriptor.Canonical(p.app)
 			if err != nil {
@@ -61,7 +57,7 @@ func graphCommand() *cli.Command {
 		Name:      "graph",
 		Usage:     "print the dependency graph, every edge labelled with why it exists",
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
-		Flags:     append(append(descriptorFlags(), &cli.StringFlag{Name: "format", Value: "dot", Usage: "dot, json or mermaid"}), deployedGraphFlags()...),
+		Flags:     append(append(append(descriptorFlags(), &cli.StringFlag{Name: "format", Value: "dot", Usage: "`FORMAT`: dot, json or mermaid"}), deployedGraphFlags()...), imageFlags()...),
 		Action: func(c *cli.Context) error {
 			var g *graph.Graph
 			if c.Bool("deployed") {
@@ -75,7 +71,9 @@ func graphCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				g = p.resolved.Graph
+				if g, err = withImplicit(p, golemImages(c)); err != nil {
+					return withCode(exitError, err)
+				}
 			}
 			switch c.String("format") {
 			case "dot":
@@ -89,4 +87,46 @@ func graphCommand() *cli.Command {
 			}
 		},
 	}
+}
+
+// withImplicit is the descriptor's graph plus the resources a deploy adds
+// that the descriptor does not name (a Golem app's payments, the local
+// proxies of its services), marked implicit, with their dependencies: the
+// graph deploy really walks.
+func withImplicit(p *project, img desired.Images) (*graph.Graph, error) {
+	want, err := desired.Resources(p.resolved, img)
+	if err != nil {
+		return nil, err
+	}
+	dg := p.resolved.Graph
+	g := graph.New()
+	for _, v := range dg.Vertices() {
+		g.AddVertex(v.ID, v.Kind, v.Attrs)
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !g.HasVertex(n) {
+			g.AddVertex(n, "resource", map[string]any{graph.ImplicitAttr: true, "type": want[n].Type})
+		}
+	}
+	for _, e := range dg.Edges() {
+		if err := g.AddEdge(e); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range names {
+		for _, d := range want[n].DependsOn {
+			if !g.HasVertex(d) || len(g.EdgesBetween(n, d)) > 0 {
+				continue
+			}
+			if err := g.AddEdge(graph.Edge{From: n, To: d, Kind: graph.Implicit, Pos: want[n].Pos}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return g, nil
 }

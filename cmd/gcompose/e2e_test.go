@@ -372,7 +372,7 @@ func TestE2EConcurrentDeployIsRefusedByTheLock(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	r := e.gc("deploy", f, "--yes")
-	if r.code != exitError || !strings.Contains(r.stderr, "is locked by") || !strings.Contains(r.stderr, "gcompose unlock") {
+	if r.code != exitError || !strings.Contains(r.stderr, "is locked by") || !strings.Contains(r.stderr, "releases it the moment the process ends") {
 		t.Fatalf("second deploy: exit %d, want a lock error\n%s", r.code, r.stderr)
 	}
 	if err := cmd.Wait(); err != nil {

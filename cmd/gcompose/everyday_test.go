@@ -155,7 +155,7 @@ func gcPlain(args ...string) result {
 }
 
 func TestCompletionAndVersion(t *testing.T) {
-	for shell, want := range map[string]string{"bash": "complete -F _gcompose_complete gcompose", "zsh": "compdef _gcompose gcompose", "fish": "complete -c gcompose"} {
+	for shell, want := range map[string]string{"bash": "complete -F _gcompose_complete gcompose", "zsh": "bashcompinit", "fish": "complete -c gcompose"} {
 		if r := gcPlain("completion", shell); r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Errorf("completion %s: exit %d, lacks %q", shell, r.code, want)
 		}
@@ -173,7 +173,7 @@ func TestCompletionAndVersion(t *testing.T) {
 			t.Errorf("bash completion candidates lack %s:\n%s", c, out)
 		}
 	}
-	if r := gcPlain("version"); !strings.HasPrefix(r.stdout, "gcompose "+version+" (commit ") {
+	if r := gcPlain("version"); !strings.HasPrefix(r.stdout, "gcompose version "+version+" (commit ") {
 		t.Errorf("version: %q", r.stdout)
 	}
 }

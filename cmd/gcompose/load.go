@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/descriptor"
+	"github.com/gcompose/gcompose/core/plugpath"
 	"github.com/gcompose/gcompose/core/resolve"
 	"github.com/gcompose/gcompose/core/source"
 )
@@ -17,18 +18,50 @@ import (
 // defaultFiles are looked for when no descriptor is named.
 var defaultFiles = []string{"gcompose.yaml", "gcompose.yml"}
 
+// fileFlag is -f/--file: a descriptor file, on every command and before
+// the command (gcompose -f app.yaml logs -f, as in docker compose).
+func fileFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "descriptor `FILE` or .zip package (repeat to merge in order; positional arguments work too)"}
+}
+
+// fileArgs are the -f files given before the command, then the command's
+// own, in order.
+func fileArgs(c *cli.Context) []string {
+	var files []string
+	lin := c.Lineage()
+	for i := len(lin) - 1; i >= 0; i-- {
+		x := lin[i]
+		if x.Command != nil && definesFlag(x.Command, "file") {
+			files = append(files, x.StringSlice("file")...)
+		}
+	}
+	return files
+}
+
+func definesFlag(cmd *cli.Command, name string) bool {
+	for _, f := range cmd.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func descriptorFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "file", Aliases: []string{"f"}, Usage: "descriptor file or .zip package (repeat to merge in order; positional arguments work too)"},
+		fileFlag(),
 		&cli.BoolFlag{Name: "ignore-unknown", Usage: "report unknown keys as warnings instead of errors"},
-		&cli.StringSliceFlag{Name: "var", Usage: "set ${var.NAME}: --var NAME=VALUE (repeatable)"},
-		&cli.StringSliceFlag{Name: "var-file", Usage: "read ${var.*} values from a YAML or KEY=VALUE file (repeatable)"},
+		&cli.StringSliceFlag{Name: "var", Usage: "set ${var.NAME}: `NAME=VALUE` (repeatable; $GCOMPOSE_VAR_NAME sets it too, below --var-file and --var)"},
+		&cli.StringSliceFlag{Name: "allow-host-path", Usage: "let plugs mount this host path (or below it) although it is outside the project (repeatable; or allow_host_paths in .gcompose/config.yaml)"},
+		&cli.StringSliceFlag{Name: "var-file", Usage: "read ${var.*} values from a YAML or KEY=VALUE `FILE` (repeatable)"},
 	}
 }
 
 // descriptorFiles returns -f files followed by positional ones, in order.
 func descriptorFiles(c *cli.Context) ([]string, error) {
-	files := append(c.StringSlice("file"), c.Args().Slice()...)
+	files := append(fileArgs(c), c.Args().Slice()...)
 	if len(files) > 0 {
 		return files, nil
 	}
@@ -44,6 +77,8 @@ func descriptorFiles(c *cli.Context) ([]string, error) {
 type project struct {
 	app      *descriptor.App
 	resolved *resolve.Resolved
+	// plugPaths are the plugs' host paths, checked (core/plugpath).
+	plugPaths map[string]string
 }
 
 // loadProject loads, validates and resolves the descriptors named on the
@@ -78,12 +113,17 @@ func loadFiles(c *cli.Context, files []string) (*project, error) {
 	}
 	res, rdiags := resolve.Resolve(app, resolve.Options{Vars: vars})
 	registerSecrets(c, res.Secrets)
-	all := append(append(source.Diagnostics{}, diags...), rdiags...)
+	pol, err := plugPolicy(c)
+	if err != nil {
+		return nil, withCode(exitError, err)
+	}
+	plugs, pdiags := plugpath.Resolve(app, pol)
+	all := append(append(append(source.Diagnostics{}, diags...), rdiags...), pdiags...)
 	if all.HasErrors() {
 		return nil, reportDiagnostics(c.App.ErrWriter, all)
 	}
 	printWarnings(c.App.ErrWriter, all)
-	return &project{app: app, resolved: res}, nil
+	return &project{app: app, resolved: res, plugPaths: plugs}, nil
 }
 
 func printWarnings(w io.Writer, ds source.Diagnostics) {
@@ -105,9 +145,19 @@ func reportDiagnostics(w io.Writer, ds source.Diagnostics) error {
 	return withCode(exitError, fmt.Errorf("%d problem(s) found", n))
 }
 
-// loadVars merges --var-file files (in order) and then --var flags.
+// varEnvPrefix names an environment variable that sets ${var.NAME}, as
+// Terraform's TF_VAR_NAME: GCOMPOSE_VAR_region=eu.
+const varEnvPrefix = "GCOMPOSE_VAR_"
+
+// loadVars merges GCOMPOSE_VAR_* variables, then --var-file files (in
+// order), then --var flags: the more explicit wins, as in Terraform.
 func loadVars(c *cli.Context) (map[string]string, error) {
 	vars := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, varEnvPrefix) && len(k) > len(varEnvPrefix) {
+			vars[strings.TrimPrefix(k, varEnvPrefix)] = v
+		}
+	}
 	for _, f := range c.StringSlice("var-file") {
 		if err := readVarFile(f, vars); err != nil {
 			return nil, err

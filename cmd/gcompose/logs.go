@@ -80,16 +80,20 @@ func logsCommand() *cli.Command {
 		Description: `Reads the "logs" member of each resource's last VALID state in the state store (docs/protocol.md,
    "Command output"). SERVICE selects resources: a full name (services.web, resources.a), or a service
    name (web: services.web and its instances services.web[0], ...). An adapter that reports no logs is
-   listed as such. With -f, gcompose asks the adapters' state call again every --interval and prints
+   listed as such. With --follow, gcompose asks the adapters' state call again every --interval and prints
    output not shown yet: it follows only as fast as adapters report, and shows nothing for those that
    report no logs.`,
 		ArgsUsage: "[SERVICE ...]",
 		Flags: append(append([]cli.Flag{}, engineFlags()...),
-			&cli.StringSliceFlag{Name: "file", Usage: "descriptor, for the app name and plugs (-f means --follow here, as in docker logs)"},
-			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep asking the adapters for new output until interrupted"},
-			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "with -f: how often to ask"},
+			fileFlag(),
+			// -f is the descriptor, as everywhere; `logs -f` followed by
+			// nothing, a flag or a service name is --follow (args.go), as
+			// docker compose users type it.
+			&cli.BoolFlag{Name: "follow", Usage: "keep asking the adapters for new output until interrupted (logs -f works too when no descriptor follows it)"},
+			&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "with --follow: ask every `DURATION`"},
 		),
-		Action: runLogs,
+		Action:       runLogs,
+		BashComplete: completeResources,
 	}
 }
 
@@ -120,7 +124,7 @@ func runLogs(c *cli.Context) error {
 	if c.String("app") != "" {
 		name = c.String("app")
 	} else {
-		p, err := loadFiles(c, c.StringSlice("file"))
+		p, err := loadFiles(c, fileArgs(c))
 		if err != nil {
 			return err
 		}
@@ -191,11 +195,14 @@ func printEntries(c *cli.Context, res string, es []logEntry, seen map[string]boo
 // with desired "present" and the persisted config.
 func followLogs(c *cli.Context, app string, rs []*state.Resource, seen map[string]map[string]bool) error {
 	var p *project
-	if fs := c.StringSlice("file"); len(fs) > 0 {
+	if fs := fileArgs(c); len(fs) > 0 {
 		var err error
 		if p, err = loadFiles(c, fs); err != nil {
 			return err
 		}
+	}
+	if err := ensurePlugDirs(p, func(msg string) { fmt.Fprintln(c.App.ErrWriter, "note:", msg) }); err != nil {
+		return withCode(exitError, err)
 	}
 	ad, _, closeAdapters, err := newAdapters(c, app, p)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -25,6 +26,7 @@ const (
 	exitError   = 1 // anything failed, or the descriptor is invalid
 	exitChanges = 2 // plan --detailed-exitcode: there are changes
 	exitUsage   = 64
+	// exitInterrupted (130) is in interrupt.go.
 )
 
 // exitError carries an exit code through urfave/cli.
@@ -44,25 +46,41 @@ func (e *exitCodeError) Unwrap() error { return e.err }
 func withCode(code int, err error) error { return &exitCodeError{code: code, err: err} }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr))
+	// SIGINT and SIGTERM are interrupts, in stages (interrupt.go).
+	it := newInterrupts(context.Background(), os.Exit)
+	sig := make(chan os.Signal, 3)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for range sig {
+			it.signal()
+		}
+	}()
+	os.Exit(runWith(it, os.Args, os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run is main without the process: tests call it directly.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runWith(newInterrupts(ctx, os.Exit), args, stdin, stdout, stderr)
+}
+
+func runWith(it *interrupts, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Everything printed goes through the run's secret redactor (secrets.go).
 	red, stdout, stderr, flush := redactOutput(stdout, stderr)
 	defer flush()
 	app := newApp(stdin, stdout, stderr)
-	app.Metadata = map[string]any{redactorKey: red}
-	err := app.RunContext(ctx, reorderArgs(app, args))
+	app.Metadata = map[string]any{redactorKey: red, interruptsKey: it}
+	err := app.RunContext(it.hard, reorderArgs(app, args))
 	if err == nil {
 		return exitOK
 	}
 	var ec *exitCodeError
 	if errors.As(err, &ec) {
-		if ec.err != nil {
+		switch {
+		case ec.err != nil && ec.code == exitInterrupted:
+			// Not an error: what the user asked for.
+			msg := ec.err.Error()
+			fmt.Fprintln(stderr, strings.ToUpper(msg[:1])+msg[1:])
+		case ec.err != nil:
 			fmt.Fprintln(stderr, "Error:", ec.err)
 		}
 		return ec.code
@@ -72,7 +90,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "gcompose",
 		Usage:                "deploy multi-service applications from a declarative descriptor and keep them converged",
 		Version:              version + " (commit " + buildCommit() + ")",
@@ -80,8 +98,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
-		HideVersion:          true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // run() reports errors and picks exit codes
+		// -f before the command, as in docker compose -f app.yaml logs -f.
+		Flags: []cli.Flag{fileFlag()},
 		Commands: []*cli.Command{
 			validateCommand(),
 			configCommand(),
@@ -90,6 +109,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			deployCommand(),
 			destroyCommand(),
 			refreshCommand(),
+			psCommand(),
 			stateCommand(),
 			unlockCommand(),
 			versionCommand(),
@@ -98,6 +118,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			completionCommand(),
 		},
 	}
+	setUpHelp(app)
+	return app
 }
 
 func versionCommand() *cli.Command {
@@ -105,7 +127,7 @@ func versionCommand() *cli.Command {
 		Name:  "version",
 		Usage: "print the version and the commit it was built from",
 		Action: func(c *cli.Context) error {
-			fmt.Fprintf(c.App.Writer, "gcompose %s (commit %s)\n", version, buildCommit())
+			fmt.Fprintf(c.App.Writer, "gcompose version %s (commit %s)\n", version, buildCommit())
 			return nil
 		},
 	}

@@ -2,41 +2,58 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
+	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/desired"
+	"github.com/gcompose/gcompose/core/display"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/core/state"
 )
 
 func stateFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "state", Value: ".gcompose/state", EnvVars: []string{"GCOMPOSE_STATE"}, Usage: "state backend: a directory, file://DIR, etcd://host:2379[,host2:2379]/prefix (docs/state.md)"},
-		&cli.DurationFlag{Name: "lock-timeout", Usage: "wait this long for a state lock someone else holds (default: fail at once)"},
-		&cli.StringFlag{Name: "app", Usage: "application name (default: from the descriptor's meta.name)"},
+		&cli.StringFlag{Name: "state", Value: ".gcompose/state", EnvVars: []string{"GCOMPOSE_STATE"}, Usage: "state backend `URL`: a directory, file://DIR, etcd://host:2379[,host2:2379]/prefix (docs/state.md)"},
+		&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for a state lock someone else holds; 0 fails at once"},
+		&cli.StringFlag{Name: "app", Usage: "application `NAME` (default: the descriptor's meta.name)"},
 		stateKeyFlag(),
 	}, etcdFlags()...)
 }
 
 func engineFlags() []cli.Flag {
-	return append(stateFlags(),
-		&cli.IntFlag{Name: "parallelism", Value: 10, Usage: "resources worked on at once"},
-		&cli.DurationFlag{Name: "call-timeout", Value: 10 * time.Minute, Usage: "kill an adapter call that runs longer"},
+	return append(append(stateFlags(),
+		&cli.IntFlag{Name: "parallelism", Value: 10, Usage: "`N` resources worked on at once"},
+		&cli.DurationFlag{Name: "call-timeout", Value: runner.DefaultTimeout, Usage: "kill an adapter call that runs longer"},
 		&cli.DurationFlag{Name: "output-timeout", Value: 2 * time.Minute, Usage: "wait this long for a dependency output that is not reported yet"},
+		&cli.BoolFlag{Name: "verbose", Usage: "pass verbose to adapters and show their stderr"},
+	), imageFlags()...)
+}
+
+// imageFlags name the adapter images of the Golem lowering (core/desired).
+func imageFlags() []cli.Flag {
+	return []cli.Flag{
 		&cli.StringFlag{Name: "network-image", Value: desired.DefaultImages().Network, Usage: "adapter image for GAP-16 networks"},
 		&cli.StringFlag{Name: "service-image", Value: desired.DefaultImages().Service, Usage: "adapter image for GAP-16 services"},
 		&cli.StringFlag{Name: "payments-image", Value: desired.DefaultImages().Payments, Usage: "adapter image for a Golem app's payments (allocation and keeper)"},
 		&cli.StringFlag{Name: "proxy-image", Value: desired.DefaultImages().Proxy, Usage: "adapter image for the local HTTP/TCP proxies of Golem services"},
-		&cli.BoolFlag{Name: "verbose", Usage: "pass verbose to adapters and show their stderr"},
-	)
+	}
+}
+
+// interruptGraceFlag is --interrupt-grace of the commands that run the
+// engine (interrupt.go).
+func interruptGraceFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "interrupt-grace", Value: defaultInterruptGrace,
+		Usage: "after a first Ctrl-C (SIGINT/SIGTERM), wait up to `DURATION` for the actions under way to finish before aborting them; a second Ctrl-C aborts at once"}
 }
 
 func openStore(c *cli.Context) (state.Store, error) {
@@ -57,6 +74,7 @@ func planCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
 			&cli.BoolFlag{Name: "destroy", Usage: "plan a destroy"},
 			progressFlag(),
+			interruptGraceFlag(),
 		),
 		Action: func(c *cli.Context) error {
 			mode := plan.Deploy
@@ -83,8 +101,10 @@ func deployCommand() *cli.Command {
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
 		Flags: append(append(descriptorFlags(), engineFlags()...),
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "apply without asking for confirmation"},
+			&cli.BoolFlag{Name: "force-new-state", Usage: "start a new state although traces of a lost one exist, or objects of the application exist without a state here (docs/state.md)"},
 			&cli.BoolFlag{Name: "json", Usage: "progress as JSON events on stderr (docs/events.md), the summary object on stdout"},
 			progressFlag(),
+			interruptGraceFlag(),
 		),
 		Action: func(c *cli.Context) error {
 			_, err := runEngine(c, plan.Deploy, false)
@@ -103,6 +123,7 @@ func destroyCommand() *cli.Command {
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy without asking for confirmation"},
 			&cli.BoolFlag{Name: "json", Usage: "progress as JSON events on stderr (docs/events.md), the summary object on stdout"},
 			progressFlag(),
+			interruptGraceFlag(),
 		),
 		Action: func(c *cli.Context) error {
 			_, err := runEngine(c, plan.Destroy, false)
@@ -116,17 +137,26 @@ func refreshCommand() *cli.Command {
 		Name:      "refresh",
 		Usage:     "ask every deployed resource's adapter what really exists and show the drift; changes nothing",
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
-		Flags:     append(append(descriptorFlags(), engineFlags()...), &cli.BoolFlag{Name: "json", Usage: "print the result as JSON"}, progressFlag()),
+		Flags: append(append(descriptorFlags(), engineFlags()...),
+			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
+			&cli.BoolFlag{Name: "detailed-exitcode", Usage: "exit 0 when nothing drifted, 2 when something did, 1 on error"},
+			progressFlag(), interruptGraceFlag()),
 		Action: func(c *cli.Context) error {
-			_, err := runEngine(c, plan.Refresh, true)
-			return err
+			out, err := runEngine(c, plan.Refresh, true)
+			if err != nil {
+				return err
+			}
+			if c.Bool("detailed-exitcode") && out.Plan.Drifted() > 0 {
+				return withCode(exitChanges, nil)
+			}
+			return nil
 		},
 	}
 }
 
 // appName picks the application: --app, else the descriptor's name.
 func appName(c *cli.Context, needDescriptor bool) (string, *project, error) {
-	if !needDescriptor && c.String("app") != "" && c.NArg() == 0 && len(c.StringSlice("file")) == 0 {
+	if !needDescriptor && c.String("app") != "" && c.NArg() == 0 && len(fileArgs(c)) == 0 {
 		return c.String("app"), nil, nil
 	}
 	p, err := loadProject(c)
@@ -154,7 +184,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	// fail ends a run that stopped before the engine started, so that a JSON
 	// stream still ends with its summary.
 	fail := func(name string, err error) (*engine.Outcome, error) {
-		finishRun(c, prog, command, name, nil, !planOnly, time.Since(begin), err)
+		finishRun(c, prog, command, name, nil, nil, !planOnly, time.Since(begin), err)
 		return nil, err
 	}
 	name, p, err := appName(c, mode == plan.Deploy)
@@ -173,6 +203,9 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		return fail(name, err)
 	}
 	defer st.Close()
+	if err := ensurePlugDirs(p, func(msg string) { prog.Note(progress.Info, msg) }); err != nil {
+		return fail(name, withCode(exitError, err))
+	}
 	ad, rn, closeAdapters, err := newAdapters(c, name, p)
 	if err != nil {
 		return fail(name, withCode(exitError, err))
@@ -188,18 +221,24 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		Version:       version,
 		OutputTimeout: c.Duration("output-timeout"),
 		Observer:      prog.Observe,
-		Cleanup:       rn.Cleanup,
+		Cleanup:       engine.RunnerCleanup(rn),
+		Existing:      engine.RunnerExisting(rn),
 		Release:       ad.Client.Close,
 		Log: func(format string, args ...any) {
 			prog.Note(progress.Warn, fmt.Sprintf(format, args...))
 		},
 	}
-	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly}
+	// From here on, a first Ctrl-C lets what is under way finish.
+	it := interruptsOf(c.App.Metadata, c.Context)
+	defer it.engage(c.Duration("interrupt-grace"), func(s interruptStage, grace time.Duration) {
+		prog.Interrupt(interruptMessage(s, grace, prog.Running()))
+	})()
+	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly, ForceNewState: c.Bool("force-new-state"), Stop: it.soft}
 	if !planOnly {
 		req.Confirm = func(pl *plan.Plan) (bool, error) {
 			prog.SetPlan(pl)
 			if !jsonOut {
-				maskPlan(c, pl).Render(c.App.Writer, false)
+				maskPlan(c, pl).Render(c.App.Writer, renderOptions(c))
 			}
 			if !pl.HasChanges() {
 				return true, nil
@@ -207,13 +246,22 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			if c.Bool("yes") {
 				return true, nil
 			}
-			return confirm(c.App.Reader, c.App.Writer, mode)
+			return confirmUnlessStopped(it.soft, c.App.Reader, c.App.Writer, mode)
 		}
 	}
 	start := time.Now()
 	out, err := e.Run(c.Context, req)
 	if out != nil {
 		for _, r := range out.Pending {
+			if p := r.Pending; p.Failed != "" {
+				at := p.StartedAt
+				if p.FailedAt != nil {
+					at = *p.FailedAt
+				}
+				prog.Note(progress.Warn, fmt.Sprintf("%s: its %s failed in an earlier run (operation %s at %s: %s); resolved through its adapter's state call",
+					r.Name, p.Kind, p.ID, at.Format(time.RFC3339), p.Failed))
+				continue
+			}
 			prog.Note(progress.Warn, fmt.Sprintf("%s had an interrupted %s (operation %s since %s); resolved through its adapter's state call",
 				r.Name, r.Pending.Kind, r.Pending.ID, r.Pending.StartedAt.Format(time.RFC3339)))
 		}
@@ -223,21 +271,70 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			b, _ := maskPlan(c, out.Plan).MarshalIndent()
 			fmt.Fprintln(c.App.Writer, string(b))
 		} else {
-			maskPlan(c, out.Plan).Render(c.App.Writer, false)
+			maskPlan(c, out.Plan).Render(c.App.Writer, renderOptions(c))
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, apply.ErrInterrupted):
+		err = withCode(exitInterrupted, err)
+	case err != nil:
 		err = withCode(exitError, err)
 	}
-	finishRun(c, prog, command, name, out, !planOnly, time.Since(start), err)
+	var eps []display.Endpoint
+	if mode == plan.Deploy && !planOnly && err == nil {
+		eps = endpoints(c, st, name, ad.Client)
+	}
+	finishRun(c, prog, command, name, out, eps, !planOnly, time.Since(start), err)
 	return out, err
+}
+
+// confirmUnlessStopped is confirm, given up at an interrupt (the read of
+// the answer cannot be interrupted; it is left behind).
+func confirmUnlessStopped(stop context.Context, r io.Reader, w io.Writer, mode plan.Mode) (bool, error) {
+	type answer struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		ok, err := confirm(r, w, mode)
+		ch <- answer{ok, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.ok, a.err
+	case <-stop.Done():
+		fmt.Fprintln(w)
+		return false, apply.ErrInterrupted
+	}
+}
+
+// interruptMessage says what an interrupt does now, naming what is under
+// way.
+func interruptMessage(s interruptStage, grace time.Duration, running []string) string {
+	under := "nothing is under way"
+	if len(running) > 0 {
+		under = "under way: " + strings.Join(running, ", ")
+	}
+	switch s {
+	case stageStopping:
+		if len(running) == 0 {
+			return "Interrupt received: stopping; nothing new starts (" + under + ")"
+		}
+		return fmt.Sprintf("Interrupt received: nothing new starts; waiting up to %s for the actions %s. "+
+			"Press Ctrl-C again to abort them (their operations stay pending; the next deploy or destroy resolves them)", grace, under)
+	case stageGraceOver:
+		return fmt.Sprintf("The %s grace period is over: aborting the actions still %s (their operations stay pending)", grace, under)
+	case stageAborting:
+		return "Second interrupt: aborting the actions " + under + " (their operations stay pending; the next deploy or destroy resolves them). Press Ctrl-C once more to exit at once"
+	}
+	return "Third interrupt: exiting at once"
 }
 
 // confirm asks on a terminal; without one it refuses rather than blocking or
 // guessing, so a forgotten --yes in CI fails clearly.
 func confirm(r io.Reader, w io.Writer, mode plan.Mode) (bool, error) {
-	f, ok := r.(*os.File)
-	if !ok || !isTerminal(f) {
+	if !progress.InputIsTerminal(r) {
 		return false, withCode(exitError, fmt.Errorf("not asking for confirmation without a terminal: pass --yes to %s", mode))
 	}
 	fmt.Fprintf(w, "Do you want to %s? Only 'yes' will be accepted: ", mode)
@@ -245,9 +342,10 @@ func confirm(r io.Reader, w io.Writer, mode plan.Mode) (bool, error) {
 	return strings.TrimSpace(line) == "yes", nil
 }
 
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// renderOptions wraps long plan values at the terminal's width; a plan
+// piped to a file or a CI log keeps every value on one line.
+func renderOptions(c *cli.Context) plan.RenderOptions {
+	return plan.RenderOptions{Width: progress.Width(c.App.Writer)}
 }
 
 // golemImages are the adapter images of the Golem lowering (core/desired).

@@ -61,7 +61,7 @@ func registerSecrets(c *cli.Context, values map[string]string) {
 
 func stateKeyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "state-key-file", EnvVars: []string{secret.EnvKeyFile},
-		Usage: "file holding the key (base64 of 32 bytes) that encrypts secrets in the state; or set " + secret.EnvKey + " or " + secret.EnvPassphrase}
+		Usage: "`FILE` holding the key (base64 of 32 bytes) that encrypts secrets in the state; or set " + secret.EnvKey + " or " + secret.EnvPassphrase}
 }
 
 // stateCodec is the codec of the state key given (nil: none given).
@@ -263,12 +263,10 @@ func showResource(c *cli.Context, r *state.Resource) error {
 		m.Config, m.State, m.Identity = red.MaskMap(r.Config), red.MaskMap(r.State), red.MaskMap(r.Identity)
 		r = &m
 	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	if err := printJSON(w, r); err != nil {
 		return withCode(exitError, err)
 	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
+	return nil
 }
 
 // unsealDoc decrypts a document read without openSecretStore (diff of a

@@ -21,11 +21,12 @@ func stateCommand() *cli.Command {
 				Action:    stateList,
 			},
 			{
-				Name:      "show",
-				Usage:     "show one resource: status, config, outputs, identity, pending operation (secrets masked unless --show-secrets)",
-				ArgsUsage: "RESOURCE",
-				Flags:     append(append(descriptorFlags(), stateFlags()...), showSecretsFlag()),
-				Action:    stateShow,
+				Name:         "show",
+				Usage:        "show one resource: status, config, outputs, identity, pending operation (secrets masked unless --show-secrets)",
+				ArgsUsage:    "RESOURCE",
+				Flags:        append(append(descriptorFlags(), stateFlags()...), showSecretsFlag()),
+				Action:       stateShow,
+				BashComplete: completeResources,
 			},
 			{
 				Name:  "lock",
@@ -54,7 +55,7 @@ func stateCommand() *cli.Command {
 					return nil
 				},
 			},
-		}, stateSyncCommands()...),
+		}, append(stateSyncCommands(), stateRecoverCommand())...),
 	}
 }
 
@@ -64,7 +65,7 @@ func stateList(c *cli.Context) error {
 		return err
 	}
 	defer st.Close()
-	if c.String("app") == "" && c.NArg() == 0 && len(c.StringSlice("file")) == 0 {
+	if c.String("app") == "" && c.NArg() == 0 && len(fileArgs(c)) == 0 {
 		if _, err := descriptorFiles(c); err != nil {
 			apps, err := st.Apps(c.Context)
 			if err != nil {
@@ -105,7 +106,7 @@ func stateShow(c *cli.Context) error {
 	// The positional argument is the resource, so the descriptor only comes from -f.
 	name := c.String("app")
 	if name == "" {
-		p, err := loadFiles(c, c.StringSlice("file"))
+		p, err := loadFiles(c, fileArgs(c))
 		if err != nil {
 			return err
 		}
@@ -145,7 +146,7 @@ func unlockCommand() *cli.Command {
 			defer st.Close()
 			name := c.String("app")
 			if name == "" {
-				p, err := loadFiles(c, c.StringSlice("file"))
+				p, err := loadFiles(c, fileArgs(c))
 				if err != nil {
 					return err
 				}

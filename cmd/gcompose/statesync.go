@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +25,7 @@ func etcdFlags() []cli.Flag {
 		&cli.StringFlag{Name: "etcd-key", Usage: "etcd: client certificate's key (PEM) (or $" + stateurl.EnvKey + ")"},
 		&cli.StringFlag{Name: "etcd-user", Usage: "etcd: user name (or $" + stateurl.EnvUser + ", or etcd://user@host)"},
 		&cli.StringFlag{Name: "etcd-password-file", Usage: "etcd: file holding the password (or $" + stateurl.EnvPassword + ")"},
-		&cli.DurationFlag{Name: "etcd-lock-ttl", Usage: "etcd: a lock whose holder stops renewing it expires after this long (default 15s, or $" + stateurl.EnvLockTTL + ")"},
+		&cli.DurationFlag{Name: "etcd-lock-ttl", DefaultText: "15s", Usage: "etcd: a lock whose holder stops renewing it expires after this `DURATION` (or $" + stateurl.EnvLockTTL + ")"},
 	}
 }
 
@@ -93,10 +92,10 @@ func stateAppName(c *cli.Context) (string, error) {
 	if n := c.String("app"); n != "" {
 		return n, nil
 	}
-	if len(c.StringSlice("file")) == 0 {
+	if len(fileArgs(c)) == 0 {
 		return "", nil
 	}
-	p, err := loadFiles(c, c.StringSlice("file"))
+	p, err := loadFiles(c, fileArgs(c))
 	if err != nil {
 		return "", err
 	}
@@ -120,11 +119,9 @@ func statePull(c *cli.Context) error {
 	if doc.Serial == 0 {
 		return withCode(exitError, fmt.Errorf("no state for app %q in %s", name, c.String("state")))
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
+	if err := printJSON(c.App.Writer, doc); err != nil {
 		return withCode(exitError, fmt.Errorf("state for app %q: encoding: %w", name, err))
 	}
-	fmt.Fprintln(c.App.Writer, string(b))
 	return nil
 }
 
@@ -140,25 +137,16 @@ func readDocument(c *cli.Context, path string) (*state.Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state document: %w", err)
 	}
-	var v struct {
-		FormatVersion int `json:"format_version"`
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	// A copy of a state file (APP.json, APP.json.backup) carries its
+	// checksum, which must match; unknown keys are refused.
+	doc, _, err := state.DecodeDocument(data)
+	if err != nil {
 		return nil, fmt.Errorf("state document %s: %w", path, err)
 	}
-	if v.FormatVersion > state.FormatVersion {
-		return nil, fmt.Errorf("state document %s has format version %d; this gcompose reads up to %d: upgrade gcompose", path, v.FormatVersion, state.FormatVersion)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var doc state.Document
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("state document %s: %w", path, err)
-	}
-	if doc.FormatVersion == 0 || doc.Resources == nil {
+	if doc.FormatVersion == 0 || !bytes.Contains(data, []byte(`"resources"`)) {
 		return nil, fmt.Errorf("state document %s: no format_version or no resources: not a gcompose state document (gcompose state pull writes one)", path)
 	}
-	return &doc, nil
+	return doc, nil
 }
 
 func statePush(c *cli.Context) error {

@@ -97,8 +97,8 @@ func TestStateMoveRoundTrip(t *testing.T) {
 	if apps, _ := fs.Apps(ctx); len(apps) != 0 {
 		t.Fatalf("file source not removed: %v", apps)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "shop.json.backup")); err != nil {
-		t.Fatalf("no backup of the removed source: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "shop.json.removed")); err != nil {
+		t.Fatalf("the removed source is not kept: %v", err)
 	}
 
 	code, out, errs = gcompose(t, "", "state", "mv", "--app", "shop", "--state", etcdURL, "--to", "file://"+dir, "--remove-source")
@@ -216,7 +216,7 @@ func TestStatePullPush(t *testing.T) {
 	}
 	// Not a state document.
 	os.WriteFile(file, []byte(`{"services": {}}`), 0o600)
-	if code, _, errs = gcompose(t, "", "state", "push", "--state", url, file); code == 0 || !strings.Contains(errs, "unknown field") {
+	if code, _, errs = gcompose(t, "", "state", "push", "--state", url, file); code == 0 || !strings.Contains(errs, `unknown key "services"`) {
 		t.Fatalf("push of a descriptor: %d %s", code, errs)
 	}
 	// Pull of an application without state.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
 )
@@ -80,6 +82,8 @@ type Renderer struct {
 	done    chan struct{}
 	// shown is whether the live status line is on screen.
 	shown bool
+	// interrupted: the status line says the run waits for what runs.
+	interrupted bool
 }
 
 // step is a resource with an action running.
@@ -116,22 +120,46 @@ func DefaultMode(w io.Writer) Mode {
 	return Plain
 }
 
-// IsTerminal reports whether w is a character device: an *os.File, or a
-// writer that wraps one and says so with an Unwrap() io.Writer method (the
-// redacting writers do).
+// IsTerminal reports whether w is a terminal: an *os.File, or a writer that
+// wraps one and says so with an Unwrap() io.Writer method (the redacting
+// writers do). A character device is not enough: /dev/null is one.
 func IsTerminal(w io.Writer) bool {
+	f := fileOf(w)
+	return f != nil && term.IsTerminal(int(f.Fd()))
+}
+
+// InputIsTerminal reports whether r is a terminal a person types on.
+func InputIsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Width is the width of the terminal w writes to, 0 when w is no terminal.
+func Width(w io.Writer) int {
+	f := fileOf(w)
+	if f == nil {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
+}
+
+// fileOf finds the *os.File under w's Unwrap chain, nil if there is none.
+func fileOf(w io.Writer) *os.File {
 	for i := 0; i < 8 && w != nil; i++ {
 		if f, ok := w.(*os.File); ok {
-			fi, err := f.Stat()
-			return err == nil && fi.Mode()&os.ModeCharDevice != 0
+			return f
 		}
 		u, ok := w.(interface{ Unwrap() io.Writer })
 		if !ok {
-			return false
+			return nil
 		}
 		w = u.Unwrap()
 	}
-	return false
+	return nil
 }
 
 // ColorAllowed is false when the NO_COLOR environment variable is set to
@@ -180,7 +208,7 @@ func levelOf(p apply.Phase) Level {
 	switch p {
 	case apply.PhaseFailed:
 		return Error
-	case apply.PhaseSkipped:
+	case apply.PhaseSkipped, apply.PhaseSwept, apply.PhaseInterrupted:
 		return Warn
 	}
 	return Info
@@ -196,11 +224,19 @@ func (r *Renderer) Observe(ev apply.Event) {
 	switch ev.Phase {
 	case apply.PhaseAction:
 		r.active[ev.Resource] = &step{action: ev.Message, since: ev.Time}
-	case apply.PhaseActionDone, apply.PhaseDone, apply.PhaseFailed, apply.PhaseVerify:
+	case apply.PhaseActionDone, apply.PhaseDone, apply.PhaseFailed, apply.PhaseVerify, apply.PhaseInterrupted:
 		delete(r.active, ev.Resource)
 	case apply.PhaseSkipped:
 		delete(r.active, ev.Resource)
 		r.skipped[ev.Resource] = true
+	}
+	if ev.Resource == "" && (r.opt.Mode == Plain || r.opt.Mode == TTY) {
+		// About the run, not one resource (what a sweep found): a line
+		// of its own, like a note.
+		r.clearStatus()
+		fmt.Fprintf(r.w, "%s: %s\n", ev.Phase, ev.Message)
+		r.drawStatus(ev.Time)
+		return
 	}
 	switch r.opt.Mode {
 	case JSON:
@@ -231,6 +267,40 @@ func (r *Renderer) Observe(ev apply.Event) {
 		fmt.Fprintln(r.w, line)
 		r.writeOutput(ev)
 		r.drawStatus(ev.Time)
+	}
+}
+
+// Running names the actions under way and for how long, sorted: "resources.a
+// (creating, 12.3s)".
+func (r *Renderer) Running() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.opt.Now()
+	names := make([]string, 0, len(r.active))
+	for n := range r.active {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, fmt.Sprintf("%s (%s, %s)", n, verb(r.ops[n]), round1(now.Sub(r.active[n].since))))
+	}
+	return out
+}
+
+// Interrupt reports a stage of an interrupt (a "interrupt" event, level
+// warn); from then on the live status line says what is waited for.
+func (r *Renderer) Interrupt(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.interrupted = true
+	switch r.opt.Mode {
+	case JSON:
+		r.writeJSON(Event{V: Version, Type: "event", Time: r.opt.Now().UTC(), Level: Warn, Phase: "interrupt", Message: msg})
+	case Plain, TTY:
+		r.clearStatus()
+		fmt.Fprintf(r.w, "%s\n", r.paint(yellow, msg))
+		r.drawStatus(r.opt.Now())
 	}
 }
 
@@ -339,7 +409,11 @@ func (r *Renderer) drawStatus(now time.Time) {
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%s %s %s", n, verb(r.ops[n]), round1(now.Sub(r.active[n].since))))
 	}
-	line := fmt.Sprintf("[%6s] %d running: %s", round1(now.Sub(r.start)), len(names), strings.Join(parts, ", "))
+	what := "running"
+	if r.interrupted {
+		what = "to finish after the interrupt"
+	}
+	line := fmt.Sprintf("[%6s] %d %s: %s", round1(now.Sub(r.start)), len(names), what, strings.Join(parts, ", "))
 	if len(line) > 160 {
 		line = line[:157] + "..."
 	}

@@ -1,26 +1,36 @@
 package progress
 
 import (
+	"errors"
 	"time"
 
 	"github.com/gcompose/gcompose/core/apply"
+	"github.com/gcompose/gcompose/core/display"
+	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
 )
 
 // Summary is the last object of the JSON stream: what the run did to every
 // resource, and how it ended.
 type Summary struct {
-	V          int          `json:"v"`
-	Type       string       `json:"type"` // "summary"
-	Time       time.Time    `json:"time"`
-	Command    string       `json:"command"` // plan, deploy, destroy, refresh
-	App        string       `json:"app,omitempty"`
-	OK         bool         `json:"ok"`
-	ExitCode   int          `json:"exit_code"`
-	Error      string       `json:"error,omitempty"`
-	DurationMS int64        `json:"duration_ms"`
-	Counts     Counts       `json:"counts"`
-	Resources  []ResOutcome `json:"resources"`
+	V       int       `json:"v"`
+	Type    string    `json:"type"` // "summary"
+	Time    time.Time `json:"time"`
+	Command string    `json:"command"` // plan, deploy, destroy, refresh
+	App     string    `json:"app,omitempty"`
+	OK      bool      `json:"ok"`
+	// Interrupted: the run was stopped by SIGINT/SIGTERM (exit code 130).
+	Interrupted bool         `json:"interrupted,omitempty"`
+	ExitCode    int          `json:"exit_code"`
+	Error       string       `json:"error,omitempty"`
+	DurationMS  int64        `json:"duration_ms"`
+	Counts      Counts       `json:"counts"`
+	Resources   []ResOutcome `json:"resources"`
+	// Swept lists what the sweep before planning found that no state names
+	// (docs/events.md): terminated, or only reported.
+	Swept []engine.Swept `json:"swept,omitempty"`
+	// Endpoints are the URLs a deploy produced (docs/events.md).
+	Endpoints []display.Endpoint `json:"endpoints,omitempty"`
 }
 
 // Counts of planned ops and of outcomes.
@@ -44,6 +54,7 @@ const (
 	OutcomeSkipped   = "skipped"   // not attempted: a dependency failed
 	OutcomePlanned   = "planned"   // plan or refresh: nothing was applied
 	OutcomeNotRun    = "not-run"   // the run stopped before reaching it
+	OutcomeAborted   = "aborted"   // a second interrupt cut its action short
 )
 
 // ResOutcome is one resource's line of the summary.
@@ -76,6 +87,7 @@ func Summarize(command, app string, pl *plan.Plan, res *apply.Result, skipped ma
 		ExitCode: exitCode, DurationMS: took.Milliseconds(), Resources: []ResOutcome{}}
 	if runErr != nil {
 		s.Error = runErr.Error()
+		s.Interrupted = errors.Is(runErr, apply.ErrInterrupted)
 	}
 	if pl == nil {
 		return s
@@ -96,8 +108,11 @@ func Summarize(command, app string, pl *plan.Plan, res *apply.Result, skipped ma
 			ro.Outcome = OutcomePlanned
 		case o == nil && st.Op == plan.NoOp:
 			ro.Outcome = OutcomeUnchanged
-		case o == nil:
+		case o == nil || errors.Is(o.Err, apply.ErrInterrupted):
 			ro.Outcome = OutcomeNotRun
+		case errors.Is(o.Err, apply.ErrAborted):
+			ro.Outcome = OutcomeAborted
+			ro.Error = o.Err.Error()
 		case o.Err != nil:
 			ro.Outcome = OutcomeFailed
 			if skipped[st.Resource] {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gcompose/gcompose/core/apply"
+)
+
+// exitInterrupted is the exit code of a run ended by SIGINT or SIGTERM
+// (128 + SIGINT, as shells report it).
+const exitInterrupted = 130
+
+// defaultInterruptGrace bounds how long a first interrupt waits for the
+// actions under way. Long enough for what real adapters do in one action
+// (a Golem service: an agreement, an activity, an image download; usually
+// one to three minutes), short enough that a stuck adapter does not hold
+// the terminal for the 10-minute call timeout; a second Ctrl-C aborts at
+// any time.
+const defaultInterruptGrace = 5 * time.Minute
+
+// interruptsKey is where the process's interrupts live in cli.App.Metadata.
+const interruptsKey = "gcompose.interrupts"
+
+// interrupts turns SIGINT/SIGTERM into the stages of a Terraform-style
+// interrupt. The first signal stops a run from starting anything new (soft)
+// while what is under way finishes, for up to the grace period; the second,
+// or the end of the grace period, cuts what is under way short (hard,
+// cause apply.ErrAborted); a third exits at once. A command that does not
+// run the engine (nothing listens to soft) is cancelled by the first.
+type interrupts struct {
+	soft     context.Context
+	stopSoft context.CancelFunc
+	hard     context.Context
+	stopHard context.CancelCauseFunc
+	exit     func(code int)
+
+	mu      sync.Mutex
+	n       int
+	engaged bool
+	grace   time.Duration
+	timer   *time.Timer
+	// say reports each stage to the user (the run's progress renderer).
+	say func(stage interruptStage, grace time.Duration)
+}
+
+type interruptStage int
+
+const (
+	stageStopping   interruptStage = iota // first signal: nothing new starts
+	stageGraceOver                        // the grace period is over: aborting
+	stageAborting                         // second signal: aborting
+	stageExitAtOnce                       // third signal
+)
+
+func newInterrupts(parent context.Context, exit func(int)) *interrupts {
+	it := &interrupts{grace: defaultInterruptGrace, exit: exit}
+	it.hard, it.stopHard = context.WithCancelCause(parent)
+	it.soft, it.stopSoft = context.WithCancel(it.hard)
+	return it
+}
+
+// engage says an engine run listens to soft from now on, with the given
+// grace period and reporter; release undoes it.
+func (it *interrupts) engage(grace time.Duration, say func(interruptStage, time.Duration)) (release func()) {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if grace > 0 {
+		it.grace = grace
+	}
+	it.engaged, it.say = true, say
+	return func() {
+		it.mu.Lock()
+		defer it.mu.Unlock()
+		it.engaged, it.say = false, nil
+		if it.timer != nil {
+			it.timer.Stop()
+		}
+	}
+}
+
+// signal handles one SIGINT or SIGTERM.
+func (it *interrupts) signal() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.n++
+	switch {
+	case it.n == 1 && it.engaged:
+		it.stopSoft()
+		it.report(stageStopping)
+		grace := it.grace
+		it.timer = time.AfterFunc(grace, func() {
+			it.mu.Lock()
+			defer it.mu.Unlock()
+			if it.hard.Err() == nil {
+				it.report(stageGraceOver)
+				it.stopHard(fmt.Errorf("%w: the %s grace period is over", apply.ErrAborted, grace))
+			}
+		})
+	case it.n == 1:
+		it.stopSoft()
+		it.stopHard(apply.ErrInterrupted)
+	case it.n == 2:
+		if it.hard.Err() == nil {
+			it.report(stageAborting)
+		}
+		it.stopHard(apply.ErrAborted)
+	default:
+		it.report(stageExitAtOnce)
+		it.exit(exitInterrupted)
+	}
+}
+
+func (it *interrupts) report(s interruptStage) {
+	if it.say != nil {
+		it.say(s, it.grace)
+	}
+}
+
+// interruptsOf returns the process's interrupts, or ones that no signal
+// ever reaches (tests call run directly).
+func interruptsOf(meta map[string]any, ctx context.Context) *interrupts {
+	if it, ok := meta[interruptsKey].(*interrupts); ok {
+		return it
+	}
+	return newInterrupts(ctx, os.Exit)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gcompose/gcompose/core/display"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/protocol"
+)
+
+// summaries asks each adapter image once for the outputs it wants shown;
+// one that cannot be asked shows none (warn says so once).
+func summaries(ctx context.Context, cl initer, warn func(string)) display.Summaries {
+	seen := map[string]*protocol.Summary{}
+	return func(image string) *protocol.Summary {
+		if s, ok := seen[image]; ok {
+			return s
+		}
+		var s *protocol.Summary
+		info, err := cl.Init(ctx, image, image)
+		switch {
+		case err != nil:
+			if warn != nil {
+				warn(fmt.Sprintf("adapter %s did not answer init, so its resources show no provider, address or URL: %v", image, err))
+			}
+		case info.Ext && info.Init.Gcompose != nil:
+			s = info.Init.Gcompose.Summary
+		}
+		seen[image] = s
+		return s
+	}
+}
+
+// endpoints are the URLs of the application's state after a deploy.
+func endpoints(c *cli.Context, st state.Store, app string, cl initer) []display.Endpoint {
+	doc, err := st.Load(c.Context, app)
+	if err != nil {
+		return nil
+	}
+	return display.Endpoints(doc, summaries(c.Context, cl, nil))
+}
+
+func psCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ps",
+		Usage:     "list the application's services and resources: status, provider, address, URL, age",
+		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		Description: `Reads the state; which outputs are the provider, the address and the URL is each adapter's to say
+   (its init answer's summary, docs/protocol.md), so gcompose asks each adapter image for its init answer
+   (cached). A service behind a local proxy shows the proxy's URL. AGE is since the resource was created
+   or last rebuilt.`,
+		Flags: append(append(descriptorFlags(), stateFlags()...),
+			&cli.BoolFlag{Name: "json", Usage: "print the rows as JSON"}),
+		Action:       runPs,
+		BashComplete: cli.DefaultCompleteWithFlags(nil),
+	}
+}
+
+func runPs(c *cli.Context) error {
+	name, _, err := appName(c, false)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	doc, err := st.Load(c.Context, name)
+	st.Close()
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	cl, _, closeAdapters, err := newAdapters(c, name, nil)
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("asking the adapters what to show: %w", err))
+	}
+	defer closeAdapters()
+	warn := func(msg string) { fmt.Fprintln(c.App.ErrWriter, "note:", msg) }
+	rows := display.Rows(doc, summaries(c.Context, cl.Client, warn))
+	if c.Bool("json") {
+		if rows == nil {
+			rows = []display.Row{}
+		}
+		return printJSON(c.App.Writer, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintf(c.App.Writer, "%s: nothing deployed\n", name)
+		return nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tPROVIDER\tIP\tURL\tAGE")
+	for _, r := range rows {
+		status := string(r.Status)
+		if r.Pending != "" {
+			status += " (" + r.Pending + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Resource, status, dash(r.Provider), dash(r.IP), dash(r.URL), display.Age(now, r.Since))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
