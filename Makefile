@@ -4,8 +4,10 @@ BIN       := bin
 # Every binary under cmd/ except the CLI becomes an image gcompose/<name>:dev.
 IMAGES    := $(filter-out gcompose,$(notdir $(wildcard cmd/*)))
 GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
+# Build tools (not images), kept out of bin/, which is the images' build context.
+TOOLS     := .tools
 
-.PHONY: all build binaries images test test-short bench lint fmt vet demo clean devnet
+.PHONY: all build binaries images test test-short bench lint fmt vet demo clean devnet interrupt-sweep
 
 all: build
 
@@ -26,9 +28,13 @@ $(BIN)/busybox:
 $(BIN)/ca-certificates.crt:
 	@mkdir -p $(BIN) && { cp /etc/ssl/certs/ca-certificates.crt $@ 2>/dev/null || : > $@; }
 
-images: binaries $(BIN)/busybox $(BIN)/ca-certificates.crt
-	@for b in $(IMAGES); do if [ -f images/$$b.Dockerfile ]; then echo "image gcompose/$$b:dev"; docker build -q -f images/$$b.Dockerfile -t gcompose/$$b:dev $(BIN) >/dev/null || exit 1; fi; done
-	@echo "image gcompose/gcompose:dev"; docker build -q -f images/gcompose.Dockerfile -t gcompose/gcompose:dev $(BIN) >/dev/null
+# Through the Engine API (internal/tools/imagebuild), not the docker CLI, whose legacy builder warns per image.
+$(TOOLS)/imagebuild: FORCE
+	@mkdir -p $(TOOLS) && $(GO) build -o $@ ./internal/tools/imagebuild
+
+images: binaries $(BIN)/busybox $(BIN)/ca-certificates.crt $(TOOLS)/imagebuild
+	@for b in $(IMAGES); do if [ -f images/$$b.Dockerfile ]; then echo "image gcompose/$$b:dev"; $(TOOLS)/imagebuild -f images/$$b.Dockerfile -t gcompose/$$b:dev $(BIN) || exit 1; fi; done
+	@echo "image gcompose/gcompose:dev"; $(TOOLS)/imagebuild -f images/gcompose.Dockerfile -t gcompose/gcompose:dev $(BIN)
 
 lint: fmt vet
 
@@ -41,6 +47,11 @@ vet:
 test: lint images
 	$(GO) test -race -count=1 -timeout 40m ./...
 
+# The full devnet interrupt sweep (docs/golem.md): the webapp deploy cut short by SIGKILL and SIGINT after
+# every adapter call and inside calls, each followed by a deploy and a destroy. `make test` runs a sample.
+interrupt-sweep:
+	GCOMPOSE_INTERRUPT_SWEEP=1 $(GO) test -count=1 -v -run '^TestInterruptSweep$$' -timeout 240m ./adapters/golem/e2e/
+
 test-short:
 	$(GO) test -short -count=1 ./...
 
@@ -52,11 +63,12 @@ bench: images
 demo: images
 	@sh examples/webapp/demo.sh
 
-# The local yagna-compatible devnet (adapters/golem/devnet) on 127.0.0.1:7465; key: $$YAGNA_APPKEY or devnet-appkey.
+# The local yagna-compatible devnet (adapters/golem/devnet) on 127.0.0.1:$${GCOMPOSE_DEVNET_PORT:-7465}; key:
+# $$YAGNA_APPKEY or devnet-appkey. One per machine: the compose project is pinned to gcompose-devnet (.env).
 devnet: images
 	docker-compose up -d devnet
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(TOOLS)
 
 FORCE:

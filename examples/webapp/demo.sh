@@ -1,12 +1,12 @@
 #!/bin/sh
-# `make demo`: start the devnet (docker-compose service devnet, 127.0.0.1:7465), deploy examples/webapp on
+# `make demo`: start the devnet (docker-compose service devnet, 127.0.0.1:${GCOMPOSE_DEVNET_PORT:-7465}), deploy examples/webapp on
 # it, print the local URL of the web service and fetch it. Images must be built (make images).
 # Remove everything afterwards with:
 #   YAGNA_API_URL=http://127.0.0.1:7465 YAGNA_APPKEY=devnet-appkey bin/gcompose destroy -f examples/webapp/webapp.yaml --yes
 set -eu
 cd "$(dirname "$0")/../.."
 : "${YAGNA_APPKEY:=devnet-appkey}"
-: "${YAGNA_API_URL:=http://127.0.0.1:7465}"
+: "${YAGNA_API_URL:=http://127.0.0.1:${GCOMPOSE_DEVNET_PORT:-7465}}"
 export YAGNA_APPKEY YAGNA_API_URL
 GCOMPOSE=${GCOMPOSE:-bin/gcompose}
 DESCRIPTOR=examples/webapp/webapp.yaml
@@ -23,8 +23,8 @@ done
 echo "== deploying $DESCRIPTOR"
 "$GCOMPOSE" deploy -f "$DESCRIPTOR" --yes
 
-url=$("$GCOMPOSE" state show -f "$DESCRIPTOR" resources.golem-proxy-web-service | sed -n 's/.*"url": *"\([^"]*\)".*/\1/p' | head -n 1)
-if [ -z "$url" ]; then echo "no url in the proxy's outputs" >&2; exit 1; fi
+url=$("$GCOMPOSE" ps -f "$DESCRIPTOR" --json | sed -n 's/.*"url": *"\([^"]*\)".*/\1/p' | head -n 1)
+if [ -z "$url" ]; then echo "gcompose ps shows no URL" >&2; exit 1; fi
 echo
 echo "== the web service is at $url"
 curl -fsS "$url"
