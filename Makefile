@@ -7,7 +7,7 @@ GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 # Build tools (not images), kept out of bin/, which is the images' build context.
 TOOLS     := .tools
 
-.PHONY: all build binaries images test test-short bench lint fmt vet demo clean devnet interrupt-sweep
+.PHONY: all build binaries images test test-short bench lint fmt vet tidy demo clean devnet interrupt-sweep
 
 all: build
 
@@ -36,7 +36,12 @@ images: binaries $(BIN)/busybox $(BIN)/ca-certificates.crt $(TOOLS)/imagebuild
 	@for b in $(IMAGES); do if [ -f images/$$b.Dockerfile ]; then echo "image gcompose/$$b:dev"; $(TOOLS)/imagebuild -f images/$$b.Dockerfile -t gcompose/$$b:dev $(BIN) || exit 1; fi; done
 	@echo "image gcompose/gcompose:dev"; $(TOOLS)/imagebuild -f images/gcompose.Dockerfile -t gcompose/gcompose:dev $(BIN)
 
-lint: fmt vet
+lint: fmt vet tidy
+
+# go.mod must say what the code imports: a direct import marked `// indirect`, or a module tidy would add or
+# drop, fails here. -diff prints what tidy would change and exits 1 without writing anything.
+tidy:
+	$(GO) mod tidy -diff
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
