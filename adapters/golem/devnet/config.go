@@ -63,6 +63,10 @@ type ProviderConfig struct {
 	PaymentPlatforms []string `yaml:"paymentPlatforms"`
 	// Coeffs are the linear pricing coefficients: GLM per duration second, per CPU second, and the start price.
 	Coeffs []float64 `yaml:"coeffs"`
+	// PriceStep, when set, is added to Coeffs (element by element) every time the provider makes an offer
+	// after its first: a provider that raises (or, negative, lowers) its price between offers, as one
+	// whose owner edits its preset does. Agreements are billed at the agreed offer's price.
+	PriceStep []float64 `yaml:"priceStep"`
 	// Constraints is the offer's constraint expression; empty means "(golem.node.debug.subnet=<Subnet>)".
 	Constraints string `yaml:"constraints"`
 	// MaxAgreements is how many agreements (Pending or Approved) a provider takes at once (default 1): a
@@ -288,6 +292,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if len(p.Coeffs) != 3 {
 			return c, fmt.Errorf("devnet config: provider %s: coeffs must be [per duration sec, per cpu sec, start]", p.Name)
+		}
+		if len(p.PriceStep) != 0 && len(p.PriceStep) != 3 {
+			return c, fmt.Errorf("devnet config: provider %s: priceStep must be [per duration sec, per cpu sec, start] like coeffs", p.Name)
 		}
 	}
 	if err := c.Faults.check(); err != nil {

@@ -3,6 +3,7 @@ package devnet
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -24,6 +25,10 @@ type provider struct {
 	// offline is what yagna answers for calls forwarded to it while it is cut off (0: online).
 	offline      int
 	offlineSince time.Time
+	// offers counts the offers made (PriceStep raises the price after each);
+	// lastProps are the properties of the latest (nil before the first).
+	offers    int
+	lastProps map[string]any
 }
 
 type demand struct {
@@ -232,7 +237,8 @@ func (s *Server) routeMarket(api func(string, http.HandlerFunc)) {
 	api("GET "+marketPrefix+"/agreementEvents", s.collectAgreementEvents)
 }
 
-// listOffers lists every simulated provider's offer (the provider-side view, handy for debugging).
+// listOffers lists every simulated provider's offer (the provider-side view, handy for debugging): the
+// latest one made, with the price it had (PriceStep).
 func (s *Server) listOffers(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -244,7 +250,11 @@ func (s *Server) listOffers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) offerJSON(p *provider) map[string]any {
-	return map[string]any{"offerId": p.offerID, "providerId": p.id, "properties": p.props, "constraints": p.constraints, "timestamp": p.created}
+	props := p.props
+	if p.lastProps != nil {
+		props = p.lastProps
+	}
+	return map[string]any{"offerId": p.offerID, "providerId": p.id, "properties": props, "constraints": p.constraints, "timestamp": p.created}
 }
 
 func (s *Server) demandJSON(d *demand, props map[string]any, cons string) map[string]any {
@@ -328,7 +338,19 @@ func (s *Server) proposeLocked(p *provider, d *demand) {
 	if d.unsubscribed || p.offline != 0 || !s.matches(p, d.props, d.constraints) {
 		return
 	}
-	pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, props: p.props, constraints: p.constraints, state: "Initial", created: s.now()}
+	props := p.props
+	if len(p.cfg.PriceStep) == 3 {
+		// This offer's price: the base plus one step per offer made before.
+		props = maps.Clone(p.props)
+		c := make([]any, 3)
+		for i := range c {
+			c[i] = p.cfg.Coeffs[i] + float64(p.offers)*p.cfg.PriceStep[i]
+		}
+		props[propPriceCoeffs] = c
+	}
+	p.offers++
+	p.lastProps = props
+	pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, props: props, constraints: p.constraints, state: "Initial", created: s.now()}
 	s.proposals[pr.id] = pr
 	d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: pr.created, Proposal: s.proposalJSON(pr)})
 }

@@ -642,9 +642,23 @@ func (s *Server) bill(act *activity, now time.Time) *ratAmount {
 		end = act.endedAt
 	}
 	secs := end.Sub(act.readySince).Seconds()
-	c := s.agreements[act.agreementID].provider.cfg.Coeffs
+	// The agreed price, by the offer's usage vector (duration and CPU
+	// seconds: the VM keeps one thread busy), the last coefficient the start.
+	a := s.agreements[act.agreementID]
+	c, _ := a.offer.props[propPriceCoeffs].([]any)
+	vector, _ := a.offer.props["golem.com.usage.vector"].([]any)
+	total := 0.0
+	for i, x := range c {
+		f, _ := x.(float64)
+		switch {
+		case i == len(c)-1:
+			total += f
+		case i < len(vector) && (vector[i] == "golem.usage.duration_sec" || vector[i] == "golem.usage.cpu_sec"):
+			total += f * secs
+		}
+	}
 	due := &ratAmount{}
-	due.r.SetFloat64(c[0]*secs + c[1]*secs + c[2])
+	due.r.SetFloat64(total)
 	// Round to 1e-9 GLM so amounts stay readable.
 	f, _ := due.r.Float64()
 	due, _ = parseAmount(fmt.Sprintf("%.9f", f))

@@ -232,7 +232,12 @@ func (c Config) Minimums() ([]string, error) {
 // minimums, the payload's constraints and the capabilities, AND-joined, plus
 // extra (the payment decorations).
 func (c Config) Constraints(extra ...string) (string, error) {
-	cons := []string{"golem.runtime.name=" + c.Runtime(), "golem.node.debug.subnet=" + c.Subnet()}
+	return c.ConstraintsIn(c.Subnet(), extra...)
+}
+
+// ConstraintsIn is Constraints for providers of another subnet.
+func (c Config) ConstraintsIn(subnet string, extra ...string) (string, error) {
+	cons := []string{"golem.runtime.name=" + c.Runtime(), "golem.node.debug.subnet=" + subnet}
 	mins, err := c.Minimums()
 	if err != nil {
 		return "", err

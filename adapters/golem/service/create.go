@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -159,14 +160,14 @@ func (r *rental) rentOne(ctx context.Context, previousIP string) error {
 // demand is the Demand for the payload, decorated for the allocation. The
 // payment terms are not in it: each counter-proposal copies them from the
 // offer it answers (Terms).
-func (r *rental) demand(ctx context.Context) (yagna.DemandOfferBase, string, error) {
+func (r *rental) demand(ctx context.Context, subnet string) (yagna.DemandOfferBase, string, error) {
 	exp, err := r.cfg.Expiration()
 	if err != nil {
 		return yagna.DemandOfferBase{}, "", err
 	}
 	props := map[string]any{
 		"golem.srv.comp.expiration":        time.Now().Add(exp).UnixMilli(),
-		"golem.node.debug.subnet":          r.cfg.Subnet(),
+		"golem.node.debug.subnet":          subnet,
 		"golem.srv.comp.vm.package_format": "gvmkit-squash",
 		"golem.srv.caps.multi-activity":    true,
 	}
@@ -214,44 +215,93 @@ func (r *rental) demand(ctx context.Context) (yagna.DemandOfferBase, string, err
 		}
 		extra = append(extra, dec.Constraints...)
 	}
-	cons, err := r.cfg.Constraints(extra...)
+	cons, err := r.cfg.ConstraintsIn(subnet, extra...)
 	if err != nil {
 		return yagna.DemandOfferBase{}, "", err
 	}
 	return yagna.DemandOfferBase{Properties: props, Constraints: cons}, platform, nil
 }
 
-// negotiate subscribes a demand, answers offers with counter-proposals, and
-// makes an agreement with the first provider whose draft comes back and
-// who approves it. Failed providers are skipped.
+// negotiate rents the best offer: the subnets in order of preference, in
+// each the offers of a short window judged by Market, then the cheapest
+// within the caps countered, the next one when its draft or agreement
+// fails. Providers that failed this service before are avoided.
 func (r *rental) negotiate(ctx context.Context) error {
-	d, platform, err := r.demand(ctx)
+	m, err := r.cfg.Market()
 	if err != nil {
 		return err
 	}
-	sub, err := r.yc.SubscribeDemand(ctx, d)
-	if err != nil {
-		return fmt.Errorf("subscribing the demand: %w", err)
-	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = r.yc.UnsubscribeDemand(uctx, sub)
-	}()
 	exp, err := r.cfg.Expiration()
 	if err != nil {
 		return err
 	}
 	nctx, cancel := context.WithTimeout(ctx, r.t.Negotiation)
 	defer cancel()
-	countered := map[string]string{} // our counter-proposal id -> provider
-	seen := 0
-	why := map[string]string{} // provider -> why it did not agree, for the error
+	subnets := r.cfg.Subnets()
+	for i, subnet := range subnets {
+		err := r.negotiateIn(nctx, subnet, m, exp)
+		var none noneWithinCaps
+		if err == nil || !errors.As(err, &none) || i == len(subnets)-1 {
+			return err
+		}
+		r.req.Printf("service %s: %v; asking subnet %s next", r.req.Name, err, subnets[i+1])
+	}
+	return nil
+}
+
+// noneWithinCaps: offers came, and none can be taken.
+type noneWithinCaps struct{ err error }
+
+func (e noneWithinCaps) Error() string { return e.err.Error() }
+func (e noneWithinCaps) Unwrap() error { return e.err }
+
+// draftWait bounds how long a countered provider may take to answer with
+// its draft before the next offer is tried.
+const draftWait = 30 * time.Second
+
+// negotiateIn negotiates in one subnet.
+func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp time.Duration) error {
+	d, platform, err := r.demand(nctx, subnet)
+	if err != nil {
+		return err
+	}
+	sub, err := r.yc.SubscribeDemand(nctx, d)
+	if err != nil {
+		return fmt.Errorf("subscribing the demand: %w", err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(nctx), 10*time.Second)
+		defer cancel()
+		_ = r.yc.UnsubscribeDemand(uctx, sub)
+	}()
+	windowEnd := time.Now().Add(m.Window)
+	var (
+		offers  []Offer                       // every Initial offer seen, judged
+		terms   = map[string]map[string]any{} // proposal id -> payment terms to promise
+		tried   = map[string]bool{}           // providers countered already
+		why     = map[string]string{}         // provider -> why it did not agree, for the error
+		pending *Offer                        // the offer countered, awaiting its draft
+		counter string                        // our counter-proposal to it
+		since   time.Time
+		chosen  bool // the choice was explained
+	)
 	noAgreement := func() error {
-		return fmt.Errorf("no provider agreed within %s (%d offers seen; avoided: %v)%s", r.t.Negotiation, seen, r.id.Failed, reasons(why))
+		if _, priced := Cheapest(offers); priced && len(Rank(offers)) == 0 {
+			return noneWithinCaps{NoOfferError(offers, m, exp)}
+		}
+		deadline, _ := nctx.Deadline()
+		return fmt.Errorf("no provider agreed within %s (%d offers seen in subnet %s; avoided: %v)%s", r.t.Negotiation-time.Until(deadline), len(offers), subnet, r.id.Failed, reasons(why))
+	}
+	giveUp := func(o *Offer, reason string) {
+		why[o.Provider] = reason
+		pending, counter = nil, ""
 	}
 	for {
-		evs, err := r.yc.CollectOffers(nctx, sub, 3*time.Second, 20)
+		wait := 3 * time.Second
+		if until := time.Until(windowEnd); until > 0 {
+			wait = max(min(wait, until), time.Second)
+		}
+		evs, err := r.yc.CollectOffers(nctx, sub, wait, 20)
 		if err != nil && !yagna.IsTimeout(err) {
 			if nctx.Err() != nil {
 				return noAgreement()
@@ -261,9 +311,13 @@ func (r *rental) negotiate(ctx context.Context) error {
 		var inVPN map[string]string // read once per batch, when needed
 		for _, ev := range evs {
 			if ev.EventType == yagna.EventProposalRejected {
-				if prov, ok := countered[ev.ProposalID]; ok && ev.Reason != nil {
-					why[prov] = "rejected: " + ev.Reason.Message
-					r.req.Log.Info("provider rejected the counter-proposal", "provider", prov, "reason", ev.Reason.Message)
+				if pending != nil && ev.ProposalID == counter {
+					msg := "rejected the counter-proposal"
+					if ev.Reason != nil {
+						msg += ": " + ev.Reason.Message
+					}
+					r.req.Log.Info("provider rejected the counter-proposal", "provider", pending.Provider, "reason", msg)
+					giveUp(pending, msg)
 				}
 				continue
 			}
@@ -277,53 +331,110 @@ func (r *rental) negotiate(ctx context.Context) error {
 			}
 			switch p.State {
 			case yagna.ProposalInitial:
-				seen++
-				if inVPN == nil {
-					inVPN = r.vpnNodes(nctx)
+				o := m.Judge(p, exp)
+				if o.Skip == "" {
+					if inVPN == nil {
+						inVPN = r.vpnNodes(nctx)
+					}
+					if addr, ok := inVPN[p.IssuerID]; ok {
+						o.Skip = "already a node of the VPN at " + addr + " for another service"
+					}
 				}
-				if addr, ok := inVPN[p.IssuerID]; ok {
-					why[p.IssuerID] = "already a node of the VPN at " + addr + " for another service"
-					continue
+				if o.Skip == "" {
+					t, err := Terms(p.Properties, exp)
+					if err != nil {
+						o.Skip = err.Error()
+					}
+					terms[p.ProposalID] = t
 				}
-				terms, err := Terms(p.Properties, exp)
-				if err != nil {
-					why[p.IssuerID] = err.Error()
-					_ = r.yc.RejectProposal(nctx, sub, p.ProposalID, &yagna.Reason{Message: err.Error()})
-					continue
+				r.req.Log.Debug("offer judged", "provider", o.Who(), "subnet", o.Subnet, "price", o.Price.String(), "cost", o.Cost, "skip", o.Skip, "over", o.Over)
+				offers = append(offers, o)
+				if !o.Usable() {
+					reason := o.Skip
+					if reason == "" {
+						reason = o.Over
+					}
+					why[o.Provider] = reason
+					_ = r.yc.RejectProposal(nctx, sub, p.ProposalID, &yagna.Reason{Message: "gcompose: " + reason})
 				}
-				counter := d
-				counter.Properties = maps(d.Properties, "golem.com.payment.chosen-platform", platform)
-				for k, v := range terms {
-					counter.Properties[k] = v
-				}
-				if platform == "" {
-					delete(counter.Properties, "golem.com.payment.chosen-platform")
-				}
-				cid, err := r.yc.CounterProposal(nctx, sub, p.ProposalID, counter)
-				if err != nil {
-					r.req.Log.Debug("counter-proposal failed", "provider", p.IssuerID, "err", err)
-					continue
-				}
-				countered[cid] = p.IssuerID
 			case yagna.ProposalDraft:
-				if _, ok := countered[p.PrevProposalID]; !ok {
+				if pending == nil || p.PrevProposalID != counter {
+					continue
+				}
+				// The draft is what would be signed: judged again, as a
+				// provider may answer with other prices than it offered.
+				o := m.Judge(p, exp)
+				if !o.Usable() {
+					reason := "its draft is not the offer: " + o.Skip + o.Over
+					_ = r.yc.RejectProposal(nctx, sub, p.ProposalID, &yagna.Reason{Message: "gcompose: " + reason})
+					giveUp(pending, reason)
 					continue
 				}
 				if err := r.agree(nctx, p); err != nil {
-					why[p.IssuerID] = err.Error()
 					r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
+					giveUp(pending, err.Error())
 					r.fail()
 					r.id.AgreementID, r.id.ProviderID = "", ""
 					_ = r.report()
 					continue
 				}
-				return nil
+				r.id.Price = agreedOf(o.Price, m, exp)
+				r.req.Printf("service %s: agreed with %s at %s: %s/hour, %s for %s", r.req.Name, o.Who(), o.Price,
+					glm(r.id.Price.GLMPerHour), glm(r.id.Price.Total), exp)
+				return r.report()
+			}
+		}
+		if pending != nil && time.Since(since) > draftWait {
+			giveUp(pending, fmt.Sprintf("no draft within %s", draftWait))
+		}
+		if pending == nil && !time.Now().Before(windowEnd) {
+			ranked := slices.DeleteFunc(Rank(offers), func(o Offer) bool { return tried[o.Provider] })
+			if !chosen && len(offers) > 0 {
+				chosen = true
+				r.explain(subnet, offers, ranked, m, exp)
+			}
+			for len(ranked) > 0 && pending == nil {
+				o := ranked[0]
+				ranked = ranked[1:]
+				tried[o.Provider] = true
+				cp := d
+				cp.Properties = maps(d.Properties, "golem.com.payment.chosen-platform", platform)
+				for k, v := range terms[o.ProposalID] {
+					cp.Properties[k] = v
+				}
+				if platform == "" {
+					delete(cp.Properties, "golem.com.payment.chosen-platform")
+				}
+				cid, err := r.yc.CounterProposal(nctx, sub, o.ProposalID, cp)
+				if err != nil {
+					why[o.Provider] = "counter-proposal failed: " + err.Error()
+					r.req.Log.Debug("counter-proposal failed", "provider", o.Provider, "err", err)
+					continue
+				}
+				pending, counter, since = &o, cid, time.Now()
+			}
+			if pending == nil && len(offers) > 0 {
+				if _, priced := Cheapest(offers); priced && len(Rank(offers)) == 0 {
+					return noneWithinCaps{NoOfferError(offers, m, exp)}
+				}
+				if !slices.ContainsFunc(offers, func(o Offer) bool { return o.Skip == "" }) {
+					return noneWithinCaps{NoOfferError(offers, m, exp)}
+				}
 			}
 		}
 		if nctx.Err() != nil {
 			return noAgreement()
 		}
 	}
+}
+
+// explain says which offers were considered and why the first choice won.
+func (r *rental) explain(subnet string, offers, ranked []Offer, m Market, exp time.Duration) {
+	head := "no offer within the caps yet"
+	if len(ranked) > 0 {
+		head = fmt.Sprintf("choosing %s, the cheapest within the caps for %s of use (%s CPU thread(s) busy)", ranked[0].Who(), exp, strconv.FormatFloat(m.CPULoad, 'g', -1, 64))
+	}
+	r.req.Printf("service %s: %d offer(s) in subnet %s over %s; %s:%s", r.req.Name, len(offers), subnet, m.Window, head, Explain(offers, m, exp))
 }
 
 // reasons lists why providers did not agree, sorted by provider.

@@ -57,6 +57,9 @@ type Identity struct {
 	ProviderID  string `json:"provider_id,omitempty"`
 	NetworkID   string `json:"network_id,omitempty"`
 	IP          string `json:"ip,omitempty"`
+	// Price is the agreed price and what it comes to (nil before an
+	// agreement): state shows it as agreement.price.
+	Price *Agreed `json:"price"`
 	// Failed are providers that failed this resource: avoided next time.
 	Failed []string `json:"failed_providers,omitempty"`
 	// Applied fingerprints the config the rental was made for.
@@ -294,6 +297,9 @@ func outputs(id Identity, a *yagna.Agreement) map[string]any {
 		"activity":     map[string]any{"id": id.ActivityID},
 		"state":        "running",
 	}
+	if id.Price != nil {
+		out["agreement"].(map[string]any)["price"] = id.asMap()["price"]
+	}
 	if len(id.Logs) > 0 {
 		out["logs"] = id.asMap()["logs"]
 	}
@@ -378,7 +384,7 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 	if len(unreachable) > 0 && id.ProviderID != "" && !slices.Contains(failed, id.ProviderID) {
 		failed = append(failed, id.ProviderID)
 	}
-	if err := req.ReportIdentity(map[string]any{"agreement_id": "", "activity_id": "", "provider_id": "", "ip": "", "failed_providers": failed}); err != nil {
+	if err := req.ReportIdentity(map[string]any{"agreement_id": "", "activity_id": "", "provider_id": "", "ip": "", "price": nil, "failed_providers": failed}); err != nil {
 		return err
 	}
 	if len(unreachable) > 0 {
