@@ -38,6 +38,12 @@ type Executor struct {
 	// asks (default 1 s).
 	OutputTimeout time.Duration
 	OutputPoll    time.Duration
+	// Recheck makes apply ask every adapter again instead of acting on the
+	// answer the plan was made from: a saved plan is applied later, in
+	// another process, and the world may have moved since. Within one run
+	// the plan's answers are fresh and asking twice would only cost time.
+	// Either way a step whose inputs were unknown at plan time is asked.
+	Recheck bool
 	// Stop, when done, interrupts the apply as Terraform does: no resource
 	// starts its actions any more, while those whose actions are under way
 	// finish them (the ctx of Apply bounds them: cancel it with cause
@@ -87,9 +93,7 @@ func (r *Result) Failed() []*Outcome {
 // run is the mutable state of one Apply.
 type run struct {
 	e    *Executor
-	in   plan.Input
 	pl   *plan.Plan
-	obs  *plan.Observations
 	mu   sync.Mutex
 	doc  map[string]*state.Resource // current view of the state, updated as we go
 	outs map[string]map[string]any  // outputs produced or confirmed in this run
@@ -120,9 +124,12 @@ func (r *run) startActions(name string) error {
 // notStarted is the outcome of a resource an interrupt kept from starting.
 var notStarted = fmt.Errorf("not started: %w", ErrInterrupted)
 
-// Apply carries out pl, made by the planner from in with observations obs.
-func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs *plan.Observations) (*Result, error) {
-	r := &run{e: e, in: in, pl: pl, obs: obs, doc: map[string]*state.Resource{}, outs: map[string]map[string]any{}, res: &Result{Outcomes: map[string]*Outcome{}},
+// Apply carries out pl and nothing else. Each step binds: a resource whose
+// adapter now wants a more destructive change than the approved one fails
+// with a *plan.Inconsistent error, untouched, and holds back what depends on
+// it; the rest applies.
+func (e *Executor) Apply(ctx context.Context, pl *plan.Plan) (*Result, error) {
+	r := &run{e: e, pl: pl, doc: map[string]*state.Resource{}, outs: map[string]map[string]any{}, res: &Result{Outcomes: map[string]*Outcome{}},
 		acting: map[string]bool{}}
 	// The walks start nothing new once the run is interrupted; what they
 	// started runs on ctx.
@@ -131,18 +138,17 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs 
 	if e.Stop != nil {
 		defer context.AfterFunc(e.Stop, func() { cancelWalk(ErrInterrupted) })()
 	}
-	if in.State != nil {
-		for n, res := range in.State.Resources {
+	if pl.Prior != nil {
+		for n, res := range pl.Prior.Resources {
 			r.doc[n] = res.Clone()
 		}
-		if o, ok := plan.AppOutputsOf(in.App, in.State.Lineage); ok {
-			r.outs[plan.AppOutputs] = o
-		}
+	}
+	if o, ok := plan.AppOutputsOf(pl.App, pl.Lineage); ok {
+		r.outs[plan.AppOutputs] = o
 	}
 	var removals, converges []*plan.Step
 	for _, s := range pl.Steps {
-		_, wanted := in.Desired[s.Resource]
-		if pl.Mode == plan.Destroy || !wanted {
+		if pl.Mode == plan.Destroy || s.Remove {
 			removals = append(removals, s)
 		} else {
 			converges = append(converges, s)
@@ -156,23 +162,25 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan, in plan.Input, obs 
 			deps[s.Resource] = s.DependsOn
 		}
 		errs := e.Walk(walkCtx, deps, true, func(_ context.Context, name string) error {
-			if s := pl.Step(name); s.Op == plan.Failed {
+			s := pl.Step(name)
+			if s.Op == plan.Failed {
 				return r.failed(s)
 			}
-			return r.timed(ctx, name, pl.Step(name).Op, func() (bool, error) { return r.remove(ctx, pl.Step(name)) })
+			return r.timed(ctx, name, s.Op, func() (bool, error) { return r.remove(ctx, s) })
 		})
 		r.collect(errs)
 	}
 	if len(converges) > 0 && pl.Mode == plan.Deploy {
 		deps := map[string][]string{}
 		for _, s := range converges {
-			deps[s.Resource] = in.Desired[s.Resource].DependsOn
+			deps[s.Resource] = s.DependsOn
 		}
 		errs := e.Walk(walkCtx, deps, false, func(_ context.Context, name string) error {
-			if s := pl.Step(name); s.Op == plan.Failed {
+			s := pl.Step(name)
+			if s.Op == plan.Failed {
 				return r.failed(s)
 			}
-			return r.timed(ctx, name, pl.Step(name).Op, func() (bool, error) { return r.converge(ctx, in.Desired[name], pl.Step(name)) })
+			return r.timed(ctx, name, s.Op, func() (bool, error) { return r.converge(ctx, s) })
 		})
 		r.collect(errs)
 	}
@@ -277,12 +285,7 @@ func (r *run) setOutputs(name string, o map[string]any) {
 }
 
 // lineage is the state's lineage, sent on every call.
-func (r *run) lineage() string {
-	if r.in.State == nil {
-		return ""
-	}
-	return r.in.State.Lineage
-}
+func (r *run) lineage() string { return r.pl.Lineage }
 
 func (r *run) current(name string) *state.Resource {
 	r.mu.Lock()
@@ -314,27 +317,40 @@ func (r *run) forget(ctx context.Context, name string) error {
 	return nil
 }
 
-// converge brings one desired resource to VALID.
-func (r *run) converge(ctx context.Context, want *plan.Resource, step *plan.Step) (bool, error) {
+// converge brings one desired resource to VALID, doing no more than its
+// approved step.
+func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
+	want := &plan.Resource{Name: step.Resource, Type: step.Type, Config: step.Config, DependsOn: step.DependsOn}
 	cfg, err := r.resolve(ctx, want)
 	if err != nil {
 		return false, err
 	}
 	old := r.current(want.Name)
 	if old != nil && old.Type != want.Type {
+		if step.Op != plan.Rebuild {
+			return false, &plan.Inconsistent{Resource: want.Name, Approved: step.Op, Actual: plan.Rebuild,
+				Reason: fmt.Sprintf("its adapter image is now %s, not %s", old.Type, want.Type)}
+		}
 		// The adapter image changed: the old adapter removes what it made.
-		if _, err := r.destroyWith(ctx, old); err != nil {
+		if _, err := r.destroyWith(ctx, old, nil); err != nil {
 			return false, fmt.Errorf("removing %s with its previous adapter %s: %w", want.Name, old.Type, err)
 		}
 		old = nil
 	}
-	call := plan.Call{App: r.in.App, Lineage: r.lineage(), Name: want.Name, Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
-	ans := r.obs.Reuse(want.Name, cfg, protocol.Present)
+	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: want.Name, Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
+	ans := r.approvedAnswer(step, cfg, old)
 	if ans == nil {
 		r.emit(Event{Resource: want.Name, Phase: PhaseState})
 		if ans, err = r.e.Adapters.State(ctx, call, protocol.Present); err != nil {
 			return false, err
 		}
+	}
+	if actual := plan.OpOf(ans, old); !step.Allows(actual) {
+		reason := ""
+		if ans.Gcompose != nil {
+			reason = ans.Gcompose.Reason
+		}
+		return false, &plan.Inconsistent{Resource: want.Name, Approved: step.Op, Actual: actual, Reason: reason}
 	}
 	if ans.Status == protocol.Valid {
 		changed := old == nil || old.Status != state.StatusActive || old.Pending != nil ||
@@ -362,6 +378,27 @@ func (r *run) converge(ctx context.Context, want *plan.Resource, step *plan.Step
 	}
 	r.setOutputs(want.Name, final.State)
 	return true, nil
+}
+
+// approvedAnswer is the answer the step was planned from, when it still
+// holds: asked for this very config about the record that is still there,
+// in this run (not Recheck). Otherwise the adapter is asked again.
+func (r *run) approvedAnswer(step *plan.Step, cfg map[string]any, old *state.Resource) *protocol.StateResult {
+	if r.e.Recheck || step.Answer == nil || step.KnownAfterApply || !plan.SameJSON(step.After, cfg) {
+		return nil
+	}
+	if prior := r.priorOf(step.Resource); (prior == nil) != (old == nil) {
+		return nil
+	}
+	return step.Answer
+}
+
+// priorOf is the record the plan was made against.
+func (r *run) priorOf(name string) *state.Resource {
+	if r.pl.Prior == nil {
+		return nil
+	}
+	return r.pl.Prior.Resources[name]
 }
 
 // runActions records the operation as pending, runs the STALE answer's
@@ -484,10 +521,12 @@ func (r *run) remove(ctx context.Context, step *plan.Step) (bool, error) {
 	if step.Op == plan.Forget {
 		return true, r.forget(ctx, step.Resource)
 	}
-	return r.destroyWith(ctx, old)
+	return r.destroyWith(ctx, old, step)
 }
 
-func (r *run) destroyWith(ctx context.Context, old *state.Resource) (bool, error) {
+// destroyWith removes what old's adapter made. step is the approved delete
+// (nil for the removal half of an approved rebuild).
+func (r *run) destroyWith(ctx context.Context, old *state.Resource, step *plan.Step) (bool, error) {
 	caps, err := r.e.Adapters.Describe(ctx, old.Type, old.Name)
 	if err != nil {
 		return false, err
@@ -495,8 +534,11 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource) (bool, error
 	if !caps.Destroy {
 		return true, r.forget(ctx, old.Name)
 	}
-	call := plan.Call{App: r.in.App, Lineage: r.lineage(), Name: old.Name, Type: old.Type, Config: old.Config, Persisted: plan.PersistedOf(old)}
-	ans := r.obs.Reuse(old.Name, old.Config, protocol.Absent)
+	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: old.Name, Type: old.Type, Config: old.Config, Persisted: plan.PersistedOf(old)}
+	var ans *protocol.StateResult
+	if step != nil && !r.e.Recheck {
+		ans = step.Answer
+	}
 	if ans == nil {
 		r.emit(Event{Resource: old.Name, Phase: PhaseState})
 		if ans, err = r.e.Adapters.State(ctx, call, protocol.Absent); err != nil {
@@ -504,6 +546,9 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource) (bool, error
 		}
 	}
 	if ans.Status != protocol.Valid {
+		if step != nil && step.Op != plan.Delete {
+			return false, &plan.Inconsistent{Resource: old.Name, Approved: step.Op, Actual: plan.Delete}
+		}
 		if _, err := r.runActions(ctx, call, old.Type, old.Dependencies, state.OpDelete, ans, protocol.Absent); err != nil {
 			return true, err
 		}
@@ -568,7 +613,7 @@ func (r *run) requery(ctx context.Context, unknown []expr.Unknown) error {
 		if dep == nil {
 			return fmt.Errorf("%s: %s is not deployed", u.Ref.Text(), name)
 		}
-		ans, err := r.e.Adapters.State(ctx, plan.Call{App: r.in.App, Lineage: r.lineage(), Name: name, Type: dep.Type, Config: dep.Config, Persisted: plan.PersistedOf(dep)}, protocol.Present)
+		ans, err := r.e.Adapters.State(ctx, plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: name, Type: dep.Type, Config: dep.Config, Persisted: plan.PersistedOf(dep)}, protocol.Present)
 		if err != nil {
 			return fmt.Errorf("asking %s for %s: %w", name, u.Ref.Text(), err)
 		}

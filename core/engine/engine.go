@@ -180,7 +180,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	out.Lineage = doc.Lineage
 	in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc}
 	planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
-	pl, obs, planErr := planner.Plan(soft, in)
+	pl, planErr := planner.Plan(soft, in)
 	out.Plan = pl
 	if stopped(req.Stop) {
 		return out, interruptedOr(req.Stop, nil)
@@ -215,7 +215,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		OutputTimeout: e.OutputTimeout,
 		Stop:          req.Stop,
 	}
-	res, applyErr := ex.Apply(ctx, pl, in, obs)
+	res, applyErr := ex.Apply(ctx, pl)
 	if planErr != nil && applyErr == nil {
 		applyErr = planErr
 	}

@@ -7,9 +7,11 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 
 	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -88,6 +90,67 @@ type Step struct {
 	Drift string `json:"drift,omitempty"`
 	// Error says why the resource could not be planned (Op Failed).
 	Error string `json:"error,omitempty"`
+
+	// What apply needs, so that the plan is its only input:
+	// Config is the resource's config as the descriptor wants it, its
+	// runtime references unresolved (After is it resolved as far as
+	// planning could).
+	Config map[string]any `json:"config,omitempty"`
+	// Remove: the resource leaves (gone from the descriptor, or destroy).
+	Remove bool `json:"remove,omitempty"`
+	// Answer is the adapter's state answer the op was planned from (none
+	// for a knock-on: its config was not known yet).
+	Answer *protocol.StateResult `json:"answer,omitempty"`
+}
+
+// Allows says whether apply may carry out actual where the approved step
+// said s.Op: never anything more destructive than what was approved.
+// An update may turn out to be nothing, never a rebuild or a delete; no
+// change may turn out to be nothing only.
+func (s *Step) Allows(actual Op) bool {
+	if actual == NoOp {
+		return s.Op != Failed
+	}
+	switch s.Op {
+	case Update:
+		return actual == Update
+	case Create:
+		return actual == Create || actual == Update
+	case Rebuild:
+		return actual == Create || actual == Update || actual == Rebuild
+	case Delete:
+		return actual == Delete
+	}
+	return false
+}
+
+// Inconsistent is the error of a resource whose adapter, at apply time,
+// wants a more destructive change than the plan that was approved: the
+// resource is left untouched and what depends on it is held back.
+type Inconsistent struct {
+	Resource string
+	Approved Op
+	Actual   Op
+	Reason   string // the adapter's, if it gave one
+}
+
+func (e *Inconsistent) Error() string {
+	s := fmt.Sprintf("inconsistent with the approved plan: approved %s, but the adapter now wants %s", e.Approved.Verb(), e.Actual.Verb())
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	return s + "; left untouched: plan again to see and approve the change"
+}
+
+// Verb is the op as a word.
+func (o Op) Verb() string {
+	switch o {
+	case NoOp:
+		return "no change"
+	case Failed:
+		return "error"
+	}
+	return string(o)
 }
 
 // Mode says what a plan is for.
@@ -109,7 +172,11 @@ type Plan struct {
 	Lineage string  `json:"lineage,omitempty"`
 	Serial  uint64  `json:"serial"`
 	Steps   []*Step `json:"steps"`
-	Summary Summary `json:"summary"`
+	// Prior is the state document the plan was made against. It is not
+	// serialized: a saved plan gets it back from the store once its
+	// lineage and serial are found unchanged.
+	Prior   *state.Document `json:"-"`
+	Summary Summary         `json:"summary"`
 }
 
 // Summary counts steps by op.

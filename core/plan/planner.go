@@ -2,9 +2,7 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -37,64 +35,14 @@ type Planner struct {
 	Walk     Walk
 }
 
-// observed is what the planner learned about one resource, kept for the
-// executor so that nothing is asked twice for one answer within a run.
-type observed struct {
-	config  map[string]any        // the config the state call was made with
-	answer  *protocol.StateResult // the answer
-	desired string
-	outputs map[string]any // trusted outputs after planning (nil: unknown)
-}
-
-// Observations carries the planner's answers to the executor of the same run.
-type Observations struct {
-	mu sync.Mutex
-	m  map[string]*observed
-}
-
-func (o *Observations) get(name string) *observed {
-	if o == nil {
-		return nil
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.m[name]
-}
-
-func (o *Observations) put(name string, ob *observed) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.m[name] = ob
-}
-
-// Reuse returns the planner's state answer for name if it was made with
-// exactly this config and desired state, so the executor need not ask again.
-func (o *Observations) Reuse(name string, cfg map[string]any, desired string) *protocol.StateResult {
-	ob := o.get(name)
-	if ob == nil || ob.answer == nil || ob.desired != desired || !reflect.DeepEqual(ob.config, cfg) {
-		return nil
-	}
-	return ob.answer
-}
-
-// Outputs returns what planning found a resource's outputs to be.
-func (o *Observations) Outputs(name string) (map[string]any, bool) {
-	ob := o.get(name)
-	if ob == nil || ob.outputs == nil {
-		return nil, false
-	}
-	return ob.outputs, true
-}
-
 // Plan computes the plan. Adapter errors for one resource do not stop the
 // others: they are all returned, joined, with the resources they concern.
-func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, *Observations, error) {
+func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 	doc := in.State
 	if doc == nil {
 		doc = state.NewDocument(in.App)
 	}
-	pl := &Plan{FormatVersion: FormatVersion, App: in.App, Mode: in.Mode, Lineage: doc.Lineage, Serial: doc.Serial}
-	obs := &Observations{m: map[string]*observed{}}
+	pl := &Plan{FormatVersion: FormatVersion, App: in.App, Mode: in.Mode, Lineage: doc.Lineage, Serial: doc.Serial, Prior: doc}
 	var mu sync.Mutex
 	steps := map[string]*Step{}
 	addStep := func(s *Step) {
@@ -135,8 +83,8 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, *Observations, err
 		if s != nil && (s.Op.Changes() || s.KnownAfterApply) {
 			return nil, false
 		}
-		if o, ok := obs.Outputs(name); ok {
-			return o, true
+		if s != nil && s.Answer != nil && s.Answer.Status == protocol.Valid {
+			return s.Answer.State, true
 		}
 		if r := doc.Resources[name]; r != nil && r.Status == state.StatusActive {
 			return r.State, true
@@ -149,19 +97,14 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, *Observations, err
 		var s *Step
 		var err error
 		if r, ok := desired[name]; ok {
-			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs, obs)
+			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs)
 		} else {
-			s, err = p.planAbsent(ctx, app, name, doc.Resources[name], in.Mode, obs)
+			s, err = p.planAbsent(ctx, app, name, doc.Resources[name], in.Mode)
 		}
 		if err != nil {
 			err = Named(name, err)
 			if s == nil {
-				s = &Step{Resource: name}
-				if r, ok := desired[name]; ok {
-					s.Type, s.DependsOn = r.Type, r.DependsOn
-				} else if old := doc.Resources[name]; old != nil {
-					s.Type, s.DependsOn = old.Type, old.Dependencies
-				}
+				s = bareStep(name, desired[name], doc.Resources[name])
 			}
 			s.Op, s.Error = Failed, err.Error()
 		}
@@ -175,17 +118,28 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, *Observations, err
 	// planned either; it still gets a step, so apply and the output say why.
 	for name, err := range errs {
 		if err != nil && stepOf(name) == nil {
-			s := &Step{Resource: name, Op: Failed, Error: Named(name, err).Error()}
-			if r, ok := desired[name]; ok {
-				s.Type, s.DependsOn = r.Type, r.DependsOn
-			} else if old := doc.Resources[name]; old != nil {
-				s.Type, s.DependsOn = old.Type, old.Dependencies
-			}
+			s := bareStep(name, desired[name], doc.Resources[name])
+			s.Op, s.Error = Failed, Named(name, err).Error()
 			addStep(s)
 		}
 	}
 	pl.finish()
-	return pl, obs, joinErrors(errs)
+	return pl, joinErrors(errs)
+}
+
+// bareStep is the step of a resource that could not be planned: enough for
+// apply to know which walk it belongs to and what it holds back.
+func bareStep(name string, want *Resource, old *state.Resource) *Step {
+	s := &Step{Resource: name}
+	if want != nil {
+		s.Type, s.DependsOn, s.Config = want.Type, want.DependsOn, want.Config
+	} else {
+		s.Remove = true
+		if old != nil {
+			s.Type, s.DependsOn = old.Type, old.Dependencies
+		}
+	}
+	return s
 }
 
 // Named prefixes err with the resource name unless it already starts with
@@ -211,25 +165,8 @@ func keepKnown(names []string, known map[string]*state.Resource) []string {
 // state's lineage.
 type appRef struct{ name, lineage string }
 
-// PersistedOf is what an adapter is told of a resource's persisted state,
-// including an operation recorded on it but never completed.
-func PersistedOf(r *state.Resource) *protocol.Persisted {
-	if r == nil {
-		return nil
-	}
-	return &protocol.Persisted{State: r.State, Identity: r.Identity, Config: r.Config, Pending: OperationOf(r.Pending)}
-}
-
-// OperationOf is a recorded operation as adapters see it (nil for nil).
-func OperationOf(op *state.Operation) *protocol.Operation {
-	if op == nil {
-		return nil
-	}
-	return &protocol.Operation{ID: op.ID, Kind: string(op.Kind), Action: op.Action, StartedAt: op.StartedAt}
-}
-
-func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old *state.Resource, outs Outputs, obs *Observations) (*Step, error) {
-	s := &Step{Resource: r.Name, Type: r.Type, DependsOn: r.DependsOn}
+func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old *state.Resource, outs Outputs) (*Step, error) {
+	s := &Step{Resource: r.Name, Type: r.Type, DependsOn: r.DependsOn, Config: r.Config}
 	if old != nil {
 		s.Before = old.Config
 	}
@@ -248,10 +185,9 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		s.Reason = "inputs known after apply: " + UnknownText(unknown)
 		if old == nil {
 			s.Op = Create
-		} else {
-			s.Op, s.Reason = Update, "knock-on: "+s.Reason
+			return s, nil
 		}
-		return s, nil
+		return p.planKnockOn(ctx, app, s, old)
 	}
 	if _, err := p.Adapters.Describe(ctx, r.Type, r.Name); err != nil {
 		return s, err
@@ -260,11 +196,10 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 	if err != nil {
 		return s, err
 	}
-	ob := &observed{config: cfg, answer: ans, desired: protocol.Present}
+	s.Answer = ans
 	switch ans.Status {
 	case protocol.Valid:
 		s.Op = NoOp
-		ob.outputs = ans.State
 		if old == nil {
 			s.Reason = "exists already: adopted"
 			s.Op = Create // nothing to run, but the state gains a resource
@@ -275,60 +210,52 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 	default:
 		fillStale(s, ans, old)
 	}
-	obs.put(r.Name, ob)
 	return s, nil
 }
 
-// fillStale turns a STALE answer into a step: the change kind the adapter
-// declared, or for plain Deployster adapters create/update by whether the
-// resource is in the state.
-func fillStale(s *Step, ans *protocol.StateResult, old *state.Resource) {
-	s.Actions = ans.Actions
-	ext := ans.Gcompose
-	kind := ""
-	if ext != nil {
-		kind = ext.Change
-		s.Reason = ext.Reason
-		s.Forces = ext.Forces
-		s.Unknown = ext.Unknown
+// planKnockOn plans a deployed resource whose inputs are known only after
+// apply. What it may become is asked of its adapter with the unknown
+// values left as their ${...} text: an adapter that would rebuild for any
+// change of those fields says so now, and apply is then bound to that
+// (Terraform plans with unknown values the same way). An adapter that
+// cannot judge such a config is shown as a possible rebuild, the most that
+// apply is then allowed to do.
+func (p *Planner) planKnockOn(ctx context.Context, app appRef, s *Step, old *state.Resource) (*Step, error) {
+	s.Reason = "knock-on: " + s.Reason
+	if _, err := p.Adapters.Describe(ctx, s.Type, s.Resource); err != nil {
+		return s, err
 	}
-	switch kind {
-	case protocol.ChangeCreate:
-		s.Op = Create
-	case protocol.ChangeRebuild:
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: s.Resource, Type: s.Type, Config: s.After, Persisted: PersistedOf(old)}, protocol.Present)
+	if err != nil {
 		s.Op = Rebuild
-	case protocol.ChangeDelete:
-		s.Op = Delete
-	case protocol.ChangeUpdate:
+		s.Reason += "; may be rebuilt: the adapter could not judge the change before apply (" + firstLine(err.Error()) + ")"
+		return s, nil
+	}
+	if ans.Status == protocol.Valid {
 		s.Op = Update
-	default:
-		if old == nil {
-			s.Op = Create
-		} else {
-			s.Op = Update
-		}
+		return s, nil
 	}
-	if old != nil && s.Op == Create {
-		// Recorded in state but the adapter must create it: it is gone.
-		s.Drift = "gone"
-		if s.Reason == "" {
-			s.Reason = "recorded in state but missing: recreated"
-		}
+	probe := &Step{}
+	fillStale(probe, ans, old)
+	s.Op, s.Forces, s.Drift = probe.Op, probe.Forces, probe.Drift
+	if s.Op == Create {
+		s.Op = Rebuild // recorded but gone: made anew
 	}
-	if old != nil && old.Pending != nil && s.Reason == "" {
-		s.Reason = "finishing " + old.Pending.Describe()
+	if ans.Gcompose != nil && ans.Gcompose.Reason != "" {
+		s.Reason += "; " + ans.Gcompose.Reason
 	}
-	if s.Reason == "" {
-		names := make([]string, len(ans.Actions))
-		for i, a := range ans.Actions {
-			names[i] = a.Name
-		}
-		s.Reason = "adapter reports STALE: " + strings.Join(names, ", ")
-	}
+	return s, nil
 }
 
-func (p *Planner) planAbsent(ctx context.Context, app appRef, name string, old *state.Resource, mode Mode, obs *Observations) (*Step, error) {
-	s := &Step{Resource: name, Type: old.Type, Before: old.Config, DependsOn: old.Dependencies}
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func (p *Planner) planAbsent(ctx context.Context, app appRef, name string, old *state.Resource, mode Mode) (*Step, error) {
+	s := &Step{Resource: name, Type: old.Type, Before: old.Config, DependsOn: old.Dependencies, Remove: mode != Refresh}
 	if mode == Deploy {
 		s.Reason = "gone from the descriptor"
 	}
@@ -347,13 +274,13 @@ func (p *Planner) planAbsent(ctx context.Context, app appRef, name string, old *
 		return s, nil
 	}
 	if mode == Refresh {
-		return p.planRefresh(ctx, app, name, old, obs)
+		return p.planRefresh(ctx, app, name, old)
 	}
 	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Absent)
 	if err != nil {
 		return s, err
 	}
-	obs.put(name, &observed{config: old.Config, answer: ans, desired: protocol.Absent})
+	s.Answer = ans
 	if ans.Status == protocol.Valid {
 		s.Op = Forget
 		s.Drift = "gone"
@@ -374,13 +301,13 @@ func (p *Planner) planAbsent(ctx context.Context, app appRef, name string, old *
 
 // planRefresh asks whether a persisted resource still matches what the state
 // recorded, without planning any change to it (gcompose refresh).
-func (p *Planner) planRefresh(ctx context.Context, app appRef, name string, old *state.Resource, obs *Observations) (*Step, error) {
+func (p *Planner) planRefresh(ctx context.Context, app appRef, name string, old *state.Resource) (*Step, error) {
 	s := &Step{Resource: name, Type: old.Type, Before: old.State, Op: NoOp}
 	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
 		return s, err
 	}
-	obs.put(name, &observed{config: old.Config, answer: ans, desired: protocol.Present, outputs: ans.State})
+	s.Answer = ans
 	if ans.Status == protocol.Valid {
 		s.After = ans.State
 		if !SameJSON(ans.State, old.State) {
@@ -411,108 +338,6 @@ func UnknownText(u []expr.Unknown) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
-}
-
-// normalizeJSON makes values decoded from different sources comparable
-// (numbers as float64, nested maps as map[string]any).
-func normalizeJSON(v any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return v
-	}
-	return out
-}
-
-// SameJSON reports whether two trees are equal as JSON: numbers compare by
-// value whatever their Go type (1 from YAML equals 1.0 from a state file).
-// It walks the common decoded shapes directly, because a re-deploy compares
-// every resource's config and outputs and a JSON round trip for each was a
-// tenth of its time; anything else falls back to the round trip.
-func SameJSON(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return ok && len(x) == 0 && len(y) == 0
-		}
-		for k, v := range x {
-			w, found := y[k]
-			if !found || !SameJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !SameJSON(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	if fa, ok := number(a); ok {
-		fb, ok := number(b)
-		return ok && fa == fb
-	}
-	return reflect.DeepEqual(normalizeJSON(a), normalizeJSON(b))
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case uint:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-// diffKeys lists the top-level keys whose values differ.
-func diffKeys(a, b map[string]any) []string {
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	var out []string
-	for k := range keys {
-		if !SameJSON(a[k], b[k]) {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func joinErrors(errs map[string]error) error {

@@ -1,0 +1,279 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gcompose/gcompose/core/apply"
+	"github.com/gcompose/gcompose/core/engine"
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/memadapter"
+)
+
+// docStore is a Persister writing into one document, so that a test can
+// plan the next run against what the last one recorded.
+type docStore struct {
+	mu  sync.Mutex
+	doc *state.Document
+}
+
+func (d *docStore) Put(_ context.Context, r *state.Resource) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.doc.Resources[r.Name] = r.Clone()
+	d.doc.Serial++
+	return nil
+}
+
+func (d *docStore) Remove(_ context.Context, name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.doc.Resources, name)
+	d.doc.Serial++
+	return nil
+}
+
+func (d *docStore) snapshot() *state.Document {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := state.NewDocument(d.doc.App)
+	out.Lineage, out.Serial = d.doc.Lineage, d.doc.Serial
+	for n, r := range d.doc.Resources {
+		out.Resources[n] = r.Clone()
+	}
+	return out
+}
+
+// diamond: d depends on b and c, which depend on a; b reads a's output.
+func diamond(aValue string) map[string]*plan.Resource {
+	return map[string]*plan.Resource{
+		"resources.a": {Name: "resources.a", Type: "mem", Config: map[string]any{"value": aValue}},
+		"resources.b": {Name: "resources.b", Type: "mem", Config: map[string]any{"from_a": "${resources.a.state.value}"}, DependsOn: []string{"resources.a"}},
+		"resources.c": {Name: "resources.c", Type: "mem", Config: map[string]any{"value": "c"}, DependsOn: []string{"resources.a"}},
+		"resources.d": {Name: "resources.d", Type: "mem", Config: map[string]any{"value": "d"}, DependsOn: []string{"resources.b", "resources.c"}},
+	}
+}
+
+type fixture struct {
+	ad    *memadapter.Adapter
+	store *docStore
+}
+
+func newFixture() *fixture {
+	doc := state.NewDocument("app")
+	doc.Lineage = "lineage-1"
+	return &fixture{ad: memadapter.New(), store: &docStore{doc: doc}}
+}
+
+func (f *fixture) plan(t *testing.T, mode plan.Mode, want map[string]*plan.Resource) *plan.Plan {
+	t.Helper()
+	p := &plan.Planner{Adapters: f.ad, Walk: engine.GraphWalk(4)}
+	pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: mode, Desired: want, State: f.store.snapshot()})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return pl
+}
+
+func (f *fixture) apply(pl *plan.Plan, recheck bool) (*apply.Result, error) {
+	ex := &apply.Executor{Adapters: f.ad, Store: f.store, Walk: engine.GraphWalk(4), Recheck: recheck}
+	return ex.Apply(context.Background(), pl)
+}
+
+func (f *fixture) deploy(t *testing.T, want map[string]*plan.Resource) {
+	t.Helper()
+	if _, err := f.apply(f.plan(t, plan.Deploy, want), false); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+}
+
+// generations records each object's generation, bumped by every action
+// that makes or changes it: an unchanged generation means untouched.
+func generations(ad *memadapter.Adapter) map[string]any {
+	out := map[string]any{}
+	for n, o := range ad.Objects() {
+		out[n] = o["generation"]
+	}
+	return out
+}
+
+func inconsistent(t *testing.T, res *apply.Result, name string) *plan.Inconsistent {
+	t.Helper()
+	o := res.Outcomes[name]
+	if o == nil {
+		t.Fatalf("%s has no outcome", name)
+	}
+	var inc *plan.Inconsistent
+	if !errors.As(o.Err, &inc) {
+		t.Fatalf("%s: error %v, want *plan.Inconsistent", name, o.Err)
+	}
+	if !strings.Contains(o.Err.Error(), "inconsistent with the approved plan") {
+		t.Fatalf("%s: message %q does not say it is inconsistent with the approved plan", name, o.Err)
+	}
+	return inc
+}
+
+func TestApplyCarriesOutThePlanOnly(t *testing.T) {
+	f := newFixture()
+	pl := f.plan(t, plan.Deploy, diamond("v1"))
+	// The plan is apply's only input: it runs without the desired set.
+	res, err := f.apply(pl, false)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if len(res.Outcomes) != 4 || len(f.ad.Objects()) != 4 {
+		t.Fatalf("outcomes %d, objects %d; want 4 and 4", len(res.Outcomes), len(f.ad.Objects()))
+	}
+	if got := f.ad.Objects()["resources.b"]["from_a"]; got != "v1" {
+		t.Fatalf("b's runtime reference resolved to %v, want v1", got)
+	}
+	// Within one run, the answers the plan was made from are not asked twice.
+	if n := f.ad.StateCalls.Load(); n != 4+4 {
+		t.Fatalf("state calls %d, want 8 (plan + verify)", n)
+	}
+}
+
+// The case: a knock-on planned as an in-place update that the
+// adapter, once its inputs are known, wants to rebuild.
+func TestKnockOnThatTurnsIntoARebuildIsRefused(t *testing.T) {
+	f := newFixture()
+	f.deploy(t, diamond("v1"))
+	pl := f.plan(t, plan.Deploy, diamond("v2"))
+	if b := pl.Step("resources.b"); b.Op != plan.Update || !b.KnownAfterApply {
+		t.Fatalf("b planned %s (known after apply %v), want a knock-on update", b.Op, b.KnownAfterApply)
+	}
+	before := generations(f.ad)
+	f.ad.Rebuild = []string{"from_a"} // the adapter changes its mind after the plan was approved
+	res, err := f.apply(pl, false)
+	if !apply.IsFailed(err) {
+		t.Fatalf("apply error %v, want a failure", err)
+	}
+	inc := inconsistent(t, res, "resources.b")
+	if inc.Approved != plan.Update || inc.Actual != plan.Rebuild {
+		t.Fatalf("inconsistency %+v, want approved update, actual rebuild", inc)
+	}
+	after := generations(f.ad)
+	if after["resources.b"] != before["resources.b"] {
+		t.Fatalf("b was touched: generation %v -> %v", before["resources.b"], after["resources.b"])
+	}
+	if o := res.Outcomes["resources.d"]; o == nil || !o.Skipped {
+		t.Fatalf("d (depends on b) outcome %+v, want held back", o)
+	}
+	if after["resources.a"] == before["resources.a"] || f.ad.Objects()["resources.a"]["value"] != "v2" {
+		t.Fatalf("a was not updated: %v", f.ad.Objects()["resources.a"])
+	}
+	if o := res.Outcomes["resources.c"]; o == nil || o.Err != nil {
+		t.Fatalf("c (independent of b) outcome %+v, want applied", o)
+	}
+	if log := f.ad.Log(); slices.Contains(log, "rebuild resources.b") {
+		t.Fatalf("b was rebuilt: %v", log)
+	}
+}
+
+// A knock-on planned with what its adapter says it may become (here a
+// rebuild, forced by the field that reads the dependency) is shown as -/+
+// and may then be rebuilt.
+func TestKnockOnShownAsRebuildMayRebuild(t *testing.T) {
+	f := newFixture()
+	f.deploy(t, diamond("v1"))
+	f.ad.Rebuild = []string{"from_a"}
+	pl := f.plan(t, plan.Deploy, diamond("v2"))
+	b := pl.Step("resources.b")
+	if b.Op != plan.Rebuild || !slices.Equal(b.Forces, []string{"/from_a"}) {
+		t.Fatalf("b planned %s forced by %v, want rebuild forced by /from_a", b.Op, b.Forces)
+	}
+	if _, err := f.apply(pl, false); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if got := f.ad.Objects()["resources.b"]["from_a"]; got != "v2" {
+		t.Fatalf("b has from_a %v, want v2", got)
+	}
+}
+
+// A saved plan is asked again at apply (Recheck): what was approved as no
+// change and has since gone must not be recreated behind the user's back,
+// and an approved update that became a rebuild is refused too.
+func TestRecheckedPlanBindsEveryStep(t *testing.T) {
+	f := newFixture()
+	f.deploy(t, diamond("v1"))
+	pl := f.plan(t, plan.Deploy, diamond("v2"))
+	if a, c := pl.Step("resources.a"), pl.Step("resources.c"); a.Op != plan.Update || c.Op != plan.NoOp {
+		t.Fatalf("plan: a %s, c %s; want update, no change", a.Op, c.Op)
+	}
+	before := generations(f.ad)
+	f.ad.Remove("resources.c")
+	res, err := f.apply(pl, true)
+	if !apply.IsFailed(err) {
+		t.Fatalf("apply error %v, want a failure", err)
+	}
+	if inc := inconsistent(t, res, "resources.c"); inc.Approved != plan.NoOp || inc.Actual != plan.Create {
+		t.Fatalf("c: %+v, want approved no change, actual create", inc)
+	}
+	if _, ok := f.ad.Objects()["resources.c"]; ok {
+		t.Fatal("c was recreated although the plan said no change")
+	}
+	if o := res.Outcomes["resources.d"]; o == nil || !o.Skipped {
+		t.Fatalf("d outcome %+v, want held back", o)
+	}
+	if generations(f.ad)["resources.a"] == before["resources.a"] {
+		t.Fatal("a, approved as an update and still one, was not updated")
+	}
+
+	// An update that turned into a rebuild between plan and apply.
+	g := newFixture()
+	g.deploy(t, diamond("v1"))
+	pl = g.plan(t, plan.Deploy, diamond("v2"))
+	g.ad.Rebuild = []string{"value"}
+	before = generations(g.ad)
+	res, _ = g.apply(pl, true)
+	if inc := inconsistent(t, res, "resources.a"); inc.Approved != plan.Update || inc.Actual != plan.Rebuild || inc.Reason != "config changed" {
+		t.Fatalf("a: %+v, want approved update, actual rebuild, the adapter's reason", inc)
+	}
+	if generations(g.ad)["resources.a"] != before["resources.a"] {
+		t.Fatal("a was touched")
+	}
+	for _, n := range []string{"resources.b", "resources.c", "resources.d"} {
+		if o := res.Outcomes[n]; o == nil || !o.Skipped {
+			t.Fatalf("%s outcome %+v, want held back (it depends on a)", n, o)
+		}
+	}
+}
+
+// Without Recheck the same drift is not seen at apply (the plan's answer
+// is used), which is why saved plans set it.
+func TestSameRunUsesThePlansAnswers(t *testing.T) {
+	f := newFixture()
+	f.deploy(t, diamond("v1"))
+	pl := f.plan(t, plan.Deploy, diamond("v1"))
+	calls := f.ad.StateCalls.Load()
+	if _, err := f.apply(pl, false); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if n := f.ad.StateCalls.Load() - calls; n != 0 {
+		t.Fatalf("apply of an unchanged plan asked %d state calls, want 0", n)
+	}
+}
+
+func TestDestroyRefusesWhatWasNotApproved(t *testing.T) {
+	f := newFixture()
+	f.deploy(t, diamond("v1"))
+	pl := f.plan(t, plan.Destroy, nil)
+	if pl.Summary.Delete != 4 {
+		t.Fatalf("destroy plan: %+v, want 4 deletes", pl.Summary)
+	}
+	res, err := f.apply(pl, true)
+	if err != nil {
+		t.Fatalf("destroy: %v (%v)", err, res)
+	}
+	if n := len(f.ad.Objects()); n != 0 {
+		t.Fatalf("%d objects left after destroy", n)
+	}
+	if n := len(f.store.snapshot().Resources); n != 0 {
+		t.Fatalf("%d resources left in state after destroy", n)
+	}
+}

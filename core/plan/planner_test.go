@@ -1,0 +1,134 @@
+package plan_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gcompose/gcompose/core/engine"
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/memadapter"
+)
+
+// web reads db's output; proxy reads web's.
+func chain(dbValue, webImage string) map[string]*plan.Resource {
+	return map[string]*plan.Resource{
+		"services.db":    {Name: "services.db", Type: "mem", Config: map[string]any{"image": "postgres", "value": dbValue}},
+		"services.web":   {Name: "services.web", Type: "mem", Config: map[string]any{"image": webImage, "db": "${services.db.value}"}, DependsOn: []string{"services.db"}},
+		"services.proxy": {Name: "services.proxy", Type: "mem", Config: map[string]any{"target": "${services.web.image}"}, DependsOn: []string{"services.web"}},
+	}
+}
+
+// deployed is the state after a deploy of want with ad.
+func deployed(t *testing.T, ad *memadapter.Adapter, want map[string]*plan.Resource) *state.Document {
+	t.Helper()
+	ctx := context.Background()
+	st := state.NewMemoryStore()
+	e := &engine.Engine{Adapters: ad, Store: st, Parallelism: 2}
+	if _, err := e.Run(ctx, engine.Request{App: "app", Mode: plan.Deploy, Desired: want}); err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	doc, err := st.Load(ctx, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// The plan tells the truth: ~ only where the adapter updates in place, -/+
+// where it recreates, with its reason; knock-ons show what they may become.
+func TestPlanShowsUpdateVersusRebuild(t *testing.T) {
+	for _, tc := range []struct {
+		golden  string
+		rebuild []string // config keys whose change makes the adapter recreate
+		want    map[string]plan.Op
+	}{
+		{"plan-inplace.golden", nil,
+			map[string]plan.Op{"services.db": plan.Update, "services.web": plan.Update, "services.proxy": plan.Update}},
+		{"plan-recreate.golden", []string{"value", "db", "target"},
+			map[string]plan.Op{"services.db": plan.Rebuild, "services.web": plan.Rebuild, "services.proxy": plan.Rebuild}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			ad := memadapter.New()
+			ad.Rebuild = tc.rebuild
+			doc := deployed(t, ad, chain("v1", "nginx"))
+			p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+			pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v2", "nginx"), State: doc})
+			if err != nil {
+				t.Fatalf("plan: %v", err)
+			}
+			for name, op := range tc.want {
+				if got := pl.Step(name).Op; got != op {
+					t.Errorf("%s: %s, want %s", name, got, op)
+				}
+			}
+			if !pl.Step("services.web").KnownAfterApply {
+				t.Error("web reads db's output, which changes: its inputs are known only after apply")
+			}
+			var b bytes.Buffer
+			pl.Render(&b, plan.RenderOptions{})
+			golden(t, tc.golden, b.Bytes())
+		})
+	}
+}
+
+// A knock-on of a resource not deployed yet is a create; one whose adapter
+// cannot judge a config with unknown values is shown as a possible rebuild,
+// the most apply may then do.
+func TestKnockOnAdapterFailureShowsPossibleRebuild(t *testing.T) {
+	ad := memadapter.New()
+	doc := deployed(t, ad, chain("v1", "nginx"))
+	ad.FailState = map[string]bool{"services.web": true}
+	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+	pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v2", "nginx"), State: doc})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if s := pl.Step("services.web"); s.Op != plan.Rebuild || !s.KnownAfterApply {
+		t.Fatalf("web: %s (known after apply %v), want a possible rebuild", s.Op, s.KnownAfterApply)
+	}
+}
+
+func TestAllows(t *testing.T) {
+	ops := []plan.Op{plan.NoOp, plan.Create, plan.Update, plan.Rebuild, plan.Delete}
+	allowed := map[plan.Op][]plan.Op{
+		plan.NoOp:    {plan.NoOp},
+		plan.Update:  {plan.NoOp, plan.Update},
+		plan.Create:  {plan.NoOp, plan.Create, plan.Update},
+		plan.Rebuild: {plan.NoOp, plan.Create, plan.Update, plan.Rebuild},
+		plan.Delete:  {plan.NoOp, plan.Delete},
+		plan.Failed:  {},
+	}
+	for approved, ok := range allowed {
+		for _, actual := range ops {
+			want := false
+			for _, o := range ok {
+				want = want || o == actual
+			}
+			if got := (&plan.Step{Op: approved}).Allows(actual); got != want {
+				t.Errorf("approved %s, actual %s: allowed %v, want %v", approved, actual, got, want)
+			}
+		}
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
