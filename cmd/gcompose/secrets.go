@@ -114,6 +114,20 @@ func maskPlan(c *cli.Context, pl *plan.Plan) *plan.Plan {
 		sc := *s
 		sc.Before = red.MaskMap(s.Before)
 		sc.After = red.MaskMap(s.After)
+		sc.Config = red.MaskMap(s.Config)
+		if s.Answer != nil {
+			// The answer's outputs and opaque staleState may echo what the
+			// adapter was given; a saved plan is asked again anyway.
+			a := *s.Answer
+			a.State = red.MaskMap(s.Answer.State)
+			if len(a.StaleState) > 0 {
+				a.StaleState = json.RawMessage(red.Redact(string(a.StaleState)))
+				if !json.Valid(a.StaleState) {
+					a.StaleState = nil
+				}
+			}
+			sc.Answer = &a
+		}
 		cp.Steps[i] = &sc
 	}
 	return &cp
