@@ -59,6 +59,12 @@ type Request struct {
 	// application's document is lost but traces of it exist, and deploys
 	// even when objects of the application exist without a state here.
 	ForceNewState bool
+	// Saved is a plan made earlier (gcompose plan -out) to apply exactly,
+	// without planning or asking again. It is refused unless the state is
+	// the one it was made against (lineage and serial) and Desired hashes
+	// as its inputs did; every adapter is asked again at apply and may do
+	// no more than the plan says.
+	Saved *plan.Plan
 	// Stop, when done, interrupts the run as Terraform does (a first
 	// Ctrl-C): nothing new starts — no lock wait, no planning, no resource's
 	// actions — while actions under way finish; Run then returns an error
@@ -141,6 +147,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	}
 	firstDeploy := doc.Lineage == ""
 	out = &Outcome{Pending: doc.PendingResources()}
+	if req.Saved != nil {
+		if err := checkSaved(req, doc); err != nil {
+			return out, err
+		}
+	}
 	// Before anything else asks an adapter: can they work at all? One line
 	// per problem, before the state is first written.
 	if err := e.preflight(ctx, req.App, req.Desired, doc); err != nil {
@@ -178,9 +189,15 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		}
 	}
 	out.Lineage = doc.Lineage
-	in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc}
-	planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
-	pl, planErr := planner.Plan(soft, in)
+	var pl *plan.Plan
+	var planErr error
+	if req.Saved != nil {
+		pl = savedForApply(req, doc)
+	} else {
+		in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc}
+		planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
+		pl, planErr = planner.Plan(soft, in)
+	}
 	out.Plan = pl
 	if stopped(req.Stop) {
 		return out, interruptedOr(req.Stop, nil)
@@ -194,7 +211,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if req.PlanOnly || req.Mode == plan.Refresh || pl == nil || ctx.Err() != nil {
 		return out, planErr
 	}
-	if req.Confirm != nil {
+	if req.Confirm != nil && req.Saved == nil {
 		ok, err := req.Confirm(pl)
 		if err != nil {
 			return out, interruptedOr(req.Stop, err)
@@ -214,6 +231,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		Holder:        lock.Info.Holder,
 		OutputTimeout: e.OutputTimeout,
 		Stop:          req.Stop,
+		Recheck:       req.Saved != nil,
 	}
 	res, applyErr := ex.Apply(ctx, pl)
 	if planErr != nil && applyErr == nil {

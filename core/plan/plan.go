@@ -6,6 +6,8 @@ package plan
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -169,9 +171,13 @@ type Plan struct {
 	Mode          Mode   `json:"mode"`
 	// Lineage and Serial of the state the plan was made against; apply refuses
 	// a plan made against another state.
-	Lineage string  `json:"lineage,omitempty"`
-	Serial  uint64  `json:"serial"`
-	Steps   []*Step `json:"steps"`
+	Lineage string `json:"lineage,omitempty"`
+	Serial  uint64 `json:"serial"`
+	// Inputs is a hash of the desired resources the plan was made from
+	// (descriptor, variables, secrets, images: everything lowered into
+	// them); a saved plan is refused once they hash otherwise.
+	Inputs string  `json:"inputs,omitempty"`
+	Steps  []*Step `json:"steps"`
 	// Prior is the state document the plan was made against. It is not
 	// serialized: a saved plan gets it back from the store once its
 	// lineage and serial are found unchanged.
@@ -240,6 +246,24 @@ func (p *Plan) MarshalIndent() ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// InputsHash is the hash of a desired set that Plan.Inputs records: SHA-256
+// of its canonical JSON (names sorted, map keys sorted by encoding/json).
+func InputsHash(desired map[string]*Resource) string {
+	names := make([]string, 0, len(desired))
+	for n := range desired {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, n := range names {
+		r := desired[n]
+		// Pos is where the resource was written, not what it is.
+		_ = enc.Encode([]any{r.Name, r.Type, normalizeJSON(map[string]any(r.Config)), r.DependsOn})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // FormatVersion of the serialized plan.

@@ -43,6 +43,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 		doc = state.NewDocument(in.App)
 	}
 	pl := &Plan{FormatVersion: FormatVersion, App: in.App, Mode: in.Mode, Lineage: doc.Lineage, Serial: doc.Serial, Prior: doc}
+	if in.Mode == Deploy {
+		pl.Inputs = InputsHash(in.Desired)
+	}
 	var mu sync.Mutex
 	steps := map[string]*Step{}
 	addStep := func(s *Step) {
