@@ -7,7 +7,7 @@ GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 # Build tools (not images), kept out of bin/, which is the images' build context.
 TOOLS     := .tools
 
-.PHONY: all build binaries images test test-short bench lint fmt vet tidy demo clean devnet interrupt-sweep
+.PHONY: all build binaries images test test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep
 
 all: build
 
@@ -49,7 +49,13 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-test: lint images
+# The CLI runs on users' laptops too: it must keep building for macOS and Windows (only the file state
+# backend's OS lock is unix-only there, and it says so at run time).
+CROSS_OS := darwin windows
+cross:
+	@for os in $(CROSS_OS); do echo "GOOS=$$os go build ./cmd/gcompose"; GOOS=$$os $(GO) build -o /dev/null ./cmd/gcompose || exit 1; GOOS=$$os $(GO) vet ./cmd/gcompose || exit 1; done
+
+test: lint cross images
 	$(GO) test -race -count=1 -timeout 40m ./...
 
 # The full devnet interrupt sweep (docs/golem.md): the webapp deploy cut short by SIGKILL and SIGINT after

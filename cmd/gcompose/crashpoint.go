@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/protocol"
@@ -42,10 +41,10 @@ type crashingAdapters struct {
 func (c *crashingAdapters) tick() {
 	if c.calls.Add(1) == c.after {
 		if c.interrupt {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+			interruptSelf()
 			return
 		}
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		killSelf()
 		select {} // never continue past the crash point
 	}
 }
