@@ -123,10 +123,15 @@ func renderDiff(w io.Writer, s *Step, width int) {
 }
 
 // show renders a value compactly and whole; strings still holding ${...}
-// are only known after apply.
+// are only known after apply. A lone reference is shown bare; a template
+// with text around it is quoted like any string, so that a newline in it
+// does not break the plan's line (a lone ")" on the next one).
 func show(v any) string {
 	if s, ok := v.(string); ok && strings.Contains(s, "${") && !strings.Contains(s, "$${") {
-		return fmt.Sprintf("(known after apply: %s)", s)
+		if strings.HasPrefix(s, "${") && strings.Index(s, "}") == len(s)-1 {
+			return fmt.Sprintf("(known after apply: %s)", s)
+		}
+		return fmt.Sprintf("(known after apply: %s)", jsondiff.Text(s))
 	}
 	return jsondiff.Text(v)
 }

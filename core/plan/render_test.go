@@ -17,7 +17,7 @@ func TestRender(t *testing.T) {
 	p := &Plan{Mode: Deploy, Steps: []*Step{
 		{Resource: "resources.new", Op: Create, Reason: "does not exist", After: map[string]any{"path": "a.txt", "n": 1.0}},
 		{Resource: "resources.knock", Op: Update, KnownAfterApply: true, Reason: "knock-on: inputs known after apply: ${resources.new.state.sha256}",
-			Before: map[string]any{"sum": "abc"}, After: map[string]any{"sum": "${resources.new.state.sha256}"}},
+			Before: map[string]any{"sum": "abc"}, After: map[string]any{"sum": "${resources.new.state.sha256}", "line": "${resources.new.state.sha256}  a.txt\n"}},
 		{Resource: "services.web", Op: Rebuild, Reason: "changed: /init", Forces: []string{"/init"},
 			Before: map[string]any{"init": []any{map[string]any{"run": map[string]any{"args": []any{"a"}}}}},
 			After:  map[string]any{"init": []any{map[string]any{"run": map[string]any{"args": []any{"a", "b"}}}, "x"}}},
