@@ -68,6 +68,10 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{"no-descriptor", []string{"plan"}, exitUsage},
 		{"completion-unknown-shell", []string{"completion", "tcsh"}, exitUsage},
 		{"state-show-no-resource", []string{"state", "show", "--app", "x"}, exitUsage},
+		{"plan-help", []string{"plan", "--help"}, exitOK},
+		{"refresh-help", []string{"refresh", "--help"}, exitOK},
+		{"ps-help", []string{"ps", "--help"}, exitOK},
+		{"missing-descriptor-file", []string{"plan", "nosuch.yaml"}, exitError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := gcPlain(tc.args...)

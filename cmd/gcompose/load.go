@@ -54,7 +54,7 @@ func descriptorFlags() []cli.Flag {
 		fileFlag(),
 		&cli.BoolFlag{Name: "ignore-unknown", Usage: "report unknown keys as warnings instead of errors"},
 		&cli.StringSliceFlag{Name: "var", Usage: "set ${var.NAME}: `NAME=VALUE` (repeatable; $GCOMPOSE_VAR_NAME sets it too, below --var-file and --var)"},
-		&cli.StringSliceFlag{Name: "allow-host-path", Usage: "let plugs mount this host path (or below it) although it is outside the project (repeatable; or allow_host_paths in .gcompose/config.yaml)"},
+		&cli.StringSliceFlag{Name: "allow-host-path", Usage: "let plugs mount this host `PATH` (or below it) although it is outside the project (repeatable; or allow_host_paths in .gcompose/config.yaml)"},
 		&cli.StringSliceFlag{Name: "var-file", Usage: "read ${var.*} values from a YAML or KEY=VALUE `FILE` (repeatable)"},
 	}
 }
