@@ -75,6 +75,10 @@ type RequestExt struct {
 	Operation *Operation `json:"operation,omitempty"`
 	// Sweep is the sweep call's question (Call "sweep").
 	Sweep *SweepRequest `json:"sweep,omitempty"`
+	// Estimate marks a state call made only for StateExt.Cost: the
+	// config may still hold ${...} references known after apply, and the
+	// answer's status and actions are ignored (InitExt.Estimate).
+	Estimate bool `json:"estimate,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.
@@ -179,6 +183,10 @@ type InitExt struct {
 	// planning, gcompose asks each such adapter type once whether it can
 	// work at all (an API reachable, its credentials accepted).
 	Check bool `json:"check,omitempty"`
+	// Estimate says the adapter's state call can estimate the cost of a
+	// resource whose config is only known after apply (RequestExt.Estimate),
+	// so a first plan shows what it will cost.
+	Estimate bool `json:"estimate,omitempty"`
 	// Summary says which outputs gcompose shows for the adapter's
 	// resources: the endpoints printed after a deploy and the columns of
 	// gcompose ps.
@@ -249,7 +257,30 @@ type StateExt struct {
 	// Unknown lists state fields (JSON pointers) that will only be known
 	// after apply, so plan can show them as such.
 	Unknown []string `json:"unknown,omitempty"`
+	// Cost is what the resource costs to run, shown by plan.
+	Cost *Cost `json:"cost,omitempty"`
 }
+
+// Cost is an adapter's estimate of what a resource costs to run (before it
+// exists), or what was agreed (after).
+type Cost struct {
+	Currency string  `json:"currency"`
+	PerHour  float64 `json:"per_hour"`
+	Start    float64 `json:"start,omitempty"`
+	// Hours is the period Total covers (a Golem agreement's expiration).
+	Hours float64 `json:"hours,omitempty"`
+	Total float64 `json:"total"`
+	// Basis: CostMarket, CostCaps or CostAgreed.
+	Basis string `json:"basis"`
+	Note  string `json:"note,omitempty"`
+}
+
+// Cost bases.
+const (
+	CostMarket = "market" // the cheapest offer within the caps at plan time
+	CostCaps   = "caps"   // the most the caps let an offer charge
+	CostAgreed = "agreed" // the price agreed
+)
 
 // IdentityPrefix starts an action's stdout line that reports identifying
 // attributes as a JSON object; gcompose persists them at once. Every other

@@ -135,6 +135,9 @@ type Target struct {
 	// Operation is, on action calls, the pending operation recorded just
 	// before the call (its ID is the idempotency key).
 	Operation *protocol.Operation
+	// Estimate marks a state call made only for the cost estimate
+	// (protocol.RequestExt.Estimate).
+	Estimate bool
 	// ReportIdentity, if set, is called on action calls of gcompose
 	// adapters with each identity report as soon as the adapter makes it,
 	// while the action still runs (in order, before Action returns), so
@@ -431,7 +434,7 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 	}
 	req := c.request(t, info)
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage}
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate}
 	}
 	res, err := c.run(ctx, t, info, info.Init.StateAction, protocol.CallState, req, mounts, nil)
 	if err != nil {

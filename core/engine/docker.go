@@ -27,12 +27,12 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 	if err != nil {
 		return plan.Capabilities{}, err
 	}
-	return plan.Capabilities{Destroy: info.Ext}, nil
+	return plan.Capabilities{Destroy: info.Ext, Estimate: info.Ext && info.Init.Gcompose != nil && info.Init.Gcompose.Estimate}, nil
 }
 
 func (a *ContainerAdapters) target(c plan.Call) adapter.Target {
 	return adapter.Target{App: c.App, Lineage: c.Lineage, Name: c.Name, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
-		Operation: c.Operation, ReportIdentity: c.ReportIdentity}
+		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate}
 }
 
 func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {

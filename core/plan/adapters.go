@@ -49,6 +49,9 @@ type Capabilities struct {
 	// state call understands desired=absent. Plain Deployster adapters cannot
 	// remove what they made; destroy forgets their resources with a warning.
 	Destroy bool
+	// Estimate is true for adapters whose state call estimates the cost of
+	// a resource whose config is only known after apply.
+	Estimate bool
 }
 
 // ErrNoSweep is the answer of Adapters.Sweep for an adapter that has no
@@ -72,6 +75,9 @@ type Call struct {
 	// implementation calls it in order and before Action returns (never
 	// after), and still returns everything reported in ActionOutcome.
 	ReportIdentity func(identity map[string]any)
+	// Estimate marks a state call made only for the cost estimate of a
+	// resource whose config still holds references known after apply.
+	Estimate bool
 }
 
 // SweepCall is one sweep of an adapter type.

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/gcompose/gcompose/core/source"
@@ -103,6 +104,9 @@ type Step struct {
 	// Answer is the adapter's state answer the op was planned from (none
 	// for a knock-on: its config was not known yet).
 	Answer *protocol.StateResult `json:"answer,omitempty"`
+	// Cost is what the adapter says the resource costs to run (an estimate
+	// before it exists, the agreed price after).
+	Cost *protocol.Cost `json:"cost,omitempty"`
 }
 
 // Allows says whether apply may carry out actual where the approved step
@@ -183,6 +187,18 @@ type Plan struct {
 	// lineage and serial are found unchanged.
 	Prior   *state.Document `json:"-"`
 	Summary Summary         `json:"summary"`
+	// Cost sums the steps' costs by currency, for what the plan leaves
+	// present (deleted resources cost nothing).
+	Cost []CostTotal `json:"cost,omitempty"`
+}
+
+// CostTotal is the plan's cost in one currency.
+type CostTotal struct {
+	Currency string  `json:"currency"`
+	PerHour  float64 `json:"per_hour"`
+	Total    float64 `json:"total"`
+	// Resources counts the steps with a cost.
+	Resources int `json:"resources"`
 }
 
 // Summary counts steps by op.
@@ -233,6 +249,20 @@ func (p *Plan) finish() {
 		}
 	}
 	p.Summary = s
+	p.Cost = nil
+	for _, st := range p.Steps {
+		if st.Cost == nil || st.Op == Delete || st.Op == Forget || st.Op == Failed {
+			continue
+		}
+		i := slices.IndexFunc(p.Cost, func(c CostTotal) bool { return c.Currency == st.Cost.Currency })
+		if i < 0 {
+			p.Cost = append(p.Cost, CostTotal{Currency: st.Cost.Currency})
+			i = len(p.Cost) - 1
+		}
+		p.Cost[i].PerHour += st.Cost.PerHour
+		p.Cost[i].Total += st.Cost.Total
+		p.Cost[i].Resources++
+	}
 }
 
 // MarshalIndent is the machine form of a plan (`plan --json`, `plan -out`).

@@ -145,6 +145,22 @@ func bareStep(name string, want *Resource, old *state.Resource) *Step {
 	return s
 }
 
+// estimate asks an adapter that can estimate costs what a resource it is
+// about to create will cost (nil when it cannot say), also when its inputs
+// are known only after apply: a first plan then shows what the app will
+// cost before anything exists.
+func (p *Planner) estimate(ctx context.Context, app appRef, r *Resource, cfg map[string]any, old *state.Resource) *protocol.Cost {
+	caps, err := p.Adapters.Describe(ctx, r.Type, r.Name)
+	if err != nil || !caps.Estimate {
+		return nil
+	}
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, Type: r.Type, Config: cfg, Persisted: PersistedOf(old), Estimate: true}, protocol.Present)
+	if err != nil || ans.Gcompose == nil {
+		return nil
+	}
+	return ans.Gcompose.Cost
+}
+
 // Named prefixes err with the resource name unless it already starts with
 // it (adapter errors do), so messages name the resource exactly once.
 func Named(name string, err error) error {
@@ -188,6 +204,7 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		s.Reason = "inputs known after apply: " + UnknownText(unknown)
 		if old == nil {
 			s.Op = Create
+			s.Cost = p.estimate(ctx, app, r, cfg, old)
 			return s, nil
 		}
 		return p.planKnockOn(ctx, app, s, old)
@@ -200,6 +217,14 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		return s, err
 	}
 	s.Answer = ans
+	if ext := ans.Gcompose; ext != nil {
+		s.Cost = ext.Cost
+		if s.Cost == nil && ans.Status == protocol.Stale && (ext.Change == protocol.ChangeCreate || ext.Change == protocol.ChangeRebuild) {
+			// Asked apart, so that the state calls of apply, which need no
+			// estimate, do not pay for one.
+			s.Cost = p.estimate(ctx, app, r, cfg, old)
+		}
+	}
 	switch ans.Status {
 	case protocol.Valid:
 		s.Op = NoOp

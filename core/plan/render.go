@@ -3,9 +3,11 @@ package plan
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/gcompose/gcompose/core/jsondiff"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // RenderOptions say how Render prints a plan.
@@ -49,12 +51,38 @@ func (p *Plan) Render(w io.Writer, opt RenderOptions) {
 			line += "  (" + strings.Join(notes, "; ") + ")"
 		}
 		fmt.Fprintln(w, jsondiff.Wrap(strings.TrimRight(line, " "), 14+width, opt.Width))
+		if s.Cost != nil && s.Op != Delete && s.Op != Forget {
+			fmt.Fprintln(w, jsondiff.Wrap("      cost: "+CostText(*s.Cost), 12, opt.Width))
+		}
 		if s.Op.Changes() {
 			renderDiff(w, s, opt.Width)
 		}
 	}
+	for _, c := range p.Cost {
+		fmt.Fprintln(w, jsondiff.Wrap(fmt.Sprintf("Cost: %s %s/hour; at most %s %s if each runs its whole period (%d resource(s)).",
+			amount(c.PerHour), c.Currency, amount(c.Total), c.Currency, c.Resources), 6, opt.Width))
+	}
 	fmt.Fprintln(w, jsondiff.Wrap(p.SummaryLine(), 6, opt.Width))
 }
+
+// CostText is one resource's cost for people.
+func CostText(c protocol.Cost) string {
+	t := fmt.Sprintf("%s %s/hour", amount(c.PerHour), c.Currency)
+	if c.Start > 0 {
+		t += fmt.Sprintf(" + %s %s to start", amount(c.Start), c.Currency)
+	}
+	if c.Hours > 0 {
+		t += fmt.Sprintf(", %s %s for %sh", amount(c.Total), c.Currency, strconv.FormatFloat(c.Hours, 'g', 4, 64))
+	}
+	t += " (" + c.Basis
+	if c.Note != "" {
+		t += ": " + c.Note
+	}
+	return t + ")"
+}
+
+// amount prints an amount without float noise.
+func amount(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 // Drifted counts the resources whose adapter found them other than the
 // state records (refresh).

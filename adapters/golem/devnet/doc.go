@@ -62,7 +62,11 @@ golem.inf.storage.gib, golem.runtime.name, golem.runtime.capabilities, golem.nod
 golem.node.id.name, golem.com.pricing.model.linear.coeffs, golem.com.usage.vector,
 golem.com.payment.platform.<platform>.address, the payu terms, ...). Its constraints default to
 (&(golem.srv.comp.expiration><offer time>)(golem.node.debug.subnet=<subnet>)), so a demand must expire
-after the offer was made and name the subnet ("public" by default).
+after the offer was made and name the subnet ("public" by default). A provider kind with priceStep
+raises its coefficients by that step with every offer after its first (a provider that changes its
+price between offers); another pricing model is set through properties
+(golem.com.pricing.model: fixed). GET /market-api/v1/offers lists each provider's latest offer, at the
+price it had.
 
 Offers and demands match both ways with adapters/golem/constraint. A new demand gets one Initial
 ProposalEvent per matching free provider; a counter-proposal gets a Draft ProposalEvent whose
@@ -122,8 +126,8 @@ same range at once (createNetwork answers 500 with Docker's message).
 # Payments
 
 Allocations track total/spent/remaining. Each Ready activity gets a debit note every debitNoteInterval
-(totalAmountDue cumulative, from the offer's linear coeffs: per duration second, per CPU second counted
-as duration, start price). Accepting one (totalAmountAccepted equal to its amount due) charges the
+(totalAmountDue cumulative, from the agreed offer's linear coeffs read by its usage vector: per duration
+second, per CPU second counted as duration, and the start price). Accepting one (totalAmountAccepted equal to its amount due) charges the
 allocation the difference from what the agreement had accepted. A debit note left unaccepted longer than
 debitNoteAcceptTimeout makes the provider terminate the agreement (AgreementTerminatedEvent, terminator
 Provider); every terminated agreement gets an invoice (InvoiceReceivedEvent) for the activities' total.

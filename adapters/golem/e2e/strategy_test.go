@@ -8,11 +8,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // marketProviders are priced so that the choice is visible (GLM per hour
@@ -205,6 +209,106 @@ func TestMarketCapsAndDeny(t *testing.T) {
 	}
 	if s := e.summary(ctx); s.Agreements != 0 || s.Activities != 0 || s.Demands != 0 {
 		t.Errorf("after the failed deploy: %+v", s)
+	}
+	e.must(ctx, "destroy", "-f", desc, "--yes")
+}
+
+// planCost is the cost part of plan --json.
+type planCost struct {
+	Steps []struct {
+		Resource string         `json:"resource"`
+		Cost     *protocol.Cost `json:"cost"`
+	} `json:"steps"`
+	Cost []plan.CostTotal `json:"cost"`
+}
+
+// TestMarketPlanEstimate: the first plan (nothing exists, the allocation
+// and VPN ids are known only after apply) shows per service and in total
+// what the cheapest offer within the caps costs; a redeploy's plan shows
+// the agreed price; and after a fixed run the debit notes charge what the
+// estimate said: the same GLM per second of the usage they bill, and within
+// 10% of the estimate times the wall-clock run (the activity starts a
+// moment before the deploy returns).
+func TestMarketPlanEstimate(t *testing.T) {
+	e := start(t, devnet.Config{Providers: marketProviders()[:4], DebitNoteInterval: devnet.Duration{Duration: time.Second},
+		DebitNoteAcceptTimeout: devnet.Duration{Duration: 5 * time.Second}})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	desc := filepath.Join(e.dir, "app.yaml")
+	// drift denied: its price moves with every offer, plan's included.
+	if err := os.WriteFile(desc, []byte(marketApp("      providers_deny: [drift]\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	readPlan := func() planCost {
+		out, err := e.gcompose(ctx, "plan", "--json", "-f", desc)
+		if err != nil {
+			t.Fatalf("plan: %v\n%s", err, out)
+		}
+		var p planCost
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &p); err != nil {
+			t.Fatalf("plan --json: %v\n%s", err, out)
+		}
+		return p
+	}
+	p := readPlan()
+	var est *protocol.Cost
+	for _, s := range p.Steps {
+		if s.Resource == "services.db" {
+			est = s.Cost
+		}
+	}
+	const cheapPerHour = 0.144 // cheap's (0.00002 + 0.00002) x 3600
+	if est == nil || est.Basis != protocol.CostMarket || math.Abs(est.PerHour-cheapPerHour) > 1e-9 || math.Abs(est.Total-3*cheapPerHour) > 1e-9 || est.Hours != 3 {
+		t.Fatalf("first plan's estimate for services.db: %+v, want %v GLM/h from the market, %v for 3 h", est, cheapPerHour, 3*cheapPerHour)
+	}
+	if len(p.Cost) != 1 || p.Cost[0].Currency != "GLM" || math.Abs(p.Cost[0].PerHour-cheapPerHour) > 1e-9 {
+		t.Fatalf("plan total: %+v", p.Cost)
+	}
+	human := e.must(ctx, "plan", "-f", desc)
+	if !strings.Contains(human, "cost: 0.144 GLM/hour, 0.432 GLM for 3h (market: cheapest of 2 offer(s) within the caps in subnet public: cheap (") ||
+		!strings.Contains(human, "Cost: 0.144 GLM/hour; at most 0.432 GLM if each runs its whole period (1 resource(s)).") {
+		t.Errorf("plan does not show the estimate:\n%s", human)
+	}
+
+	e.must(ctx, "deploy", "-f", desc, "--yes")
+	started := time.Now()
+	const run = 30 * time.Second
+	time.Sleep(run)
+	id := e.stateOf(ctx, "services.db")["state"].(map[string]any)["agreement"].(map[string]any)["id"].(string)
+	notes, err := e.yc.DebitNotes(ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *yagna.DebitNote
+	for i := range notes {
+		if notes[i].AgreementID == id && (last == nil || notes[i].Timestamp.After(last.Timestamp)) {
+			last = &notes[i]
+		}
+	}
+	if last == nil {
+		t.Fatalf("no debit note for agreement %s", id)
+	}
+	due, err := strconv.ParseFloat(last.TotalAmountDue, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	billed, _ := last.UsageCounterVector["golem.usage.duration_sec"].(float64)
+	wall := last.Timestamp.Sub(started).Seconds()
+	perSec := est.PerHour / 3600
+	t.Logf("estimate %.4f GLM/h; last debit note after %.1f s of wall clock: %s GLM for %.1f s billed (estimate x wall clock %.6f, x billed %.6f)",
+		est.PerHour, wall, last.TotalAmountDue, billed, perSec*wall, perSec*billed)
+	if math.Abs(due-perSec*billed) > 1e-6 {
+		t.Errorf("the debit note charges %v GLM for %v s; the estimate says %v", due, billed, perSec*billed)
+	}
+	if wall < run.Seconds()-2 || math.Abs(due-perSec*wall) > 0.1*perSec*wall {
+		t.Errorf("the debit note charges %v GLM after %.1f s; the estimate says %v (tolerance 10%%)", due, wall, perSec*wall)
+	}
+	// The plan of the deployed app shows the agreed price.
+	p = readPlan()
+	for _, s := range p.Steps {
+		if s.Resource == "services.db" && (s.Cost == nil || s.Cost.Basis != protocol.CostAgreed || math.Abs(s.Cost.PerHour-cheapPerHour) > 1e-9) {
+			t.Errorf("plan of the deployed app: %+v, want the agreed price", s.Cost)
+		}
 	}
 	e.must(ctx, "destroy", "-f", desc, "--yes")
 }

@@ -104,9 +104,9 @@ func TestChoice(t *testing.T) {
 	const h = 3 * time.Hour
 	m := Market{MaxStart: 0.5, MaxCPUHour: 1, MaxEnvHour: 0.5, CPULoad: 1, Deny: []string{"denied"}}
 	offers := []*yagna.Proposal{
-		offer("0xa", "cheap-start-dear-hour", []any{0.0001, 0.0001, 0.0}, nil), // 0.72/h: 2.16 for 3 h
+		offer("0xa", "cheap-start-dear-hour", []any{0.0001, 0.0001, 0.0}, nil),   // 0.72/h: 2.16 for 3 h
 		offer("0xb", "dear-start-cheap-hour", []any{0.00005, 0.00005, 0.4}, nil), // 0.36/h + 0.4: 1.48
-		offer("0xc", "over-cpu", []any{0.00001, 0.0003, 0.0}, nil),              // 1.08/CPU-hour
+		offer("0xc", "over-cpu", []any{0.00001, 0.0003, 0.0}, nil),               // 1.08/CPU-hour
 		offer("0xd", "denied", []any{0.0, 0.0, 0.0}, nil),
 		offer("0xe", "fixed", []any{0.0, 0.0, 0.0}, map[string]any{PropPricingModel: "fixed"}),
 		offer("0xf", "same-as-b-fewer-threads", []any{0.00005, 0.00005, 0.4}, map[string]any{"golem.inf.cpu.threads": 2.0}),

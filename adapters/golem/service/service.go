@@ -39,7 +39,7 @@ func AdapterWith(t Timeouts) sdk.Adapter {
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
 			// gcompose ps shows who runs the service and its VPN address.
-			Gcompose: network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"}),
+			Gcompose: estimates(network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"})),
 		}),
 		Check:   network.Check,
 		State:   s.state,
@@ -49,6 +49,13 @@ func AdapterWith(t Timeouts) sdk.Adapter {
 }
 
 type svc struct{ t Timeouts }
+
+// estimates says the state call estimates costs before the config is known
+// (the first plan of an app: the allocation and the VPN do not exist yet).
+func estimates(ext *protocol.InitExt) *protocol.InitExt {
+	ext.Estimate = true
+	return ext
+}
 
 // Identity is what the service adapter persists as soon as it knows it.
 type Identity struct {
@@ -222,6 +229,20 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 	if err != nil {
 		return nil, err
 	}
+	if req.Gcompose != nil && req.Gcompose.Estimate {
+		// Only the cost is wanted (plan asks apart, so apply's state calls
+		// never wait for the market); the config may still hold
+		// references known after apply.
+		cost, err := estimate(ctx, yc, req, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("service %s: %w", req.Name, err)
+		}
+		res, err := stale(protocol.ChangeCreate, "estimate only", nil, false, nil, "create")
+		if err == nil {
+			res.Gcompose.Cost = cost
+		}
+		return res, err
+	}
 	p := req.Persisted()
 	id := identityOf(p.Identity)
 	o, err := observe(ctx, yc, id)
@@ -276,7 +297,11 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		}
 		return res, err
 	}
-	return &protocol.StateResult{Status: protocol.Valid, State: outputs(id, o.agreement)}, nil
+	res := &protocol.StateResult{Status: protocol.Valid, State: outputs(id, o.agreement)}
+	if c := agreedCost(id.Price); c != nil {
+		res.Gcompose = &protocol.StateExt{Cost: c}
+	}
+	return res, nil
 }
 
 func strayReason(left []tagged) string {
