@@ -270,8 +270,20 @@ func TestMarketPlanEstimate(t *testing.T) {
 		t.Errorf("plan does not show the estimate:\n%s", human)
 	}
 
-	e.must(ctx, "deploy", "-f", desc, "--yes")
+	// The JSON events carry the explanation of the choice.
+	events := e.must(ctx, "deploy", "-f", desc, "--yes", "--json")
 	started := time.Now()
+	explained := false
+	for _, line := range strings.Split(events, "\n") {
+		var ev struct{ Resource, Phase, Output string }
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Resource == "services.db" && ev.Phase == "action-done" {
+			explained = strings.Contains(ev.Output, "choosing cheap (") && strings.Contains(ev.Output, "mid (") &&
+				strings.Contains(ev.Output, "dear (") && strings.Contains(ev.Output, "over the caps") && strings.Contains(ev.Output, "agreed with cheap (")
+		}
+	}
+	if !explained {
+		t.Errorf("no action-done event of services.db explains the choice:\n%s", events)
+	}
 	const run = 30 * time.Second
 	time.Sleep(run)
 	id := e.stateOf(ctx, "services.db")["state"].(map[string]any)["agreement"].(map[string]any)["id"].(string)

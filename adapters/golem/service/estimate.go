@@ -25,10 +25,13 @@ func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Confi
 	if err != nil {
 		return nil, err
 	}
-	// Only what the demand needs: references known after apply (the
-	// allocation, the VPN) are left out, and the demand carries no tags, as
-	// it rents nothing and is gone before the call returns.
-	cfg.AllocationID, cfg.App = "", ""
+	// References known after apply (the allocation, the VPN) are left out.
+	// The demand keeps the app's tags: one a killed plan leaves behind is
+	// ended by the next sweep like any other.
+	cfg.AllocationID = ""
+	if a := req.App(); a != "" {
+		cfg.App = a
+	}
 	if cfg.Network != nil {
 		cfg.Network = &NetRef{Name: cfg.Network.Name}
 	}
