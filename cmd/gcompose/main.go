@@ -29,7 +29,7 @@ const (
 	// exitInterrupted (130) is in interrupt.go.
 )
 
-// exitError carries an exit code through urfave/cli.
+// exitCodeError carries an exit code through urfave/cli.
 type exitCodeError struct {
 	code int
 	err  error

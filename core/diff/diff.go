@@ -161,10 +161,13 @@ func normalize(v any) any {
 
 // Render writes the result for people:
 //
-//   - resources.new      (only in TO)
-//   - resources.old      (only in FROM)
-//     ~ resources.a
-//     ~ /config/content: "1" -> "2"
+//	--- FROM
+//	+++ TO
+//	+ resources.new (only in TO)
+//	- resources.old (only in FROM)
+//	~ resources.a
+//	    ~ /config/content: "1" -> "2"
+//	Diff: 1 added, 1 removed, 1 changed, 0 unchanged.
 func (r *Result) Render(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s\n+++ %s\n", r.From, r.To)

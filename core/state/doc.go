@@ -5,8 +5,8 @@
 //
 // Backends implement Store: the file backend (the default, a state directory
 // with a document, an append-only journal, a backup and a lock file per
-// application), an in-memory backend for fast unit tests, and later etcd
-// (issue 6). Every write goes through a Lock and is refused once that lock is
+// application), an in-memory backend for fast unit tests, and etcd (package
+// core/state/etcd, opened by core/stateurl). Every write goes through a Lock and is refused once that lock is
 // no longer held (fencing). docs/state.md is the prose version of this
 // package.
 package state

@@ -519,7 +519,7 @@ func TestOpen(t *testing.T) {
 		{url: "file://" + filepath.Join(dir, "a"), kind: "file"},
 		{url: filepath.Join(dir, "b"), kind: "file"},
 		{url: "mem://", kind: "memory"},
-		{url: "etcd://localhost:2379/gcompose", err: "not supported yet"},
+		{url: "etcd://localhost:2379/gcompose", err: "unknown scheme"}, // stateurl.Open opens etcd
 		{url: "s3://bucket/x", err: "unknown scheme"},
 		{url: "file://", err: "empty path"},
 	} {

@@ -215,12 +215,14 @@ func Acquire(ctx context.Context, s Store, app string, info LockInfo, timeout ti
 // the working directory.
 const DefaultDir = ".gcompose/state"
 
-// Open returns the store a --state URL names:
+// Open returns the store of this package a --state URL names:
 //
 //	""                 the file backend in DefaultDir
 //	file://PATH, PATH  the file backend in directory PATH
 //	mem://             a new, empty in-memory store (tests)
-//	etcd://...         not supported yet (issue 6)
+//
+// etcd:// URLs are opened by package stateurl, which knows both; here they
+// are an unknown scheme like any other.
 func Open(url string, opts Options) (Store, error) {
 	switch {
 	case url == "":
@@ -233,8 +235,6 @@ func Open(url string, opts Options) (Store, error) {
 		return NewFileStore(p, opts)
 	case url == "mem://" || url == "memory://":
 		return NewMemoryStore(), nil
-	case strings.HasPrefix(url, "etcd://"):
-		return nil, fmt.Errorf("state URL %q: the etcd backend is not supported yet (use a directory or file://PATH)", url)
 	case strings.Contains(url, "://"):
 		return nil, fmt.Errorf("state URL %q: unknown scheme (supported: file://PATH or a directory path)", url)
 	default:

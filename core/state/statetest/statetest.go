@@ -1,5 +1,5 @@
 // Package statetest is the conformance suite every state.Store backend
-// passes: the file and memory backends now, etcd later. A backend's test
+// passes: the file, memory and etcd backends. A backend's test
 // calls Run with a function that returns a fresh, empty store.
 package statetest
 
