@@ -97,15 +97,6 @@ func (v *value) delAll(doomed map[string]bool) {
 	v.keys = kept
 }
 
-// str returns the scalar as a string, and whether it is one.
-func (v *value) str() (string, bool) {
-	if v == nil || v.kind != kindScalar {
-		return "", false
-	}
-	s, ok := v.scalar.(string)
-	return s, ok
-}
-
 // text renders a scalar the way a user wrote it, for messages.
 func (v *value) text() string {
 	switch s := v.scalar.(type) {

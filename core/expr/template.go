@@ -69,9 +69,6 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string { return fmt.Sprintf("offset %d: %s", e.Offset, e.Msg) }
 
-// Source returns the string the template was parsed from.
-func (t *Template) Source() string { return t.src }
-
 // IsLiteral reports whether the template holds no reference.
 func (t *Template) IsLiteral() bool {
 	for _, p := range t.parts {

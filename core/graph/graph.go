@@ -101,15 +101,6 @@ func (g *Graph) AddVertex(id, kind string, attrs map[string]any) {
 // HasVertex reports whether id is a vertex.
 func (g *Graph) HasVertex(id string) bool { _, ok := g.index[id]; return ok }
 
-// Vertex returns the vertex with the given ID.
-func (g *Graph) Vertex(id string) (Vertex, bool) {
-	i, ok := g.index[id]
-	if !ok {
-		return Vertex{}, false
-	}
-	return g.verts[i], true
-}
-
 // AddEdge adds e (e.From depends on e.To). Both vertices must exist. An edge
 // equal to one already present (same ends, kind and reason) is ignored, so the
 // first position is kept.
@@ -139,9 +130,6 @@ func (g *Graph) AddEdge(e Edge) error {
 	g.edges = append(g.edges, e)
 	return nil
 }
-
-// Len returns the number of vertices.
-func (g *Graph) Len() int { return len(g.verts) }
 
 // EdgeCount returns the number of labelled edges.
 func (g *Graph) EdgeCount() int { return len(g.edges) }
@@ -232,5 +220,3 @@ func (g *Graph) rank() []int {
 	}
 	return r
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

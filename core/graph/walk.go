@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -74,7 +75,7 @@ func (r *WalkResult) with(s Status) []string {
 			out = append(out, id)
 		}
 	}
-	sortStrings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -24,7 +24,6 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -181,9 +180,6 @@ type Options struct {
 	StdoutLimit int64
 	Memory      int64
 	CPUs        float64
-	// Pull lets ImageID pull an image that is missing locally. gcompose
-	// never pulls by default: adapter images are built or loaded locally.
-	Pull bool
 	// Logger receives debug logs of each step; nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -506,8 +502,8 @@ func DefaultResources() container.Resources {
 }
 
 // ImageID resolves an image reference to its local image ID. A missing image
-// is an error saying how to get it: gcompose never pulls unless the Runner
-// was configured with Pull.
+// is an error saying how to get it: gcompose never pulls, adapter images are
+// built or loaded locally.
 func (r *Runner) ImageID(ctx context.Context, ref string) (string, error) {
 	ins, err := r.cli.ImageInspect(ctx, ref)
 	if err == nil {
@@ -516,23 +512,7 @@ func (r *Runner) ImageID(ctx context.Context, ref string) (string, error) {
 	if !client.IsErrNotFound(err) {
 		return "", fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	if !r.opts.Pull {
-		return "", fmt.Errorf("image %s not found locally; build it (make images) or docker load it — gcompose never pulls", ref)
-	}
-	rc, perr := r.cli.ImagePull(ctx, ref, image.PullOptions{})
-	if perr != nil {
-		return "", fmt.Errorf("image %s not found locally and pulling it failed: %w", ref, perr)
-	}
-	_, perr = io.Copy(io.Discard, rc)
-	rc.Close()
-	if perr != nil {
-		return "", fmt.Errorf("pull image %s: %w", ref, perr)
-	}
-	ins, err = r.cli.ImageInspect(ctx, ref)
-	if err != nil {
-		return "", fmt.Errorf("inspect image %s after pulling it: %w", ref, err)
-	}
-	return ins.ID, nil
+	return "", fmt.Errorf("image %s not found locally; build it (make images) or docker load it — gcompose never pulls", ref)
 }
 
 // Container is a gcompose container found on the Engine.

@@ -19,7 +19,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,11 +85,8 @@ func New(baseURL, appKey string) *Client {
 	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), AppKey: appKey}
 }
 
-// FromEnv builds a client from YAGNA_API_URL (default DefaultURL) and
-// YAGNA_APPKEY.
-func FromEnv() (*Client, error) { return FromEnvFunc(os.Getenv) }
-
-// FromEnvFunc is FromEnv reading variables through getenv.
+// FromEnvFunc builds a client from YAGNA_API_URL (default DefaultURL) and
+// YAGNA_APPKEY, read through getenv.
 func FromEnvFunc(getenv func(string) string) (*Client, error) {
 	base := strings.TrimSpace(getenv("YAGNA_API_URL"))
 	if base == "" {

@@ -276,12 +276,6 @@ func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (s
 	}
 }
 
-// Logs returns the container's stdout (where a long-lived process reports
-// facts such as its local port) and stderr.
-func Logs(ctx context.Context, d *client.Client, id string) (string, string, error) {
-	return logs(ctx, d, id)
-}
-
 func logs(ctx context.Context, d *client.Client, id string) (string, string, error) {
 	rc, err := d.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "200"})
 	if err != nil {
