@@ -131,3 +131,29 @@ func TestE2EPs(t *testing.T) {
 	}
 	e.must("destroy", f, "--yes")
 }
+
+// refresh --detailed-exitcode, as plan's: 0 when what is deployed is what
+// the state says, 2 when something drifted, and refresh changes nothing.
+func TestE2ERefreshDetailedExitcode(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("app.yaml", strings.ReplaceAll(dag, "CONTENT", "1"))
+	e.must("deploy", f, "--yes")
+	if r := e.gc("refresh", f, "--detailed-exitcode"); r.code != exitOK {
+		t.Fatalf("refresh with no drift: exit %d, want %d\n%s%s", r.code, exitOK, r.stdout, r.stderr)
+	}
+	if err := os.Remove(filepath.Join(e.files, "c.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.gc("refresh", f, "--detailed-exitcode")
+	if r.code != exitChanges || !strings.Contains(r.stdout, "resources.c") {
+		t.Fatalf("refresh after c.txt was removed: exit %d, want %d\n%s%s", r.code, exitChanges, r.stdout, r.stderr)
+	}
+	if e.exists("c.txt") {
+		t.Error("refresh recreated c.txt")
+	}
+	// Without the flag, drift is reported but is no error.
+	if r := e.gc("refresh", f); r.code != exitOK {
+		t.Errorf("refresh without --detailed-exitcode: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	e.must("destroy", f, "--yes")
+}
