@@ -219,7 +219,7 @@ func followLogs(c *cli.Context, app string, rs []*state.Resource, seen map[strin
 		case <-t.C:
 		}
 		for _, r := range rs {
-			call := plan.Call{App: app, Name: r.Name, Type: r.Type, Config: r.Config,
+			call := plan.Call{App: app, Name: r.Name, AdapterName: r.CalledAs(), Type: r.Type, Config: r.Config,
 				Persisted: &protocol.Persisted{State: r.State, Identity: r.Identity, Config: r.Config}}
 			ans, err := ad.State(c.Context, call, protocol.Present)
 			if c.Context.Err() != nil {

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -114,18 +115,24 @@ type Plug struct {
 	Path     string
 	ReadOnly bool
 	// ResourceNames and ResourceTypes are regular expressions matched at the
-	// start of the resource name / image reference (Python's re.match, as
-	// in Deployster). A plug with neither is offered to every resource.
+	// start of the resource's name as written in the descriptor
+	// (address.AdapterName: n0, not resources.n0) / the image reference:
+	// Python's re.match on the manifest key, as in Deployster. A plug with
+	// neither is offered to every resource.
 	ResourceNames []string
 	ResourceTypes []string
 }
 
 // Target is one resource for a state or action call.
 type Target struct {
-	App    string
-	Name   string
-	Image  string // the adapter image reference (the resource's type)
-	Config map[string]any
+	App string
+	// Name is the resource's address, for messages and container labels;
+	// AdapterName the name sent to the adapter ("": address.AdapterName(Name),
+	// which plugs' resource_names always match).
+	Name        string
+	AdapterName string
+	Image       string // the adapter image reference (the resource's type)
+	Config      map[string]any
 	// Plugs are all the plugs the descriptor defines, by name; the client
 	// mounts only those the adapter declared and that apply to the resource.
 	Plugs map[string]Plug
@@ -143,6 +150,14 @@ type Target struct {
 	// while the action still runs (in order, before Action returns), so
 	// that the caller can persist it at once.
 	ReportIdentity func(identity map[string]any)
+}
+
+// adapterName is the name the adapter receives for t.
+func (t Target) adapterName() string {
+	if t.AdapterName != "" {
+		return t.AdapterName
+	}
+	return address.AdapterName(t.Name)
 }
 
 // ActionResult is what an action produced.
@@ -279,7 +294,9 @@ func (e *initError) Error() string { return e.err.Error() }
 func (e *initError) Unwrap() error { return e.err }
 
 func (c *Client) runInit(ctx context.Context, image, id, resource string) (*Info, []byte, error) {
-	req := protocol.Request{Name: resource, Type: image, Version: c.opts.Version, Verbose: c.opts.Verbose, Workspace: c.opts.Workspace}
+	// Deployster's init request names the resource as written in the
+	// manifest, like its other calls.
+	req := protocol.Request{Name: address.AdapterName(resource), Type: image, Version: c.opts.Version, Verbose: c.opts.Verbose, Workspace: c.opts.Workspace}
 	stdin, err := json.Marshal(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: init call: encode request: %w", resource, err)
@@ -640,7 +657,7 @@ func (c *Client) request(t Target, info *Info) protocol.Request {
 	if cfg == nil {
 		cfg = map[string]any{}
 	}
-	return protocol.Request{Name: t.Name, Type: t.Image, Version: c.opts.Version, Verbose: c.opts.Verbose,
+	return protocol.Request{Name: t.adapterName(), Type: t.Image, Version: c.opts.Version, Verbose: c.opts.Verbose,
 		Workspace: c.opts.Workspace, Config: cfg}
 }
 
@@ -757,7 +774,9 @@ func mountsFor(info *Info, t Target) ([]runner.Mount, error) {
 			}
 			return nil, fmt.Errorf("%s: adapter %s requires plug %q, which the descriptor does not define (add it under plugs:)", t.Name, t.Image, name)
 		}
-		allowed, err := p.allows(t.Name, t.Image)
+		// Patterns name resources as the descriptor writes them, even one
+		// whose adapter still receives the address it was created under.
+		allowed, err := p.allows(address.AdapterName(t.Name), t.Image)
 		if err != nil {
 			return nil, fmt.Errorf("%s: plug %q: %w", t.Name, name, err)
 		}

@@ -22,6 +22,7 @@ func TestMountsFor(t *testing.T) {
 	cases := []struct {
 		name    string
 		res     string
+		called  string // the name recorded in the state ("": none)
 		typ     string
 		plugs   map[string]Plug
 		adapter map[string]protocol.PlugSpec
@@ -47,13 +48,25 @@ func TestMountsFor(t *testing.T) {
 			plugs: map[string]Plug{"data": {Path: "/h/data"}}, want: "/h/data:/data:rw"},
 		{name: "docker socket declared", res: "files.a", adapter: declared,
 			plugs: map[string]Plug{"data": {Path: "/h/data"}, "docker": {Path: sock}}, want: "/h/data:/data:rw," + sock + ":" + sock + ":rw"},
-		{name: "resource_names match", res: "services.db", adapter: declared,
-			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"services\\."}}}, want: "/h/data:/data:rw"},
+		// resource_names match the name as written in the descriptor (what
+		// the adapter receives), as Deployster's re.match on the manifest key.
+		{name: "resource_names match the descriptor's name", res: "resources.n0", adapter: declared,
+			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"^n0"}}}, want: "/h/data:/data:rw"},
+		{name: "docs/descriptor.md example", res: "resources.db-files", adapter: declared,
+			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"^db-.*$"}}}, want: "/h/data:/data:rw"},
+		{name: "a service's name", res: "services.db", adapter: declared,
+			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"^db$"}}}, want: "/h/data:/data:rw"},
+		{name: "an instance's name", res: "services.db[1]", adapter: declared,
+			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"^db-1$"}}}, want: "/h/data:/data:rw"},
+		{name: "the address is not matched", res: "resources.n0", adapter: declared,
+			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"^resources\\.n0"}}}, err: "does not allow"},
+		{name: "a recorded old name does not change which plugs apply", res: "resources.n0", called: "resources.n0", adapter: declared,
+			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"^n0"}}}, want: "/h/data:/data:rw"},
 		{name: "resource_names no match, required", res: "files.a", adapter: declared,
 			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"services\\."}}},
 			err:   `files.a: adapter img requires plug "data", which the descriptor does not allow for this resource`},
-		{name: "match is anchored at the start", res: "x.services.db", adapter: declared,
-			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"services"}}}, err: "does not allow"},
+		{name: "match is anchored at the start", res: "resources.xdb", adapter: declared,
+			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"db"}}}, err: "does not allow"},
 		{name: "resource_types match", res: "files.a", typ: "gcompose/file-adapter:dev", adapter: declared,
 			plugs: map[string]Plug{"data": {Path: "/h/data", ResourceNames: []string{"nope"}, ResourceTypes: []string{"gcompose/file-"}}}, want: "/h/data:/data:rw"},
 		{name: "optional not allowed skipped", res: "files.a", adapter: declared,
@@ -68,7 +81,7 @@ func TestMountsFor(t *testing.T) {
 				typ = "img"
 			}
 			info := &Info{ImageRef: "img", Init: protocol.InitResult{Plugs: tc.adapter}}
-			mounts, err := mountsFor(info, Target{Name: tc.res, Image: typ, Plugs: tc.plugs})
+			mounts, err := mountsFor(info, Target{Name: tc.res, AdapterName: tc.called, Image: typ, Plugs: tc.plugs})
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)

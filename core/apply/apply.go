@@ -337,7 +337,7 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		}
 		old = nil
 	}
-	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: want.Name, Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
+	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: want.Name, AdapterName: plan.AdapterNameOf(want.Name, old), Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
 	ans := r.approvedAnswer(step, cfg, old)
 	if ans == nil {
 		r.emit(Event{Resource: want.Name, Phase: PhaseState})
@@ -414,6 +414,7 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 	if res == nil {
 		res = &state.Resource{Name: call.Name, Type: typ, Status: state.StatusPending, Config: call.Config}
 	}
+	res.AdapterName = call.AdapterName
 	res.Dependencies = deps
 	for _, a := range ans.Actions {
 		res.Pending = &state.Operation{ID: state.NewID(), Kind: kind, Action: a.Name, StartedAt: time.Now().UTC(), Holder: r.e.Holder}
@@ -534,7 +535,7 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource, step *plan.S
 	if !caps.Destroy {
 		return true, r.forget(ctx, old.Name)
 	}
-	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: old.Name, Type: old.Type, Config: old.Config, Persisted: plan.PersistedOf(old)}
+	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: old.Name, AdapterName: plan.AdapterNameOf(old.Name, old), Type: old.Type, Config: old.Config, Persisted: plan.PersistedOf(old)}
 	var ans *protocol.StateResult
 	if step != nil && !r.e.Recheck {
 		ans = step.Answer
@@ -613,7 +614,7 @@ func (r *run) requery(ctx context.Context, unknown []expr.Unknown) error {
 		if dep == nil {
 			return fmt.Errorf("%s: %s is not deployed", u.Ref.Text(), name)
 		}
-		ans, err := r.e.Adapters.State(ctx, plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: name, Type: dep.Type, Config: dep.Config, Persisted: plan.PersistedOf(dep)}, protocol.Present)
+		ans, err := r.e.Adapters.State(ctx, plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: name, AdapterName: plan.AdapterNameOf(name, dep), Type: dep.Type, Config: dep.Config, Persisted: plan.PersistedOf(dep)}, protocol.Present)
 		if err != nil {
 			return fmt.Errorf("asking %s for %s: %w", name, u.Ref.Text(), err)
 		}
@@ -625,7 +626,7 @@ func (r *run) requery(ctx context.Context, unknown []expr.Unknown) error {
 }
 
 func activeResource(want *plan.Resource, cfg map[string]any, ans *protocol.StateResult, old *state.Resource) *state.Resource {
-	res := &state.Resource{Name: want.Name, Type: want.Type, Status: state.StatusActive, Config: cfg, State: ans.State, Dependencies: want.DependsOn}
+	res := &state.Resource{Name: want.Name, AdapterName: plan.AdapterNameOf(want.Name, old), Type: want.Type, Status: state.StatusActive, Config: cfg, State: ans.State, Dependencies: want.DependsOn}
 	if old != nil {
 		res.ImageID = old.ImageID
 		res.Identity = old.Identity

@@ -4,7 +4,9 @@ import (
 	"net/netip"
 	"regexp"
 	"strconv"
+	"strings"
 
+	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/source"
 )
 
@@ -13,6 +15,7 @@ import (
 func checkApp(a *App) source.Diagnostics {
 	var ds source.Diagnostics
 	checkNames(a, &ds)
+	checkAdapterNames(a, &ds)
 	nets := checkNetworks(a, &ds)
 	checkServices(a, nets, &ds)
 	checkPlugs(a, &ds)
@@ -245,8 +248,43 @@ func checkPlugs(a *App, ds *source.Diagnostics) {
 			for i, re := range list {
 				if _, err := regexp.Compile(re); err != nil {
 					ds.Errorf(a.Pos(base+"/"+key+"/"+strconv.Itoa(i)), "plug %s: %s: invalid regular expression: %v", name, key, err)
+				} else if sec := addressPrefix(re); key == "resource_names" && sec != "" {
+					// Earlier gcompose matched the address; a pattern
+					// written for it would now silently match nothing.
+					ds.Errorf(a.Pos(base+"/"+key+"/"+strconv.Itoa(i)), "plug %s: resource_names %q: patterns match the name as written under %s (db, not %s.db), as in Deployster: drop %q", name, re, sec, sec, sec+".")
 				}
 			}
+		}
+	}
+}
+
+// addressPrefix is the section a resource_names pattern starts with when
+// it was written for an address (^resources\.db), "" otherwise.
+func addressPrefix(re string) string {
+	re = strings.TrimPrefix(re, "^")
+	for _, sec := range []string{"resources", "services", "networks"} {
+		if strings.HasPrefix(re, sec+`\.`) || strings.HasPrefix(re, sec+".") {
+			return sec
+		}
+	}
+	return ""
+}
+
+// checkAdapterNames refuses two services whose instances would reach their
+// adapter under one name: web with 2 instances is web-0 and web-1, which a
+// service named web-1 would be as well.
+func checkAdapterNames(a *App, ds *source.Diagnostics) {
+	seen := map[string]string{}
+	for _, name := range sortedKeys(a.Services) {
+		n := max(a.Services[name].Instances, 1)
+		for i := 0; i < n; i++ {
+			addr := address.Service(name, i, n)
+			an := address.AdapterName(addr)
+			if other, ok := seen[an]; ok {
+				ds.Errorf(a.Pos(pointer("services", name)), "service %s: %s and %s would both reach their adapter named %q (an instance i of a service is NAME-i): rename one", name, other, addr, an)
+				continue
+			}
+			seen[an] = addr
 		}
 	}
 }

@@ -415,7 +415,7 @@ func TestSweepTerminatesWhatNoStateNames(t *testing.T) {
 	if !strings.HasSuffix(log, "sweep resources.d,create resources.d") {
 		t.Fatalf("log %s: want the orphan terminated, then d created again", log)
 	}
-	if len(events) != 2 || !strings.HasPrefix(events[1].Message, "terminated object resources.d of an interrupted run (made for resources.d; created by operation ") {
+	if len(events) != 2 || !strings.HasPrefix(events[1].Message, "terminated object resources.d of an interrupted run (made for d; created by operation ") {
 		t.Fatalf("swept events %+v", events)
 	}
 	if out = deploy(t, e, diamond("v1")); out.Plan.HasChanges() || len(out.Swept) != 0 {

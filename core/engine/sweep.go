@@ -70,8 +70,8 @@ func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan
 	// mounted into the sweep's container, as for that resource's calls.
 	types, first := typesOf(desired, doc)
 	known := map[string][]protocol.KnownResource{}
-	for name, r := range doc.Resources {
-		known[r.Type] = append(known[r.Type], protocol.KnownResource{Name: name, Identity: r.Identity, Pending: plan.OperationOf(r.Pending)})
+	for _, r := range doc.Resources {
+		known[r.Type] = append(known[r.Type], protocol.KnownResource{Name: r.CalledAs(), Identity: r.Identity, Pending: plan.OperationOf(r.Pending)})
 	}
 
 	results := make([][]Swept, len(types))

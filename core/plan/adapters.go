@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/gcompose/gcompose/core/address"
+	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -62,11 +64,14 @@ var ErrNoSweep = errors.New("the adapter does not offer sweep")
 type Call struct {
 	App string
 	// Lineage is the state's lineage ("" before the first deploy).
-	Lineage   string
-	Name      string
-	Type      string
-	Config    map[string]any
-	Persisted *protocol.Persisted
+	Lineage string
+	// Name is the resource's address (the state's key); AdapterName the
+	// name its adapter receives (AdapterNameOf).
+	Name        string
+	AdapterName string
+	Type        string
+	Config      map[string]any
+	Persisted   *protocol.Persisted
 	// Operation is, on action calls, the pending operation recorded just
 	// before the call.
 	Operation *protocol.Operation
@@ -95,4 +100,15 @@ type SweepCall struct {
 type ActionOutcome struct {
 	Output   string
 	Identity map[string]any
+}
+
+// AdapterNameOf is the name the adapter of the resource at addr receives:
+// the one it was created under while it is in the state (old), else the
+// descriptor's name (address.AdapterName). A resource recorded before
+// names were recorded keeps its address, so its adapter finds what it made.
+func AdapterNameOf(addr string, old *state.Resource) string {
+	if old != nil && old.Status != state.StatusTerminated {
+		return old.CalledAs()
+	}
+	return address.AdapterName(addr)
 }

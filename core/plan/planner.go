@@ -212,7 +212,7 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 	if _, err := p.Adapters.Describe(ctx, r.Type, r.Name); err != nil {
 		return s, err
 	}
-	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, Type: r.Type, Config: cfg, Persisted: PersistedOf(old)}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
 		return s, err
 	}
@@ -304,7 +304,7 @@ func (p *Planner) planAbsent(ctx context.Context, app appRef, name string, old *
 	if mode == Refresh {
 		return p.planRefresh(ctx, app, name, old)
 	}
-	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Absent)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, AdapterName: AdapterNameOf(name, old), Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Absent)
 	if err != nil {
 		return s, err
 	}
@@ -331,7 +331,7 @@ func (p *Planner) planAbsent(ctx context.Context, app appRef, name string, old *
 // recorded, without planning any change to it (gcompose refresh).
 func (p *Planner) planRefresh(ctx context.Context, app appRef, name string, old *state.Resource) (*Step, error) {
 	s := &Step{Resource: name, Type: old.Type, Before: old.State, Op: NoOp}
-	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, AdapterName: AdapterNameOf(name, old), Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
 		return s, err
 	}

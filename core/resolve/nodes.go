@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/descriptor"
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/graph"
@@ -56,17 +57,13 @@ func newResolver(app *descriptor.App, opts Options) *resolver {
 	}
 }
 
-// ServiceID is the ID of instance index of a service with n instances.
-func ServiceID(name string, index, n int) string {
-	if n <= 1 {
-		return "services." + name
-	}
-	return "services." + name + "[" + strconv.Itoa(index) + "]"
-}
+// ServiceID is the ID of instance index of a service with n instances
+// (package address holds the grammar).
+func ServiceID(name string, index, n int) string { return address.Service(name, index, n) }
 
 // NetworkID and ResourceID are the IDs of a network and a generic resource.
-func NetworkID(name string) string  { return "networks." + name }
-func ResourceID(name string) string { return "resources." + name }
+func NetworkID(name string) string  { return address.Network(name) }
+func ResourceID(name string) string { return address.Resource(name) }
 
 func (rv *resolver) add(n *Node) {
 	rv.nodes = append(rv.nodes, n)

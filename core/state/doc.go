@@ -71,6 +71,11 @@ type Document struct {
 // Resource is what gcompose knows about one deployed resource.
 type Resource struct {
 	Name string `json:"name"`
+	// AdapterName is the name its adapter receives (address.AdapterName
+	// when it was created). Empty in states written before gcompose sent
+	// the descriptor's name: such a resource keeps receiving Name, the name
+	// its adapter made its objects under (see CalledAs).
+	AdapterName string `json:"adapter_name,omitempty"`
 	// Type is the adapter image reference the resource is managed with.
 	Type string `json:"type"`
 	// ImageID is the image ID that reference resolved to when last applied.
@@ -96,6 +101,16 @@ type Resource struct {
 	// CreatedAt is when the thing was last created (or rebuilt): the age
 	// gcompose ps shows. Zero in states written before it was recorded.
 	CreatedAt time.Time `json:"created_at,omitzero"`
+}
+
+// CalledAs is the name r's adapter receives: the one recorded, else (a
+// state from before names were recorded) its address, which older
+// gcompose sent and its adapter may have named objects after.
+func (r *Resource) CalledAs() string {
+	if r.AdapterName != "" {
+		return r.AdapterName
+	}
+	return r.Name
 }
 
 // Operation is a mutating action in flight on a resource.

@@ -51,8 +51,9 @@ type Adapter struct {
 	StateCalls, ActionCalls, DescribeCalls, SweepCalls, CheckCalls atomic.Int64
 }
 
-// tag is what a real adapter would put on a remote object it creates.
-type tag struct{ lineage, operation string }
+// tag is what an object is labelled with: the state lineage and operation
+// that made it, and the name its adapter received.
+type tag struct{ lineage, operation, name string }
 
 // New returns an empty adapter.
 func New() *Adapter {
@@ -140,10 +141,14 @@ func (a *Adapter) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepR
 	sort.Strings(names)
 	for _, n := range names {
 		t := a.tags[n]
-		if named[n] || pending[t.operation] {
+		called := t.name // known resources are named as their adapter received them
+		if called == "" {
+			called = n
+		}
+		if named[called] || pending[t.operation] {
 			continue
 		}
-		o := protocol.Orphan{Kind: "object", ID: n, Lineage: t.lineage, Resource: n, Action: protocol.OrphanReported, Detail: "created by operation " + t.operation}
+		o := protocol.Orphan{Kind: "object", ID: n, Lineage: t.lineage, Resource: called, Action: protocol.OrphanReported, Detail: "created by operation " + t.operation}
 		if s.Terminate && t.lineage == s.Lineage {
 			delete(a.objects, n)
 			delete(a.tags, n)
@@ -223,7 +228,9 @@ func (a *Adapter) Action(ctx context.Context, c plan.Call, act protocol.ActionSp
 		obj["generation"] = float64(a.gen)
 		a.objects[c.Name] = obj
 		if c.Operation != nil {
-			a.tags[c.Name] = tag{lineage: c.Lineage, operation: c.Operation.ID}
+			// Tagged with the name received, as a real adapter labels
+			// what it makes; objects stay keyed by address for the tests.
+			a.tags[c.Name] = tag{lineage: c.Lineage, operation: c.Operation.ID, name: c.AdapterName}
 		}
 		identity := map[string]any{"id": c.Name}
 		if c.ReportIdentity != nil {
