@@ -28,6 +28,7 @@ import (
 	"strconv"
 
 	"github.com/gcompose/gcompose/core/adapter"
+	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/resolve"
 )
@@ -67,8 +68,8 @@ func (img Images) withDefaults() Images {
 
 // Names of the resources the Golem lowering adds.
 const (
-	PaymentsResource = "resources.golem-payments"
-	proxyPrefix      = "resources.golem-proxy-"
+	PaymentsResource = address.Resources + ".golem-payments"
+	proxyPrefix      = address.Resources + ".golem-proxy-"
 )
 
 // ProxyResource is the name of the proxy resource of a service instance.
@@ -146,13 +147,13 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 			if net, ok := n.Spec["network"].(string); ok && net != "" {
 				// The service adapter joins the VPN that the network
 				// adapter created: its id is an output of that resource.
-				res.Config["network"] = map[string]any{"name": net, "id": "${networks." + net + ".network_id}"}
+				res.Config["network"] = map[string]any{"name": net, "id": address.OutputRef(address.Network(net), "network_id")}
 			}
 			if ip, ok := nodeIPs[n.ID]; ok {
 				res.Config[NodeIPKey] = ip
 			}
 			// Paid from the app's allocation.
-			res.Config["allocation_id"] = "${" + PaymentsResource + ".state.allocation_id}"
+			res.Config["allocation_id"] = address.OutputRef(PaymentsResource, "allocation_id")
 			res.DependsOn = appendDep(res.DependsOn, PaymentsResource)
 			if p, err := proxyOf(n, img); err != nil {
 				return nil, err
@@ -229,8 +230,8 @@ func proxyOf(n *resolve.Node, img Images) (*plan.Resource, error) {
 	}
 	cfg := map[string]any{
 		"service":    n.ID,
-		"network_id": "${networks." + net + ".network_id}",
-		"ip":         "${" + n.ID + ".network_node.ip}",
+		"network_id": address.OutputRef(address.Network(net), "network_id"),
+		"ip":         address.OutputRef(n.ID, "network_node.ip"),
 	}
 	if len(http) > 0 {
 		cfg["http"] = http
@@ -239,7 +240,7 @@ func proxyOf(n *resolve.Node, img Images) (*plan.Resource, error) {
 		cfg["tcp"] = tcp
 	}
 	return &plan.Resource{Name: ProxyResource(n.Name, n.Index, n.Instances), Type: img.Proxy, Config: cfg,
-		DependsOn: []string{"networks." + net, n.ID}, Pos: n.Pos}, nil
+		DependsOn: []string{address.Network(net), n.ID}, Pos: n.Pos}, nil
 }
 
 func containsColon(s string) bool {
@@ -279,10 +280,10 @@ func localProxy(r *resolve.Resolved, n *resolve.Node, img Images) (*plan.Resourc
 	}
 	cfg := map[string]any{
 		"service":    t.ID,
-		"network_id": "${networks." + net + ".network_id}",
-		"ip":         "${" + t.ID + ".network_node.ip}",
+		"network_id": address.OutputRef(address.Network(net), "network_id"),
+		"ip":         address.OutputRef(t.ID, "network_node.ip"),
 		"http":       http,
 	}
 	return &plan.Resource{Name: n.ID, Type: img.Proxy, Config: cfg,
-		DependsOn: appendDep(appendDep(r.Graph.DependenciesOf(n.ID), t.ID), "networks."+net), Pos: n.Pos}, nil
+		DependsOn: appendDep(appendDep(r.Graph.DependenciesOf(n.ID), t.ID), address.Network(net)), Pos: n.Pos}, nil
 }

@@ -1,53 +1,19 @@
 package plan
 
 import (
-	"fmt"
-	"strconv"
-
+	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/expr"
 )
 
 // OutputRef splits a runtime reference into the resource whose outputs it
-// reads and the path inside those outputs (the adapter's VALID state):
-//
-//	services.db.network_node.ip    -> services.db,    network_node.ip
-//	nodes.db.network_node.ip       -> services.db,    network_node.ip
-//	services.web[1].agreement.id   -> services.web[1], agreement.id
-//	networks.default.network_id    -> networks.default, network_id
-//	resources.files.state.sha256   -> resources.files, sha256
-//	app.id                         -> app,            id  (the state lineage)
+// reads and the path inside those outputs (address.ParseOutput), or the
+// application's own outputs: app.id -> app, id (the state lineage).
 func OutputRef(r expr.Ref) (resource string, field []expr.Step, err error) {
 	p := r.Path
 	if len(p) == 2 && !p[1].IsIndex && p[0].Name == AppOutputs && p[1].Name == "id" {
 		return AppOutputs, p[1:], nil
 	}
-	if len(p) < 3 || p[0].IsIndex || p[1].IsIndex {
-		return "", nil, fmt.Errorf("%s does not name a resource output", r.Text())
-	}
-	root := p[0].Name
-	if root == "nodes" {
-		root = "services"
-	}
-	resource = root + "." + p[1].Name
-	rest := p[2:]
-	if rest[0].IsIndex {
-		resource += "[" + strconv.Itoa(rest[0].Index) + "]"
-		rest = rest[1:]
-	}
-	switch root {
-	case "services", "networks":
-	case "resources":
-		if len(rest) == 0 || rest[0].IsIndex || rest[0].Name != "state" {
-			return "", nil, fmt.Errorf("%s: only resources.<name>.state.* is known at apply time", r.Text())
-		}
-		rest = rest[1:]
-	default:
-		return "", nil, fmt.Errorf("%s does not name a resource output", r.Text())
-	}
-	if len(rest) == 0 {
-		return "", nil, fmt.Errorf("%s names a whole resource, not one of its outputs", r.Text())
-	}
-	return resource, rest, nil
+	return address.ParseOutput(r.Text(), p)
 }
 
 // AppOutputs is the pseudo-resource whose outputs are the application's own:

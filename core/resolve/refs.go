@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/source"
@@ -323,7 +324,7 @@ func (rv *resolver) runtime(sc *scope, ptr, s string, r expr.Ref, target, what s
 	pos := rv.refPos(ptr, s, r.Offset)
 	rv.edge(graph.Edge{From: sc.node.ID, To: target, Kind: graph.Reference, Reason: refText(r), Pos: pos})
 	sc.node.Runtime = append(sc.node.Runtime, RuntimeRef{Target: target, Field: field, Text: refText(r), Pointer: ptr, Pos: pos})
-	return nil, false, "${" + target + "." + field + "}", nil
+	return nil, false, address.Ref(target, field), nil
 }
 
 // static reads a field written in the descriptor: the subtree at base
