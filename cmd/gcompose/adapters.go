@@ -7,7 +7,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/adapter"
-	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/runner"
 )
@@ -51,8 +50,8 @@ func newAdapters(c *cli.Context, app string, p *project) (*engine.ContainerAdapt
 		}
 	}
 	// The Golem adapters that run long-lived containers get the Docker
-	// socket without the descriptor naming it (core/desired, docs/golem.md).
-	for name, pl := range desired.ImplicitPlugs(golemImages(c)) {
+	// socket without the descriptor naming it (adapters/golem/lowering, docs/golem.md).
+	for name, pl := range lowerer(c).Plugs() {
 		if _, ok := plugs[name]; !ok {
 			plugs[name] = pl
 		}

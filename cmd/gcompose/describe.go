@@ -7,8 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/descriptor"
-	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/graph"
+	"github.com/gcompose/gcompose/core/lower"
 )
 
 func validateCommand() *cli.Command {
@@ -71,7 +71,7 @@ func graphCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				if g, err = withImplicit(p, golemImages(c)); err != nil {
+				if g, err = withImplicit(p, lowerer(c)); err != nil {
 					return withCode(exitError, err)
 				}
 			}
@@ -93,8 +93,8 @@ func graphCommand() *cli.Command {
 // that the descriptor does not name (a Golem app's payments, the local
 // proxies of its services), marked implicit, with their dependencies: the
 // graph deploy really walks.
-func withImplicit(p *project, img desired.Images) (*graph.Graph, error) {
-	want, err := desired.Resources(p.resolved, img)
+func withImplicit(p *project, l lower.Lowering) (*graph.Graph, error) {
+	want, err := l.Resources(p.resolved)
 	if err != nil {
 		return nil, err
 	}

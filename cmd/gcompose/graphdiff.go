@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/diff"
 	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/state"
@@ -172,7 +171,7 @@ func loadSnapshot(c *cli.Context, spec string) (diff.Snapshot, error) {
 		if err != nil {
 			return diff.Snapshot{}, err
 		}
-		want, err := desired.Resources(p.resolved, golemImages(c))
+		want, err := lowerer(c).Resources(p.resolved)
 		if err != nil {
 			return diff.Snapshot{}, withCode(exitError, err)
 		}

@@ -111,7 +111,7 @@ func loadFiles(c *cli.Context, files []string) (*project, error) {
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
-	res, rdiags := resolve.Resolve(app, resolve.Options{Vars: vars})
+	res, rdiags := resolve.Resolve(app, resolve.Options{Vars: vars, Outputs: lowerer(c).Outputs()})
 	registerSecrets(c, res.Secrets)
 	pol, err := plugPolicy(c)
 	if err != nil {

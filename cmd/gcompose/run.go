@@ -11,11 +11,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gcompose/gcompose/adapters/golem/lowering"
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
 	"github.com/gcompose/gcompose/core/apply"
-	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/display"
 	"github.com/gcompose/gcompose/core/engine"
+	"github.com/gcompose/gcompose/core/lower"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/core/state"
@@ -39,13 +40,13 @@ func engineFlags() []cli.Flag {
 	), imageFlags()...)
 }
 
-// imageFlags name the adapter images of the Golem lowering (core/desired).
+// imageFlags name the adapter images of the Golem lowering (adapters/golem/lowering).
 func imageFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "network-image", Value: desired.DefaultImages().Network, Usage: "adapter image for GAP-16 networks"},
-		&cli.StringFlag{Name: "service-image", Value: desired.DefaultImages().Service, Usage: "adapter image for GAP-16 services"},
-		&cli.StringFlag{Name: "payments-image", Value: desired.DefaultImages().Payments, Usage: "adapter image for a Golem app's payments (allocation and keeper)"},
-		&cli.StringFlag{Name: "proxy-image", Value: desired.DefaultImages().Proxy, Usage: "adapter image for the local HTTP/TCP proxies of Golem services"},
+		&cli.StringFlag{Name: "network-image", Value: lowering.DefaultImages().Network, Usage: "adapter image for GAP-16 networks"},
+		&cli.StringFlag{Name: "service-image", Value: lowering.DefaultImages().Service, Usage: "adapter image for GAP-16 services"},
+		&cli.StringFlag{Name: "payments-image", Value: lowering.DefaultImages().Payments, Usage: "adapter image for a Golem app's payments (allocation and keeper)"},
+		&cli.StringFlag{Name: "proxy-image", Value: lowering.DefaultImages().Proxy, Usage: "adapter image for the local HTTP/TCP proxies of Golem services"},
 	}
 }
 
@@ -193,7 +194,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	}
 	var want map[string]*plan.Resource
 	if mode == plan.Deploy {
-		want, err = desired.Resources(p.resolved, golemImages(c))
+		want, err = lowerer(c).Resources(p.resolved)
 		if err != nil {
 			return fail(name, withCode(exitError, err))
 		}
@@ -348,8 +349,10 @@ func renderOptions(c *cli.Context) plan.RenderOptions {
 	return plan.RenderOptions{Width: progress.Width(c.App.Writer)}
 }
 
-// golemImages are the adapter images of the Golem lowering (core/desired).
-func golemImages(c *cli.Context) desired.Images {
-	return desired.Images{Network: c.String("network-image"), Service: c.String("service-image"),
-		Payments: c.String("payments-image"), Proxy: c.String("proxy-image")}
+// lowerer is how this CLI maps services and networks onto adapters: the
+// Golem lowering with the adapter images of its flags. Everything else
+// sees only core/lower.Lowering.
+func lowerer(c *cli.Context) lower.Lowering {
+	return lowering.Golem{Images: lowering.Images{Network: c.String("network-image"), Service: c.String("service-image"),
+		Payments: c.String("payments-image"), Proxy: c.String("proxy-image")}}
 }

@@ -41,7 +41,7 @@ func BenchmarkResolve10kServices20kRefs(b *testing.B) {
 	b.ResetTimer()
 	cpu := benchmetrics.CPU()
 	for i := 0; i < b.N; i++ {
-		r, diags := Resolve(app, Options{})
+		r, diags := Resolve(app, Options{Outputs: testOutputs})
 		if diags.HasErrors() {
 			b.Fatal(diags)
 		}
@@ -76,7 +76,7 @@ func BenchmarkLoadAndResolve10k(b *testing.B) {
 		if diags.HasErrors() {
 			b.Fatal(diags)
 		}
-		if _, diags := Resolve(app, Options{}); diags.HasErrors() {
+		if _, diags := Resolve(app, Options{Outputs: testOutputs}); diags.HasErrors() {
 			b.Fatal(diags)
 		}
 	}

@@ -22,36 +22,16 @@ type scope struct {
 // maxDepth bounds static references to values that hold references.
 const maxDepth = 32
 
-// serviceRuntime returns, for a runtime output of a service, its known
-// sub-fields (nil: any); ok is false for a field written in the descriptor.
-func serviceRuntime(field string) (subs []string, ok bool) {
-	switch field {
-	case "network_node":
-		return []string{"ip", "node_id"}, true
-	case "agreement":
-		return []string{"id", "provider_id", "provider_name"}, true
-	case "activity":
-		return []string{"id"}, true
-	case "state", "proxy":
-		return nil, true
-	}
-	return nil, false
+// output returns, for an output of a node of kind (Options.Outputs), its
+// known sub-fields (nil: any); ok is false for a field written in the
+// descriptor.
+func (rv *resolver) output(kind Kind, field string) (subs []string, ok bool) {
+	subs, ok = rv.opts.Outputs[kind][field]
+	return subs, ok
 }
 
-func serviceRuntimeNames() []string {
-	return []string{"activity", "agreement", "network_node", "proxy", "state"}
-}
-
-// networkRuntime is serviceRuntime for networks.
-func networkRuntime(field string) (subs []string, ok bool) {
-	switch field {
-	case "network_id", "owner_id", "state":
-		return nil, true
-	}
-	return nil, false
-}
-
-func networkRuntimeNames() []string { return []string{"network_id", "owner_id", "state"} }
+// outputNames lists the outputs of a node of kind, for suggestions.
+func (rv *resolver) outputNames(kind Kind) []string { return sortedKeys(rv.opts.Outputs[kind]) }
 
 func referenceRoots() []string {
 	return []string{"services", "nodes", "networks", "payloads", "meta", "resources", "var", "env", "secret", "app", "instance"}
@@ -177,11 +157,11 @@ func (rv *resolver) lookup(sc *scope, ptr, s string, r expr.Ref) (v any, known b
 			return nil, false, "", fmt.Errorf("names network %q, not one of its fields: add one, e.g. ${networks.%s.ip}", name, name)
 		}
 		if f := rest[0]; !f.IsIndex {
-			if subs, ok := networkRuntime(f.Name); ok {
+			if subs, ok := rv.output(NetworkNode, f.Name); ok {
 				return rv.runtime(sc, ptr, s, r, NetworkID(name), "network", rest, subs)
 			}
 		}
-		return rv.static(sc, "networks."+name, pointer("networks", name), rest, networkRuntimeNames())
+		return rv.static(sc, "networks."+name, pointer("networks", name), rest, rv.outputNames(NetworkNode))
 	case "payloads":
 		name, rest, err := entryName(p, "payload", rv.app.Payloads)
 		if err != nil {
@@ -296,7 +276,7 @@ func (rv *resolver) lookupService(sc *scope, ptr, s string, r expr.Ref) (any, bo
 		return nil, false, "", fmt.Errorf("names service %q, not one of its fields: add one, e.g. ${services.%s.network_node.ip}", name, name)
 	}
 	if f := rest[0]; !f.IsIndex {
-		if subs, ok := serviceRuntime(f.Name); ok {
+		if subs, ok := rv.output(ServiceNode, f.Name); ok {
 			if index < 0 && len(insts) > 1 {
 				field := expr.PathString(rest)
 				return nil, false, "", fmt.Errorf("service %q has %d instances: say which one, e.g. ${services.%s[0].%s} .. ${services.%s[%d].%s}",
@@ -306,7 +286,7 @@ func (rv *resolver) lookupService(sc *scope, ptr, s string, r expr.Ref) (any, bo
 			return rv.runtime(sc, ptr, s, r, target, "service", rest, subs)
 		}
 	}
-	return rv.static(sc, "services."+name, pointer("services", name), rest, serviceRuntimeNames())
+	return rv.static(sc, "services."+name, pointer("services", name), rest, rv.outputNames(ServiceNode))
 }
 
 // runtime keeps a reference to a runtime output of target for apply time and

@@ -28,6 +28,13 @@ type Options struct {
 	// (quoted scalars, escapes); nil means os.ReadFile. Failing reads only
 	// make columns approximate.
 	ReadFile func(name string) ([]byte, error)
+	// Outputs are the fields of services and networks that their adapters
+	// report at apply time, by node kind, each with its known sub-fields
+	// (nil: any): a reference to one is kept for apply and makes an edge;
+	// any other field is read from the descriptor. The lowering that maps
+	// services and networks onto adapters knows them (the Golem one:
+	// adapters/golem/lowering.Outputs); nil: none, every field is static.
+	Outputs map[Kind]map[string][]string
 }
 
 // Kind is what a node is.

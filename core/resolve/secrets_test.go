@@ -40,7 +40,7 @@ func TestSecretRoot(t *testing.T) {
 		}
 		return "", false
 	}
-	res, rd := Resolve(app, Options{Env: env})
+	res, rd := Resolve(app, Options{Env: env, Outputs: testOutputs})
 	if rd.HasErrors() {
 		t.Fatal(rd)
 	}

@@ -136,7 +136,7 @@ func (r *resource) id(key string) string {
 	return s
 }
 
-// serviceConfig is the config core/desired gives a service instance.
+// serviceConfig is the config adapters/golem/lowering gives a service instance.
 func serviceConfig(name, imageHash, allocation string, network *resource, nodeIP string, init ...[]string) map[string]any {
 	cfg := map[string]any{
 		"name": name, "instance": 0,

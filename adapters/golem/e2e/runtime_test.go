@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/adapters/golem/lowering"
 	"github.com/gcompose/gcompose/adapters/golem/network"
 	"github.com/gcompose/gcompose/adapters/golem/payments"
 	"github.com/gcompose/gcompose/adapters/golem/service"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/core/descriptor"
-	"github.com/gcompose/gcompose/core/desired"
 	"github.com/gcompose/gcompose/core/resolve"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -305,7 +305,7 @@ func TestDestroyWaitsForFinalInvoices(t *testing.T) {
 		t.Fatalf("delete: %s", o)
 	}
 	stopKeeper() // destroy removes the keeper with the payments resource
-	pay := &resource{e: e, adapter: payments.Adapter(), name: desired.PaymentsResource,
+	pay := &resource{e: e, adapter: payments.Adapter(), name: lowering.PaymentsResource,
 		config:    map[string]any{"budget": "50", "platform": "erc20-hoodi-tglm"},
 		persisted: protocol.Persisted{Identity: map[string]any{"allocation_id": alloc}}}
 	start := time.Now()
@@ -331,7 +331,7 @@ func TestDestroyWaitsForFinalInvoices(t *testing.T) {
 	}
 }
 
-// Rule: VPN addresses are planned once (core/desired), because yagna answers
+// Rule: VPN addresses are planned once (adapters/golem/lowering), because yagna answers
 // 200 to an add at a taken address and keeps the holder
 // (core/vpn/src/network.rs); the adapter checks the node map after adding.
 func TestParallelCreatesGetTheirPlannedAddresses(t *testing.T) {
@@ -357,11 +357,11 @@ services:
 	if len(diags.Errors()) > 0 {
 		t.Fatal(diags)
 	}
-	rs, rd := resolve.Resolve(app, resolve.Options{})
+	rs, rd := resolve.Resolve(app, resolve.Options{Outputs: lowering.Outputs()})
 	if len(rd.Errors()) > 0 {
 		t.Fatal(rd)
 	}
-	lowered, err := desired.Resources(rs, desired.Images{})
+	lowered, err := lowering.Resources(rs, lowering.Images{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +372,7 @@ services:
 	var svcs []*resource
 	for i := range 4 {
 		name := fmt.Sprintf("services.s[%d]", i)
-		ip, _ := lowered[name].Config[desired.NodeIPKey].(string)
+		ip, _ := lowered[name].Config[lowering.NodeIPKey].(string)
 		cfg := serviceConfig(name, dbHash, alloc, vpn, ip)
 		// One provider each: no create waits for another's, so they stay in step.
 		cfg["payload"].(map[string]any)["constraints"] = []any{"golem.node.id.name=" + []string{"small-0", "small-1", "large-0", "large-1"}[i]}
@@ -411,7 +411,7 @@ services:
 	}
 	// Another node at x's planned address: yagna answers 200 and keeps it;
 	// the create sees it in the node map and says who holds it.
-	xip, _ := lowered["services.x"].Config[desired.NodeIPKey].(string)
+	xip, _ := lowered["services.x"].Config[lowering.NodeIPKey].(string)
 	if err := e.yc.AddNode(ctx, vpn.id("network_id"), yagna.Node{ID: "0x00000000000000000000000000000000000f0e19", IP: xip}); err != nil {
 		t.Fatalf("add a node at a taken address: %v", err)
 	}

@@ -146,7 +146,7 @@ func TestWebapp(t *testing.T) {
 	if e.field(ctx, db, "agreement_id") == dbAgreement {
 		t.Fatal("db was not rebuilt")
 	}
-	// Its address is planned (core/desired): the same after the rebuild, so
+	// Its address is planned (adapters/golem/lowering): the same after the rebuild, so
 	// web, which only reads it, keeps running and reaches the new node.
 	if e.field(ctx, db, "ip") != oldIP {
 		t.Fatalf("the rebuilt db moved from its planned address %s to %s", oldIP, e.field(ctx, db, "ip"))

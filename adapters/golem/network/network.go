@@ -19,7 +19,7 @@ import (
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
 
-// Config is the resource config core/desired builds from a GAP-16 network.
+// Config is the resource config adapters/golem/lowering builds from a GAP-16 network.
 type Config struct {
 	Name    string `json:"name"`
 	IP      string `json:"ip"`

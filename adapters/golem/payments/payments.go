@@ -20,7 +20,7 @@ import (
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
 
-// Config is the payments resource config core/desired builds.
+// Config is the payments resource config adapters/golem/lowering builds.
 type Config struct {
 	// App is the application; gcompose sends it with every call, and that
 	// one wins.

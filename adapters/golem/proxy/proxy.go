@@ -22,7 +22,7 @@ import (
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
 
-// Config is the proxy resource config core/desired builds.
+// Config is the proxy resource config adapters/golem/lowering builds.
 type Config struct {
 	// App is the application; the one gcompose sends wins.
 	App     string `json:"app,omitempty"`

@@ -18,7 +18,7 @@ import (
 	"github.com/gcompose/gcompose/adapters/golem/constraint"
 )
 
-// Config is the resource config core/desired builds from a GAP-16 service
+// Config is the resource config adapters/golem/lowering builds from a GAP-16 service
 // instance (references already resolved by the engine).
 type Config struct {
 	Name     string  `json:"name"`
@@ -28,7 +28,7 @@ type Config struct {
 	// IP lists the descriptor's node addresses, one per instance.
 	IP []string `json:"ip,omitempty"`
 	// NodeIP is this instance's VPN address as gcompose planned it
-	// (core/desired planNodeIPs): the same on every deploy and rebuild.
+	// (adapters/golem/lowering planNodeIPs): the same on every deploy and rebuild.
 	NodeIP string    `json:"node_ip,omitempty"`
 	Init   []InitCmd `json:"init,omitempty"`
 	// AllocationID is the app's allocation (an output of the payments

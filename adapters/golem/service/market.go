@@ -48,7 +48,7 @@ const (
 // default (golem_cli/src/setup.rs: 0.025 GLM per CPU-hour, a fifth of it
 // per env-hour, no start fee): every ordinarily priced provider passes,
 // while a mispriced one cannot take more than 5 GLM from a 3 h service
-// (0.5 + 3 x 1.5), the default budget of an app (core/desired
+// (0.5 + 3 x 1.5), the default budget of an app (adapters/golem/lowering
 // DefaultBudget). yapapi's defaults (1 GLM start, 0.2 GLM per CPU-second,
 // 0.1 GLM per second) are caps per second, i.e. 720 and 360 GLM an hour:
 // practically none.

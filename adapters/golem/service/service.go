@@ -332,7 +332,7 @@ func outputs(id Identity, a *yagna.Agreement) map[string]any {
 }
 
 // stale is a STALE answer; plannedIP says the node's address is known
-// before the create (planned by core/desired).
+// before the create (planned by adapters/golem/lowering).
 func stale(change, reason string, forces []string, plannedIP bool, ss any, actions ...string) (*protocol.StateResult, error) {
 	res := &protocol.StateResult{Status: protocol.Stale, Gcompose: &protocol.StateExt{Change: change, Reason: reason, Forces: forces}}
 	if ss != nil {

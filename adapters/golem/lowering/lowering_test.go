@@ -1,4 +1,4 @@
-package desired
+package lowering
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func load(t *testing.T, files ...string) *resolve.Resolved {
 	if len(diags.Errors()) > 0 {
 		t.Fatalf("load: %v", diags)
 	}
-	r, rd := resolve.Resolve(app, resolve.Options{})
+	r, rd := resolve.Resolve(app, resolve.Options{Outputs: Outputs()})
 	if len(rd.Errors()) > 0 {
 		t.Fatalf("resolve: %v", rd)
 	}
@@ -24,7 +24,7 @@ func load(t *testing.T, files ...string) *resolve.Resolved {
 }
 
 func TestGolemLowering(t *testing.T) {
-	res, err := Resources(load(t, "../../examples/webapp/webapp.yaml"), Images{})
+	res, err := Resources(load(t, "../../../examples/webapp/webapp.yaml"), Images{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package desired turns a resolved application into the resources the engine
+// Package lowering turns a resolved application into the resources the engine
 // converges: generic resources as written, and GAP-16 networks and services
 // as resources of the Golem adapter images.
 //
@@ -18,7 +18,7 @@
 // The two adapters that run long-lived containers declare the plug
 // payments.DockerPlug (the Docker socket); ImplicitPlugs offers it to those
 // adapter images only, without the descriptor naming it.
-package desired
+package lowering
 
 import (
 	"fmt"
@@ -29,6 +29,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/address"
+	"github.com/gcompose/gcompose/core/lower"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/resolve"
 )
@@ -102,6 +103,33 @@ func ImplicitPlugs(img Images) map[string]adapter.Plug {
 	}}
 }
 
+// Golem is the Golem lowering (core/lower.Lowering) with its adapter images.
+type Golem struct{ Images Images }
+
+var _ lower.Lowering = Golem{}
+
+func (g Golem) Resources(r *resolve.Resolved) (map[string]*plan.Resource, error) {
+	return Resources(r, g.Images)
+}
+func (g Golem) Plugs() map[string]adapter.Plug                { return ImplicitPlugs(g.Images) }
+func (g Golem) Outputs() map[resolve.Kind]map[string][]string { return Outputs() }
+
+// Outputs are what the Golem adapters report for a service and a network
+// (the golem-service and golem-network state), with the known sub-fields
+// of each (nil: any): ${services.db.network_node.ip} is known at apply time.
+func Outputs() map[resolve.Kind]map[string][]string {
+	return map[resolve.Kind]map[string][]string{
+		resolve.ServiceNode: {
+			"network_node": {"ip", "node_id"},
+			"agreement":    {"id", "provider_id", "provider_name"},
+			"activity":     {"id"},
+			"state":        nil,
+			"proxy":        nil,
+		},
+		resolve.NetworkNode: {"network_id": nil, "owner_id": nil, "state": nil},
+	}
+}
+
 // Resources returns the desired resources of r by name.
 func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, error) {
 	img = img.withDefaults()
@@ -120,13 +148,11 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 		res := &plan.Resource{Name: n.ID, DependsOn: r.Graph.DependenciesOf(n.ID), Pos: n.Pos}
 		switch n.Kind {
 		case resolve.ResourceNode:
-			t, _ := n.Spec["type"].(string)
-			res.Type = t
-			if cfg, ok := n.Spec["config"].(map[string]any); ok {
-				res.Config = cfg
-			} else {
-				res.Config = map[string]any{}
+			g, err := lower.Resource(r, n)
+			if err != nil {
+				return nil, err
 			}
+			res = g
 		case resolve.NetworkNode:
 			res.Type = img.Network
 			res.Config = maps.Clone(n.Spec)
