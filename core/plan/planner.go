@@ -154,7 +154,7 @@ func (p *Planner) estimate(ctx context.Context, app appRef, r *Resource, cfg map
 	if err != nil || !caps.Estimate {
 		return nil
 	}
-	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, Type: r.Type, Config: cfg, Persisted: PersistedOf(old), Estimate: true}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old), Estimate: true}, protocol.Present)
 	if err != nil || ans.Gcompose == nil {
 		return nil
 	}
@@ -253,7 +253,7 @@ func (p *Planner) planKnockOn(ctx context.Context, app appRef, s *Step, old *sta
 	if _, err := p.Adapters.Describe(ctx, s.Type, s.Resource); err != nil {
 		return s, err
 	}
-	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: s.Resource, Type: s.Type, Config: s.After, Persisted: PersistedOf(old)}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: s.Resource, AdapterName: AdapterNameOf(s.Resource, old), Type: s.Type, Config: s.After, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
 		s.Op = Rebuild
 		s.Reason += "; may be rebuilt: the adapter could not judge the change before apply (" + firstLine(err.Error()) + ")"
