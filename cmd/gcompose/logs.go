@@ -209,6 +209,9 @@ func followLogs(c *cli.Context, app string, rs []*state.Resource, seen map[strin
 		return withCode(exitError, err)
 	}
 	defer closeAdapters()
+	// The same guards as a deploy's: the secret fields an adapter declares
+	// are learned and redacted from what its answers print.
+	guarded := withSecretFields(c, ad, ad.Client)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
 	t := time.NewTicker(c.Duration("interval"))
 	defer t.Stop()
@@ -221,7 +224,7 @@ func followLogs(c *cli.Context, app string, rs []*state.Resource, seen map[strin
 		for _, r := range rs {
 			call := plan.Call{App: app, Name: r.Name, AdapterName: r.CalledAs(), Type: r.Type, Config: r.Config,
 				Persisted: &protocol.Persisted{State: r.State, Identity: r.Identity, Config: r.Config}}
-			ans, err := ad.State(c.Context, call, protocol.Present)
+			ans, err := guarded.State(c.Context, call, protocol.Present)
 			if c.Context.Err() != nil {
 				return nil
 			}
