@@ -345,8 +345,8 @@ func TestErrors(t *testing.T) {
 		{"bad protocol", "files.badproto", nil, []string{"files.badproto: init call: adapter image " + adapterTag + " speaks gcompose protocol 99, this gcompose speaks 1"}},
 		{"init wrong shape", "files.badinit", nil, []string{`files.badinit: init call: answer invalid at (root): missing property "state_action"`, "init for files.badinit"}},
 		{"init not JSON", "files.garbageinit", nil, []string{`files.garbageinit: init call: answer is not JSON`, `stdout began "hello, I am not JSON"`}},
-		{"garbage", "services.db", map[string]any{"mode": "garbage"}, []string{"services.db: state call: answer is not JSON", `stdout began "this is not JSON {"`, "state for services.db"}},
-		{"wrong schema", "services.db", map[string]any{"mode": "wrongschema"}, []string{`services.db: state call: answer invalid at /actions/0: missing property "name"`, "stderr tail:", "state for services.db"}},
+		{"garbage", "services.db", map[string]any{"mode": "garbage"}, []string{"services.db: state call: answer is not JSON", `stdout began "this is not JSON {"`, "state for db"}}, // the adapter echoes the name it received: db
+		{"wrong schema", "services.db", map[string]any{"mode": "wrongschema"}, []string{`services.db: state call: answer invalid at /actions/0: missing property "name"`, "stderr tail:", "state for db"}},
 		{"bad status", "services.db", map[string]any{"mode": "badstatus"}, []string{`services.db: state call: answer invalid at /status`}},
 		{"non-zero exit", "services.db", map[string]any{"mode": "exit"}, []string{"adapter " + adapterTag + " call state for services.db failed: exit code 3", "state: cannot reach the backend"}},
 		{"timeout", "services.db", map[string]any{"mode": "hang"}, []string{"adapter " + adapterTag + " call state for services.db timed out after 2s", "state: hanging"}},

@@ -196,7 +196,9 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan) (*Result, error) {
 // failed records a step that could not be planned as failed, so that what
 // depends on it is not started.
 func (r *run) failed(s *plan.Step) error {
-	err := errors.New(strings.TrimPrefix(s.Error, s.Resource+": "))
+	// The outcome names the resource already: its error says the rest. The
+	// planner's error stays in the chain (errors.Is/As), not parsed back.
+	var err error = &stepError{msg: strings.TrimPrefix(s.Error, s.Resource+": "), err: s.Err}
 	r.mu.Lock()
 	r.res.Outcomes[s.Resource] = &Outcome{Resource: s.Resource, Op: s.Op, Err: err}
 	r.mu.Unlock()
@@ -756,3 +758,13 @@ func firstLine(s string, n int) string {
 	}
 	return s
 }
+
+// stepError is the error a step failed planning with, as the outcome of
+// that resource tells it.
+type stepError struct {
+	msg string
+	err error // nil for a plan read from a file
+}
+
+func (e *stepError) Error() string { return e.msg }
+func (e *stepError) Unwrap() error { return e.err }

@@ -91,8 +91,11 @@ type Step struct {
 	// Drift describes how the actual resource differs from what the state
 	// recorded (refresh), e.g. "gone" or "terminated".
 	Drift string `json:"drift,omitempty"`
-	// Error says why the resource could not be planned (Op Failed).
+	// Error says why the resource could not be planned (Op Failed); Err is
+	// that error itself, typed, in the process that planned (a saved plan
+	// keeps only the text).
 	Error string `json:"error,omitempty"`
+	Err   error  `json:"-"`
 
 	// What apply needs, so that the plan is its only input:
 	// Config is the resource's config as the descriptor wants it, its

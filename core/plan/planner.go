@@ -109,7 +109,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 			if s == nil {
 				s = bareStep(name, desired[name], doc.Resources[name])
 			}
-			s.Op, s.Error = Failed, err.Error()
+			s.Op, s.Error, s.Err = Failed, err.Error(), err
 		}
 		if s != nil {
 			addStep(s)
@@ -122,7 +122,8 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 	for name, err := range errs {
 		if err != nil && stepOf(name) == nil {
 			s := bareStep(name, desired[name], doc.Resources[name])
-			s.Op, s.Error = Failed, Named(name, err).Error()
+			s.Op, s.Err = Failed, Named(name, err)
+			s.Error = s.Err.Error()
 			addStep(s)
 		}
 	}
