@@ -477,11 +477,14 @@ func testAcquireWaits(t *testing.T, s state.Store, _ func(*testing.T) state.Stor
 		}
 	}()
 	l2, err := state.Acquire(ctx, s, "app", info("deploy"), 20*time.Second)
+	// Read the clock before waiting for the release time: read after, it is
+	// always later, and a store whose Lock never refuses would pass.
+	acquired := time.Now()
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
-	if at := <-released; time.Now().Before(at) {
-		t.Fatalf("acquired before the release")
+	if at := <-released; acquired.Before(at) {
+		t.Fatalf("acquired %s before the release", at.Sub(acquired))
 	}
 	mustApply(t, s, l2, state.Put(Res("a", 1)))
 }
