@@ -68,7 +68,8 @@ func TestWriterSplitWrites(t *testing.T) {
 	}
 }
 
-// A value added after text was held back is still masked at the next write.
+// The writer holds back only a tail that could start a known secret, and
+// writes a false start as soon as it cannot be one.
 func TestWriterHoldsOnlyPossibleSecrets(t *testing.T) {
 	r := NewRedactor()
 	r.Add("topsecret")
@@ -86,6 +87,25 @@ func TestWriterHoldsOnlyPossibleSecrets(t *testing.T) {
 	w.Flush()
 	if got := out.String(); !strings.HasSuffix(got, "top hat") {
 		t.Errorf("a false start was not written: %q", got)
+	}
+}
+
+// A value learnt after text was held back (a secret resolved while an
+// adapter's output is streaming) is still masked at the next write.
+func TestWriterMasksValueLearntWhileHeld(t *testing.T) {
+	r := NewRedactor()
+	r.Add("topsecret")
+	var out bytes.Buffer
+	w := r.Writer(&out)
+	w.Write([]byte("key: top"))
+	if got := out.String(); got != "key: " {
+		t.Fatalf("before the new value: %q, want %q held back", got, "top")
+	}
+	r.Add("topaz-key")
+	w.Write([]byte("az-key\n"))
+	w.Flush()
+	if got := out.String(); got != "key: (sensitive)\n" {
+		t.Errorf("a value added while its start was held back leaked: %q", got)
 	}
 }
 
