@@ -20,31 +20,6 @@ import (
 
 func lockInfo(op string) state.LockInfo { return state.NewLockInfo(op, "test") }
 
-func mustLock(t *testing.T, s state.Store, app string) *state.Lock {
-	t.Helper()
-	l, err := s.Lock(context.Background(), app, lockInfo("deploy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func mustApply(t *testing.T, s state.Store, l *state.Lock, changes ...state.Change) {
-	t.Helper()
-	if err := s.Apply(context.Background(), l, changes...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustLoad(t *testing.T, s state.Store, app string) *state.Document {
-	t.Helper()
-	d, err := s.Load(context.Background(), app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // waitUnlocked polls until app has no lock, failing after limit.
 func waitUnlocked(t *testing.T, s state.Store, app string, limit time.Duration) time.Duration {
 	t.Helper()
@@ -73,8 +48,8 @@ func TestLeaseExpired(t *testing.T) {
 	a := open(t, c, "/lease", short)
 	b := open(t, c, "/lease", short)
 
-	old := mustLock(t, a, "app")
-	mustApply(t, a, old, state.Put(statetest.Res("x", 1)))
+	old := statetest.MustLock(t, a, "app")
+	statetest.MustApply(t, a, old, state.Put(statetest.Res("x", 1)))
 	a.StopKeepAlive(old)
 	took := waitUnlocked(t, b, "app", 10*time.Second)
 	t.Logf("lock expired %s after the keepalive stopped (TTL 1s)", took.Round(10*time.Millisecond))
@@ -82,7 +57,7 @@ func TestLeaseExpired(t *testing.T) {
 	if err := a.Apply(ctx, old, state.Put(statetest.Res("y", 1))); !errors.Is(err, state.ErrLockNotHeld) {
 		t.Fatalf("Apply after the lease expired: %v, want ErrLockNotHeld", err)
 	}
-	nl := mustLock(t, b, "app")
+	nl := statetest.MustLock(t, b, "app")
 	for name, err := range map[string]error{
 		"Apply":   a.Apply(ctx, old, state.Put(statetest.Res("y", 1))),
 		"Empty":   a.Apply(ctx, old),
@@ -95,13 +70,13 @@ func TestLeaseExpired(t *testing.T) {
 			t.Errorf("%s by the expired holder: %v, want ErrLockNotHeld naming %s", name, err, nl.Info.ID)
 		}
 	}
-	mustApply(t, b, nl, state.Put(statetest.Res("z", 1)))
-	if d := mustLoad(t, a, "app"); strings.Join(d.Names(), ",") != "x,z" || d.Serial != 2 {
+	statetest.MustApply(t, b, nl, state.Put(statetest.Res("z", 1)))
+	if d := statetest.MustLoad(t, a, "app"); strings.Join(d.Names(), ",") != "x,z" || d.Serial != 2 {
 		t.Fatalf("state = %v serial %d; want x,z serial 2", d.Names(), d.Serial)
 	}
 	// The new holder is renewed: it outlives several TTLs.
 	time.Sleep(3 * time.Second)
-	mustApply(t, b, nl, state.Delete("z"))
+	statetest.MustApply(t, b, nl, state.Delete("z"))
 	if err := b.Unlock(ctx, nl); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +89,7 @@ func TestCrashedHolderExpires(t *testing.T) {
 	short := func(cfg *etcd.Config) { cfg.LockTTL = time.Second }
 	a := open(t, c, "/crash", short)
 	b := open(t, c, "/crash", short)
-	mustLock(t, a, "app")
+	statetest.MustLock(t, a, "app")
 	if _, err := b.Lock(context.Background(), "app", lockInfo("deploy")); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("second Lock: %v", err)
 	}
@@ -123,8 +98,8 @@ func TestCrashedHolderExpires(t *testing.T) {
 	}
 	a.Close()
 	waitUnlocked(t, b, "app", 10*time.Second)
-	l := mustLock(t, b, "app")
-	mustApply(t, b, l, state.Put(statetest.Res("a", 1)))
+	l := statetest.MustLock(t, b, "app")
+	statetest.MustApply(t, b, l, state.Put(statetest.Res("a", 1)))
 }
 
 // Force-unlock from another client: the old holder's writes are refused,
@@ -134,8 +109,8 @@ func TestForceUnlockOtherClient(t *testing.T) {
 	c := etcdtest.Start(t)
 	a := open(t, c, "/force")
 	b := open(t, c, "/force")
-	old := mustLock(t, a, "app")
-	mustApply(t, a, old, state.Put(statetest.Res("x", 1)))
+	old := statetest.MustLock(t, a, "app")
+	statetest.MustApply(t, a, old, state.Put(statetest.Res("x", 1)))
 	i, err := b.LockInfo(ctx, "app")
 	if err != nil || i == nil || i.ID != old.Info.ID || i.Operation != "deploy" || i.Holder != old.Info.Holder || !i.Created.Equal(old.Info.Created) {
 		t.Fatalf("LockInfo from the other client = %+v, %v", i, err)
@@ -146,12 +121,12 @@ func TestForceUnlockOtherClient(t *testing.T) {
 	if err := a.Apply(ctx, old, state.Put(statetest.Res("y", 1))); !errors.Is(err, state.ErrLockNotHeld) {
 		t.Fatalf("Apply after force-unlock: %v", err)
 	}
-	nl := mustLock(t, b, "app")
+	nl := statetest.MustLock(t, b, "app")
 	if err := a.Apply(ctx, old, state.Put(statetest.Res("y", 1))); !errors.Is(err, state.ErrLockNotHeld) || !strings.Contains(err.Error(), nl.Info.ID) {
 		t.Fatalf("Apply after force-unlock and relock: %v", err)
 	}
-	mustApply(t, b, nl, state.Put(statetest.Res("z", 1)))
-	if d := mustLoad(t, a, "app"); strings.Join(d.Names(), ",") != "x,z" {
+	statetest.MustApply(t, b, nl, state.Put(statetest.Res("z", 1)))
+	if d := statetest.MustLoad(t, a, "app"); strings.Join(d.Names(), ",") != "x,z" {
 		t.Fatalf("names = %v", d.Names())
 	}
 }
@@ -221,7 +196,7 @@ func TestConcurrentLockersTwoClients(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	d := mustLoad(t, stores[0], "turns")
+	d := statetest.MustLoad(t, stores[0], "turns")
 	if got := d.Resources["counter"].State["n"]; got != float64(workers*turns) || d.Serial != workers*turns {
 		t.Fatalf("counter %v serial %d, want %d", got, d.Serial, workers*turns)
 	}
@@ -254,7 +229,7 @@ func TestClusterMemberStopped(t *testing.T) {
 	ctx := context.Background()
 	c := etcdtest.StartCluster(t, 3)
 	s := open(t, c, "/cluster", func(cfg *etcd.Config) { cfg.LockTTL = 15 * time.Second })
-	l := mustLock(t, s, "app")
+	l := statetest.MustLock(t, s, "app")
 	const workers, each = 4, 40
 	var done atomic.Int32
 	killed := make(chan int, 1)
@@ -293,7 +268,7 @@ func TestClusterMemberStopped(t *testing.T) {
 	}
 	check := func(st state.Store, who string) {
 		t.Helper()
-		d := mustLoad(t, st, "app")
+		d := statetest.MustLoad(t, st, "app")
 		if d.Serial != 2*workers*each || len(d.Resources) != workers*each || len(d.PendingResources()) != 0 {
 			t.Fatalf("%s: serial %d, %d resources, %d pending; want %d, %d, 0", who, d.Serial, len(d.Resources), len(d.PendingResources()), 2*workers*each, workers*each)
 		}
@@ -302,7 +277,7 @@ func TestClusterMemberStopped(t *testing.T) {
 	if i, err := s.LockInfo(ctx, "app"); err != nil || i == nil || i.ID != l.Info.ID {
 		t.Fatalf("lock after failover: %+v, %v", i, err)
 	}
-	mustApply(t, s, l, state.Delete("w0-r00"))
+	statetest.MustApply(t, s, l, state.Delete("w0-r00"))
 	c.Members[m].Restart(t)
 	// The restarted member alone: it caught up.
 	solo, err := etcd.New(ctx, etcd.Config{Endpoints: []string{c.Members[m].ClientURL}, Prefix: "/cluster"})
@@ -310,7 +285,7 @@ func TestClusterMemberStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer solo.Close()
-	d := mustLoad(t, solo, "app")
+	d := statetest.MustLoad(t, solo, "app")
 	if d.Serial != 2*workers*each+1 || len(d.Resources) != workers*each-1 {
 		t.Fatalf("restarted member: serial %d, %d resources", d.Serial, len(d.Resources))
 	}
@@ -326,18 +301,18 @@ func TestLargeDocument(t *testing.T) {
 	ctx := context.Background()
 	c := etcdtest.Start(t)
 	s := open(t, c, "/large")
-	l := mustLock(t, s, "app")
+	l := statetest.MustLock(t, s, "app")
 	const n = 10000
 	changes := make([]state.Change, n)
 	for i := range n {
 		changes[i] = state.Put(statetest.Res(fmt.Sprintf("svc-%05d", i), i))
 	}
 	start := time.Now()
-	mustApply(t, s, l, changes...)
+	statetest.MustApply(t, s, l, changes...)
 	applied := time.Since(start)
-	mustApply(t, s, l, state.Delete("svc-00000"), state.Put(statetest.Res("extra", 1)))
+	statetest.MustApply(t, s, l, state.Delete("svc-00000"), state.Put(statetest.Res("extra", 1)))
 	start = time.Now()
-	d := mustLoad(t, s, "app")
+	d := statetest.MustLoad(t, s, "app")
 	loaded := time.Since(start)
 	if len(d.Resources) != n || d.Serial != 2 || d.Resources["svc-09999"].Config["n"] != float64(9999) {
 		t.Fatalf("loaded %d resources, serial %d", len(d.Resources), d.Serial)
@@ -346,7 +321,7 @@ func TestLargeDocument(t *testing.T) {
 	if err := s.Replace(ctx, l, d, false); err != nil {
 		t.Fatal(err)
 	}
-	if d2 := mustLoad(t, s, "app"); len(d2.Resources) != n || d2.Serial != 7 {
+	if d2 := statetest.MustLoad(t, s, "app"); len(d2.Resources) != n || d2.Serial != 7 {
 		t.Fatalf("after replace: %d resources, serial %d", len(d2.Resources), d2.Serial)
 	}
 	st := s.Stats()
@@ -376,14 +351,14 @@ func TestNamesEscaped(t *testing.T) {
 	c := etcdtest.Start(t)
 	s := open(t, c, "/names")
 	for _, app := range []string{"a", "a/res", "a0", "a.b", "ü b"} {
-		l := mustLock(t, s, app)
-		mustApply(t, s, l, state.Put(statetest.Res("x/y", 1)), state.Put(statetest.Res("web[1]", 2)))
+		l := statetest.MustLock(t, s, app)
+		statetest.MustApply(t, s, l, state.Put(statetest.Res("x/y", 1)), state.Put(statetest.Res("web[1]", 2)))
 	}
 	apps, err := s.Apps(context.Background())
 	if err != nil || strings.Join(apps, "|") != "a|a.b|a/res|a0|ü b" {
 		t.Fatalf("Apps = %q, %v", apps, err)
 	}
-	if d := mustLoad(t, s, "a"); strings.Join(d.Names(), ",") != "web[1],x/y" {
+	if d := statetest.MustLoad(t, s, "a"); strings.Join(d.Names(), ",") != "web[1],x/y" {
 		t.Fatalf("names = %v", d.Names())
 	}
 }
@@ -495,7 +470,7 @@ func TestSingleMemberRestart(t *testing.T) {
 	ctx := context.Background()
 	c := etcdtest.Start(t)
 	s := open(t, c, "/restart", func(cfg *etcd.Config) { cfg.LockTTL = 15 * time.Second })
-	l := mustLock(t, s, "app")
+	l := statetest.MustLock(t, s, "app")
 	// The writer applies until told to stop, so Applies are in flight for the
 	// whole time the member is down, however fast the machine is.
 	stop := make(chan struct{})
@@ -530,7 +505,7 @@ func TestSingleMemberRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := int(applied.Load())
-	d := mustLoad(t, s, "app")
+	d := statetest.MustLoad(t, s, "app")
 	if d.Serial != uint64(n) || len(d.Resources) != n {
 		t.Fatalf("serial %d, %d resources; want %d", d.Serial, len(d.Resources), n)
 	}
@@ -538,7 +513,7 @@ func TestSingleMemberRestart(t *testing.T) {
 	if s.Stats().Retries == 0 {
 		t.Fatalf("no request was retried: the member was not down during the Applies")
 	}
-	mustApply(t, s, l, state.Delete("r000"))
+	statetest.MustApply(t, s, l, state.Delete("r000"))
 	if err := s.Unlock(ctx, l); err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +530,7 @@ func TestReadersSeeWholeWrites(t *testing.T) {
 	small := func(cfg *etcd.Config) { cfg.MaxTxnOps = 10; cfg.PageSize = 7 }
 	w := open(t, c, "/whole", small)
 	r := open(t, c, "/whole", small)
-	l := mustLock(t, w, "app")
+	l := statetest.MustLock(t, w, "app")
 	const n = 200
 	version := func(v int) *state.Document {
 		d := state.NewDocument("app")
@@ -618,7 +593,7 @@ func TestReadersSeeWholeWrites(t *testing.T) {
 		for _, res := range version(v).Resources {
 			changes = append(changes, state.Put(res))
 		}
-		mustApply(t, w, l, changes...)
+		statetest.MustApply(t, w, l, changes...)
 	}
 	close(stop)
 	wg.Wait()

@@ -19,16 +19,16 @@ import (
 func seeded(t *testing.T, c *etcdtest.Cluster, prefix string) (*etcd.Store, *state.Document) {
 	t.Helper()
 	s := open(t, c, prefix)
-	l := mustLock(t, s, "shop")
-	mustApply(t, s, l, state.Put(statetest.Res("db", 1)), state.Put(statetest.Res("web", 2)))
-	mustApply(t, s, l, state.Put(statetest.Res("cache", 3)))
+	l := statetest.MustLock(t, s, "shop")
+	statetest.MustApply(t, s, l, state.Put(statetest.Res("db", 1)), state.Put(statetest.Res("web", 2)))
+	statetest.MustApply(t, s, l, state.Put(statetest.Res("cache", 3)))
 	if err := s.Compact(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Unlock(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
-	return s, mustLoad(t, s, "shop")
+	return s, statetest.MustLoad(t, s, "shop")
 }
 
 func loadFails(t *testing.T, s state.Store, target error, wants ...string) string {
@@ -61,7 +61,7 @@ func TestHeadDeleted(t *testing.T) {
 		t.Fatalf("Apps without a head: %v, %v", apps, err)
 	}
 	// A push without force does not write over it.
-	l := mustLock(t, s, "shop")
+	l := statetest.MustLock(t, s, "shop")
 	if err := s.Replace(ctx, l, state.NewDocument("shop"), false); !errors.Is(err, state.ErrMissingDocument) {
 		t.Fatalf("unforced Replace over resource keys without a head: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestHeadDeleted(t *testing.T) {
 	if err := s.Unlock(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if d := mustLoad(t, s, "shop"); d.Lineage != want.Lineage || d.Serial != want.Serial || len(d.Resources) != 3 {
+	if d := statetest.MustLoad(t, s, "shop"); d.Lineage != want.Lineage || d.Serial != want.Serial || len(d.Resources) != 3 {
 		t.Fatalf("after recovery: %s %d %v", d.Lineage, d.Serial, d.Names())
 	}
 }
@@ -114,7 +114,7 @@ func TestGenerationPointsAtNothing(t *testing.T) {
 	s.Client().Put(ctx, "/nowhere/apps/shop/head", string(b))
 	loadFails(t, s, state.ErrCorrupt, "differ: one was changed by hand")
 	s.Client().Put(ctx, "/nowhere/apps/shop/head", string(orig))
-	mustLoad(t, s, "shop")
+	statetest.MustLoad(t, s, "shop")
 }
 
 // An unknown key in a resource value or the head is refused, naming the key.
@@ -131,7 +131,7 @@ func TestUnknownKeyRefused(t *testing.T) {
 	msg := loadFails(t, s, state.ErrCorrupt, key, `"stXtus"`)
 	t.Logf("resource with stXtus: %s", msg)
 	s.Client().Put(ctx, key, string(resp.Kvs[0].Value))
-	mustLoad(t, s, "shop")
+	statetest.MustLoad(t, s, "shop")
 }
 
 // A head written by an older gcompose (no copy in its generation) whose
@@ -144,7 +144,7 @@ func TestOldEmptyHeadStillLoads(t *testing.T) {
 	if _, err := s.Client().Put(ctx, "/old/apps/shop/head", head); err != nil {
 		t.Fatal(err)
 	}
-	if d := mustLoad(t, s, "shop"); d.Serial != 4 || len(d.Resources) != 0 {
+	if d := statetest.MustLoad(t, s, "shop"); d.Serial != 4 || len(d.Resources) != 0 {
 		t.Fatalf("old empty head: %d %v", d.Serial, d.Names())
 	}
 	_, err := s.Client().Delete(ctx, "/old/", clientv3.WithPrefix())

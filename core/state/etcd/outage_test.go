@@ -20,8 +20,8 @@ func TestOutageLongerThanTheLockTTL(t *testing.T) {
 	c := etcdtest.Start(t)
 	const ttl = 4 * time.Second
 	s := open(t, c, "/outage", func(cfg *etcd.Config) { cfg.LockTTL = ttl })
-	l := mustLock(t, s, "app")
-	mustApply(t, s, l, state.Put(statetest.Res("before", 0)))
+	l := statetest.MustLock(t, s, "app")
+	statetest.MustApply(t, s, l, state.Put(statetest.Res("before", 0)))
 	c.Members[0].Kill()
 	// A write while etcd is down waits for it.
 	done := make(chan error, 1)
@@ -44,7 +44,7 @@ func TestOutageLongerThanTheLockTTL(t *testing.T) {
 	if err := s.Apply(ctx, l, state.Put(statetest.Res("after", 2))); err != nil {
 		t.Fatalf("%s after etcd came back (the lease TTL is %s): %v", time.Since(back), ttl, err)
 	}
-	d := mustLoad(t, s, "app")
+	d := statetest.MustLoad(t, s, "app")
 	if d.Serial != 3 || len(d.Resources) != 3 {
 		t.Fatalf("serial %d, resources %v", d.Serial, d.Names())
 	}

@@ -87,7 +87,8 @@ func Res(name string, n int) *state.Resource {
 
 func info(op string) state.LockInfo { return state.NewLockInfo(op, "test") }
 
-func mustLock(t *testing.T, s state.Store, app string) *state.Lock {
+// MustLock takes app's lock for a "deploy" or fails the test.
+func MustLock(t testing.TB, s state.Store, app string) *state.Lock {
 	t.Helper()
 	l, err := s.Lock(context.Background(), app, info("deploy"))
 	if err != nil {
@@ -96,14 +97,16 @@ func mustLock(t *testing.T, s state.Store, app string) *state.Lock {
 	return l
 }
 
-func mustApply(t *testing.T, s state.Store, l *state.Lock, changes ...state.Change) {
+// MustApply applies changes under l or fails the test.
+func MustApply(t testing.TB, s state.Store, l *state.Lock, changes ...state.Change) {
 	t.Helper()
 	if err := s.Apply(context.Background(), l, changes...); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 }
 
-func mustLoad(t *testing.T, s state.Store, app string) *state.Document {
+// MustLoad loads app's document or fails the test.
+func MustLoad(t testing.TB, s state.Store, app string) *state.Document {
 	t.Helper()
 	d, err := s.Load(context.Background(), app)
 	if err != nil {
@@ -113,7 +116,7 @@ func mustLoad(t *testing.T, s state.Store, app string) *state.Document {
 }
 
 func testEmptyLoad(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
-	d := mustLoad(t, s, "nothing")
+	d := MustLoad(t, s, "nothing")
 	if d.Serial != 0 || d.Lineage != "" || len(d.Resources) != 0 || d.App != "nothing" || d.Resources == nil {
 		t.Fatalf("empty load = %+v", d)
 	}
@@ -124,8 +127,8 @@ func testEmptyLoad(t *testing.T, s state.Store, _ func(*testing.T) state.Store) 
 
 func testApplyLoad(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l := mustLock(t, s, "app")
-	mustApply(t, s, l, state.Put(Res("a", 1)), state.Put(Res("b", 2)))
+	l := MustLock(t, s, "app")
+	MustApply(t, s, l, state.Put(Res("a", 1)), state.Put(Res("b", 2)))
 	op := state.NewOperation(state.OpCreate, "create", l)
 	if op.ID == "" || op.Holder != l.Info.Holder || op.LockID != l.Info.ID || op.StartedAt.IsZero() {
 		t.Fatalf("NewOperation = %+v", op)
@@ -133,9 +136,9 @@ func testApplyLoad(t *testing.T, s state.Store, _ func(*testing.T) state.Store) 
 	c := Res("c", 3)
 	c.Status = state.StatusPending
 	c.Pending = op
-	mustApply(t, s, l, state.Put(c))
-	mustApply(t, s, l, state.Delete("b"))
-	d := mustLoad(t, s, "app")
+	MustApply(t, s, l, state.Put(c))
+	MustApply(t, s, l, state.Delete("b"))
+	d := MustLoad(t, s, "app")
 	if got := strings.Join(d.Names(), ","); got != "a,c" {
 		t.Fatalf("resources = %s, want a,c", got)
 	}
@@ -155,8 +158,8 @@ func testApplyLoad(t *testing.T, s state.Store, _ func(*testing.T) state.Store) 
 	// Clearing the pending operation.
 	c.Pending = nil
 	c.Status = state.StatusActive
-	mustApply(t, s, l, state.Put(c))
-	if d := mustLoad(t, s, "app"); len(d.PendingResources()) != 0 || d.Serial != 4 {
+	MustApply(t, s, l, state.Put(c))
+	if d := MustLoad(t, s, "app"); len(d.PendingResources()) != 0 || d.Serial != 4 {
 		t.Fatalf("after clearing: pending %v serial %d", d.PendingResources(), d.Serial)
 	}
 	if err := s.Unlock(ctx, l); err != nil {
@@ -165,17 +168,17 @@ func testApplyLoad(t *testing.T, s state.Store, _ func(*testing.T) state.Store) 
 }
 
 func testCopies(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
-	l := mustLock(t, s, "app")
+	l := MustLock(t, s, "app")
 	r := Res("a", 1)
-	mustApply(t, s, l, state.Put(r))
+	MustApply(t, s, l, state.Put(r))
 	r.Config["path"] = "changed after apply"
-	d := mustLoad(t, s, "app")
+	d := MustLoad(t, s, "app")
 	if d.Resources["a"].Config["path"] != "/data/a" {
 		t.Fatalf("Apply kept a reference to the caller's resource")
 	}
 	d.Resources["a"].Config["tags"].([]any)[1].(map[string]any)["k"] = "changed after load"
 	d.Resources["x"] = Res("x", 1)
-	d2 := mustLoad(t, s, "app")
+	d2 := MustLoad(t, s, "app")
 	if d2.Resources["a"].Config["tags"].([]any)[1].(map[string]any)["k"] != "v" || d2.Resources["x"] != nil {
 		t.Fatalf("Load returned shared data")
 	}
@@ -183,9 +186,9 @@ func testCopies(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 
 func testSerialLineage(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l := mustLock(t, s, "app")
-	mustApply(t, s, l, state.Put(Res("a", 1)))
-	d1 := mustLoad(t, s, "app")
+	l := MustLock(t, s, "app")
+	MustApply(t, s, l, state.Put(Res("a", 1)))
+	d1 := MustLoad(t, s, "app")
 	if d1.Lineage == "" || d1.Serial != 1 || d1.FormatVersion != state.FormatVersion {
 		t.Fatalf("after first write: lineage %q serial %d format %d", d1.Lineage, d1.Serial, d1.FormatVersion)
 	}
@@ -195,32 +198,32 @@ func testSerialLineage(t *testing.T, s state.Store, _ func(*testing.T) state.Sto
 	if err := s.Unlock(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	l = mustLock(t, s, "app")
-	mustApply(t, s, l, state.Put(Res("b", 1)))
-	d2 := mustLoad(t, s, "app")
+	l = MustLock(t, s, "app")
+	MustApply(t, s, l, state.Put(Res("b", 1)))
+	d2 := MustLoad(t, s, "app")
 	if d2.Lineage != d1.Lineage || d2.Serial != 2 {
 		t.Fatalf("second run: lineage %q (was %q) serial %d", d2.Lineage, d1.Lineage, d2.Serial)
 	}
 	// Another app has its own lineage.
-	l2 := mustLock(t, s, "other")
-	mustApply(t, s, l2, state.Put(Res("a", 1)))
-	if o := mustLoad(t, s, "other"); o.Lineage == d1.Lineage || o.Serial != 1 {
+	l2 := MustLock(t, s, "other")
+	MustApply(t, s, l2, state.Put(Res("a", 1)))
+	if o := MustLoad(t, s, "other"); o.Lineage == d1.Lineage || o.Serial != 1 {
 		t.Fatalf("other app: lineage %q serial %d", o.Lineage, o.Serial)
 	}
 }
 
 func testCompact(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l := mustLock(t, s, "app")
+	l := MustLock(t, s, "app")
 	for i := range 20 {
-		mustApply(t, s, l, state.Put(Res(fmt.Sprintf("r%02d", i), i)))
+		MustApply(t, s, l, state.Put(Res(fmt.Sprintf("r%02d", i), i)))
 	}
-	mustApply(t, s, l, state.Delete("r05"))
-	before := mustLoad(t, s, "app")
+	MustApply(t, s, l, state.Delete("r05"))
+	before := MustLoad(t, s, "app")
 	if err := s.Compact(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	after := mustLoad(t, s, "app")
+	after := MustLoad(t, s, "app")
 	if after.Serial != before.Serial || after.Lineage != before.Lineage || len(after.Resources) != 19 {
 		t.Fatalf("compaction changed the state: serial %d→%d, %d resources", before.Serial, after.Serial, len(after.Resources))
 	}
@@ -228,8 +231,8 @@ func testCompact(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	if err := s.Compact(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	mustApply(t, s, l, state.Put(Res("r05", 5)))
-	if d := mustLoad(t, s, "app"); d.Serial != before.Serial+1 || len(d.Resources) != 20 {
+	MustApply(t, s, l, state.Put(Res("r05", 5)))
+	if d := MustLoad(t, s, "app"); d.Serial != before.Serial+1 || len(d.Resources) != 20 {
 		t.Fatalf("after compaction + apply: serial %d, %d resources", d.Serial, len(d.Resources))
 	}
 }
@@ -239,15 +242,15 @@ func testReopen(t *testing.T, s state.Store, reopen func(*testing.T) state.Store
 		t.Skip("backend is not persistent")
 	}
 	ctx := context.Background()
-	l := mustLock(t, s, "app")
-	mustApply(t, s, l, state.Put(Res("a", 1)))
+	l := MustLock(t, s, "app")
+	MustApply(t, s, l, state.Put(Res("a", 1)))
 	if err := s.Compact(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	mustApply(t, s, l, state.Put(Res("b", 2))) // journaled only
-	want := mustLoad(t, s, "app")
+	MustApply(t, s, l, state.Put(Res("b", 2))) // journaled only
+	want := MustLoad(t, s, "app")
 	s2 := reopen(t)
-	got := mustLoad(t, s2, "app")
+	got := MustLoad(t, s2, "app")
 	if got.Serial != want.Serial || got.Lineage != want.Lineage || strings.Join(got.Names(), ",") != "a,b" {
 		t.Fatalf("reopened: serial %d lineage %s names %v; want %d %s a,b", got.Serial, got.Lineage, got.Names(), want.Serial, want.Lineage)
 	}
@@ -258,21 +261,21 @@ func testReopen(t *testing.T, s state.Store, reopen func(*testing.T) state.Store
 	if err := s.Unlock(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	l2 := mustLock(t, s2, "app")
-	mustApply(t, s2, l2, state.Put(Res("c", 3)))
-	if d := mustLoad(t, s, "app"); d.Serial != want.Serial+1 || len(d.Resources) != 3 {
+	l2 := MustLock(t, s2, "app")
+	MustApply(t, s2, l2, state.Put(Res("c", 3)))
+	if d := MustLoad(t, s, "app"); d.Serial != want.Serial+1 || len(d.Resources) != 3 {
 		t.Fatalf("first store after second wrote: serial %d, %d resources", d.Serial, len(d.Resources))
 	}
 }
 
 func testInvalidChange(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
-	l := mustLock(t, s, "app")
+	l := MustLock(t, s, "app")
 	for _, ch := range []state.Change{{}, state.Put(&state.Resource{}), {Put: Res("a", 1), Delete: "b"}} {
 		if err := s.Apply(context.Background(), l, ch); err == nil {
 			t.Errorf("Apply(%+v) accepted", ch)
 		}
 	}
-	if d := mustLoad(t, s, "app"); d.Serial != 0 {
+	if d := MustLoad(t, s, "app"); d.Serial != 0 {
 		t.Fatalf("a refused change was written: serial %d", d.Serial)
 	}
 	if err := s.Apply(context.Background(), nil, state.Put(Res("a", 1))); err == nil {
@@ -282,7 +285,7 @@ func testInvalidChange(t *testing.T, s state.Store, _ func(*testing.T) state.Sto
 
 func testLockedMessage(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l := mustLock(t, s, "x")
+	l := MustLock(t, s, "x")
 	_, err := s.Lock(ctx, "x", info("destroy"))
 	var le *state.LockedError
 	if !errors.As(err, &le) || !errors.Is(err, state.ErrLocked) {
@@ -337,7 +340,7 @@ func testConcurrentLockers(t *testing.T, s state.Store, _ func(*testing.T) state
 }
 
 func testConcurrentApply(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
-	l := mustLock(t, s, "app")
+	l := MustLock(t, s, "app")
 	const n = 40
 	var wg sync.WaitGroup
 	for i := range n {
@@ -350,14 +353,14 @@ func testConcurrentApply(t *testing.T, s state.Store, _ func(*testing.T) state.S
 		}()
 	}
 	wg.Wait()
-	if d := mustLoad(t, s, "app"); d.Serial != n || len(d.Resources) != n {
+	if d := MustLoad(t, s, "app"); d.Serial != n || len(d.Resources) != n {
 		t.Fatalf("serial %d, %d resources; want %d", d.Serial, len(d.Resources), n)
 	}
 }
 
 func testUnlockThenWrite(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l := mustLock(t, s, "app")
+	l := MustLock(t, s, "app")
 	if err := s.Unlock(ctx, l); err != nil {
 		t.Fatal(err)
 	}
@@ -367,14 +370,14 @@ func testUnlockThenWrite(t *testing.T, s state.Store, _ func(*testing.T) state.S
 	if err := s.Unlock(ctx, l); !errors.Is(err, state.ErrLockNotHeld) {
 		t.Fatalf("second Unlock: %v, want ErrLockNotHeld", err)
 	}
-	l2 := mustLock(t, s, "app")
-	mustApply(t, s, l2, state.Put(Res("a", 1)))
+	l2 := MustLock(t, s, "app")
+	MustApply(t, s, l2, state.Put(Res("a", 1)))
 }
 
 func testForceUnlock(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	old := mustLock(t, s, "app")
-	mustApply(t, s, old, state.Put(Res("a", 1)))
+	old := MustLock(t, s, "app")
+	MustApply(t, s, old, state.Put(Res("a", 1)))
 	if err := s.ForceUnlock(ctx, "app", "not-the-id"); err == nil || !strings.Contains(err.Error(), old.Info.ID) {
 		t.Fatalf("ForceUnlock with a wrong ID: %v", err)
 	}
@@ -403,8 +406,8 @@ func testForceUnlock(t *testing.T, s state.Store, _ func(*testing.T) state.Store
 			t.Errorf("%s error does not name the new holder: %v", name, err)
 		}
 	}
-	mustApply(t, s, nl, state.Delete("a"))
-	if d := mustLoad(t, s, "app"); d.Serial != 2 || len(d.Resources) != 0 {
+	MustApply(t, s, nl, state.Delete("a"))
+	if d := MustLoad(t, s, "app"); d.Serial != 2 || len(d.Resources) != 0 {
 		t.Fatalf("serial %d resources %v", d.Serial, d.Names())
 	}
 }
@@ -413,8 +416,8 @@ func testForceUnlock(t *testing.T, s state.Store, _ func(*testing.T) state.Store
 // by the OS refuses to take it from a live holder, and the holder goes on.
 func testForceUnlockRefusedLive(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	old := mustLock(t, s, "app")
-	mustApply(t, s, old, state.Put(Res("a", 1)))
+	old := MustLock(t, s, "app")
+	MustApply(t, s, old, state.Put(Res("a", 1)))
 	if err := s.ForceUnlock(ctx, "app", "not-the-id"); err == nil || !strings.Contains(err.Error(), old.Info.ID) {
 		t.Fatalf("ForceUnlock with a wrong ID: %v", err)
 	}
@@ -425,19 +428,19 @@ func testForceUnlockRefusedLive(t *testing.T, s state.Store, _ func(*testing.T) 
 	if _, err := s.Lock(ctx, "app", info("destroy")); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("Lock after a refused ForceUnlock: %v", err)
 	}
-	mustApply(t, s, old, state.Put(Res("b", 1)))
+	MustApply(t, s, old, state.Put(Res("b", 1)))
 	if err := s.Unlock(ctx, old); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ForceUnlock(ctx, "app", old.Info.ID); err == nil || !strings.Contains(err.Error(), "not locked") {
 		t.Fatalf("ForceUnlock of a released lock: %v", err)
 	}
-	nl := mustLock(t, s, "app")
+	nl := MustLock(t, s, "app")
 	if nl.Previous != nil {
 		t.Errorf("a lock released by Unlock is reported as abandoned: %+v", nl.Previous)
 	}
-	mustApply(t, s, nl, state.Delete("a"))
-	if d := mustLoad(t, s, "app"); d.Serial != 3 || strings.Join(d.Names(), ",") != "b" {
+	MustApply(t, s, nl, state.Delete("a"))
+	if d := MustLoad(t, s, "app"); d.Serial != 3 || strings.Join(d.Names(), ",") != "b" {
 		t.Fatalf("serial %d resources %v", d.Serial, d.Names())
 	}
 }
@@ -447,8 +450,8 @@ func testForceUnlockRefusedLive(t *testing.T, s state.Store, _ func(*testing.T) 
 // another application's lock has another.
 func testLockScope(t *testing.T, s state.Store, reopen func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l1 := mustLock(t, s, "app")
-	other := mustLock(t, s, "other")
+	l1 := MustLock(t, s, "app")
+	other := MustLock(t, s, "other")
 	if l1.Scope == "" || l1.Scope == other.Scope {
 		t.Fatalf("scopes %q and %q", l1.Scope, other.Scope)
 	}
@@ -459,7 +462,7 @@ func testLockScope(t *testing.T, s state.Store, reopen func(*testing.T) state.St
 	if reopen != nil {
 		s2 = reopen(t)
 	}
-	l2 := mustLock(t, s2, "app")
+	l2 := MustLock(t, s2, "app")
 	if l2.Scope != l1.Scope || l2.Info.ID == l1.Info.ID {
 		t.Fatalf("second holding: scope %q ID %s; first: scope %q ID %s", l2.Scope, l2.Info.ID, l1.Scope, l1.Info.ID)
 	}
@@ -467,7 +470,7 @@ func testLockScope(t *testing.T, s state.Store, reopen func(*testing.T) state.St
 
 func testAcquireWaits(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l := mustLock(t, s, "app")
+	l := MustLock(t, s, "app")
 	released := make(chan time.Time, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
@@ -486,12 +489,12 @@ func testAcquireWaits(t *testing.T, s state.Store, _ func(*testing.T) state.Stor
 	if at := <-released; acquired.Before(at) {
 		t.Fatalf("acquired %s before the release", at.Sub(acquired))
 	}
-	mustApply(t, s, l2, state.Put(Res("a", 1)))
+	MustApply(t, s, l2, state.Put(Res("a", 1)))
 }
 
 func testAcquireTimeout(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	mustLock(t, s, "app")
+	MustLock(t, s, "app")
 	start := time.Now()
 	_, err := state.Acquire(ctx, s, "app", info("deploy"), 300*time.Millisecond)
 	if !errors.Is(err, state.ErrLocked) || !strings.Contains(err.Error(), "waited 300ms") {
@@ -513,11 +516,11 @@ func testAcquireTimeout(t *testing.T, s state.Store, _ func(*testing.T) state.St
 
 func testReplace(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l := mustLock(t, s, "app")
+	l := MustLock(t, s, "app")
 	for i := range 5 {
-		mustApply(t, s, l, state.Put(Res(fmt.Sprintf("r%d", i), i)))
+		MustApply(t, s, l, state.Put(Res(fmt.Sprintf("r%d", i), i)))
 	}
-	cur := mustLoad(t, s, "app")
+	cur := MustLoad(t, s, "app")
 
 	other := state.NewDocument("app")
 	other.Lineage = state.NewID()
@@ -537,27 +540,27 @@ func testReplace(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	if err := s.Replace(ctx, l, pulled, false); err != nil {
 		t.Fatal(err)
 	}
-	if d := mustLoad(t, s, "app"); d.Serial != cur.Serial+1 || d.Lineage != cur.Lineage || len(d.Resources) != 4 {
+	if d := MustLoad(t, s, "app"); d.Serial != cur.Serial+1 || d.Lineage != cur.Lineage || len(d.Resources) != 4 {
 		t.Fatalf("after replace: serial %d lineage %s, %d resources", d.Serial, d.Lineage, len(d.Resources))
 	}
 	// Forced: the other lineage wins, its higher serial is kept.
 	if err := s.Replace(ctx, l, other, true); err != nil {
 		t.Fatal(err)
 	}
-	d := mustLoad(t, s, "app")
+	d := MustLoad(t, s, "app")
 	if d.Serial != 100 || d.Lineage != other.Lineage || strings.Join(d.Names(), ",") != "z" {
 		t.Fatalf("after forced replace: serial %d lineage %s names %v", d.Serial, d.Lineage, d.Names())
 	}
 	// Journaled writes continue from there.
-	mustApply(t, s, l, state.Put(Res("y", 1)))
-	if d := mustLoad(t, s, "app"); d.Serial != 101 || d.Lineage != other.Lineage || len(d.Resources) != 2 {
+	MustApply(t, s, l, state.Put(Res("y", 1)))
+	if d := MustLoad(t, s, "app"); d.Serial != 101 || d.Lineage != other.Lineage || len(d.Resources) != 2 {
 		t.Fatalf("apply after replace: serial %d, %d resources", d.Serial, len(d.Resources))
 	}
 	// Forced with a lower serial: the serial still increases.
 	if err := s.Replace(ctx, l, older, true); err != nil {
 		t.Fatal(err)
 	}
-	if d := mustLoad(t, s, "app"); d.Serial != 102 || d.Lineage != cur.Lineage {
+	if d := MustLoad(t, s, "app"); d.Serial != 102 || d.Lineage != cur.Lineage {
 		t.Fatalf("forced older: serial %d lineage %s", d.Serial, d.Lineage)
 	}
 }
@@ -568,9 +571,9 @@ func testApps(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 		t.Fatalf("Apps of an empty store = %v, %v", apps, err)
 	}
 	for _, app := range []string{"web", "db", "idle"} {
-		l := mustLock(t, s, app)
+		l := MustLock(t, s, app)
 		if app != "idle" {
-			mustApply(t, s, l, state.Put(Res("a", 1)))
+			MustApply(t, s, l, state.Put(Res("a", 1)))
 		}
 		if app == "db" {
 			if err := s.Compact(ctx, l); err != nil {
@@ -586,9 +589,9 @@ func testApps(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 
 func testEmptyApply(t *testing.T, s state.Store, _ func(*testing.T) state.Store) {
 	ctx := context.Background()
-	l := mustLock(t, s, "app")
-	mustApply(t, s, l)
-	if d := mustLoad(t, s, "app"); d.Serial != 0 || d.Lineage != "" {
+	l := MustLock(t, s, "app")
+	MustApply(t, s, l)
+	if d := MustLoad(t, s, "app"); d.Serial != 0 || d.Lineage != "" {
 		t.Fatalf("an empty Apply wrote: serial %d", d.Serial)
 	}
 	if err := s.Unlock(ctx, l); err != nil {
