@@ -1,8 +1,10 @@
 package descriptor
 
 import (
+	"maps"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,10 +31,10 @@ func checkNames(a *App, ds *source.Diagnostics) {
 		what, section string
 		names         []string
 	}{
-		{"payload", "payloads", sortedKeys(a.Payloads)},
-		{"network", "networks", sortedKeys(a.Networks)},
-		{"service", "services", sortedKeys(a.Services)},
-		{"resource", "resources", sortedKeys(a.Resources)},
+		{"payload", "payloads", slices.Sorted(maps.Keys(a.Payloads))},
+		{"network", "networks", slices.Sorted(maps.Keys(a.Networks))},
+		{"service", "services", slices.Sorted(maps.Keys(a.Services))},
+		{"resource", "resources", slices.Sorted(maps.Keys(a.Resources))},
 	}
 	for _, s := range sections {
 		for _, name := range s.names {
@@ -51,7 +53,7 @@ type netInfo struct {
 
 func checkNetworks(a *App, ds *source.Diagnostics) map[string]*netInfo {
 	nets := map[string]*netInfo{}
-	for _, name := range sortedKeys(a.Networks) {
+	for _, name := range slices.Sorted(maps.Keys(a.Networks)) {
 		n := a.Networks[name]
 		base := pointer("networks", name)
 		prefix, ok := parseNetwork(n, a.Pos(base+"/ip"), a.Pos(base+"/mask"), ds)
@@ -172,15 +174,15 @@ func broadcast(p netip.Prefix) netip.Addr {
 
 func checkServices(a *App, nets map[string]*netInfo, ds *source.Diagnostics) {
 	localPorts := map[int]holder{}
-	for _, name := range sortedKeys(a.Services) {
+	for _, name := range slices.Sorted(maps.Keys(a.Services)) {
 		s := a.Services[name]
 		base := pointer("services", name)
 		if _, ok := a.Payloads[s.Payload]; !ok {
-			ds.Errorf(a.Pos(base+"/payload"), "service %s: payload %q is not defined%s", name, s.Payload, source.Suggest(s.Payload, sortedKeys(a.Payloads)))
+			ds.Errorf(a.Pos(base+"/payload"), "service %s: payload %q is not defined%s", name, s.Payload, source.Suggest(s.Payload, slices.Sorted(maps.Keys(a.Payloads))))
 		}
 		if s.Network != "" {
 			if _, ok := a.Networks[s.Network]; !ok {
-				ds.Errorf(a.Pos(base+"/network"), "service %s: network %q is not defined%s", name, s.Network, source.Suggest(s.Network, sortedKeys(a.Networks)))
+				ds.Errorf(a.Pos(base+"/network"), "service %s: network %q is not defined%s", name, s.Network, source.Suggest(s.Network, slices.Sorted(maps.Keys(a.Networks))))
 			}
 		}
 		if s.Instances < 1 {
@@ -238,7 +240,7 @@ func checkServiceIPs(a *App, s *Service, base string, nets map[string]*netInfo, 
 }
 
 func checkPlugs(a *App, ds *source.Diagnostics) {
-	for _, name := range sortedKeys(a.Plugs) {
+	for _, name := range slices.Sorted(maps.Keys(a.Plugs)) {
 		p := a.Plugs[name]
 		base := pointer("plugs", name)
 		if p.Path == "" {
@@ -275,7 +277,7 @@ func addressPrefix(re string) string {
 // service named web-1 would be as well.
 func checkAdapterNames(a *App, ds *source.Diagnostics) {
 	seen := map[string]string{}
-	for _, name := range sortedKeys(a.Services) {
+	for _, name := range slices.Sorted(maps.Keys(a.Services)) {
 		n := max(a.Services[name].Instances, 1)
 		for i := 0; i < n; i++ {
 			addr := address.Service(name, i, n)
@@ -290,17 +292,17 @@ func checkAdapterNames(a *App, ds *source.Diagnostics) {
 }
 
 func checkResources(a *App, ds *source.Diagnostics) {
-	for _, name := range sortedKeys(a.Resources) {
+	for _, name := range slices.Sorted(maps.Keys(a.Resources)) {
 		r := a.Resources[name]
 		base := pointer("resources", name)
 		if why := checkImageRef(r.Type); why != "" {
 			ds.Errorf(a.Pos(base+"/type"), "resource %s: type %q is not an image reference: it %s", name, r.Type, why)
 		}
-		for _, alias := range sortedKeys(r.Dependencies) {
+		for _, alias := range slices.Sorted(maps.Keys(r.Dependencies)) {
 			dep := r.Dependencies[alias]
 			at := a.Pos(base + "/dependencies/" + pointerEscape(alias))
 			if _, ok := a.Resources[dep]; !ok {
-				ds.Errorf(at, "resource %s: dependency %s names resource %q, which is not defined%s", name, alias, dep, source.Suggest(dep, sortedKeys(a.Resources)))
+				ds.Errorf(at, "resource %s: dependency %s names resource %q, which is not defined%s", name, alias, dep, source.Suggest(dep, slices.Sorted(maps.Keys(a.Resources))))
 			} else if dep == name {
 				ds.Errorf(at, "resource %s depends on itself", name)
 			}
@@ -309,7 +311,7 @@ func checkResources(a *App, ds *source.Diagnostics) {
 }
 
 func checkSecrets(a *App, ds *source.Diagnostics) {
-	for _, name := range sortedKeys(a.Secrets) {
+	for _, name := range slices.Sorted(maps.Keys(a.Secrets)) {
 		s := a.Secrets[name]
 		base := pointer("secrets", name)
 		if !secretName.MatchString(name) {

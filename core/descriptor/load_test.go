@@ -2,10 +2,11 @@ package descriptor
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestGAP16MergeExample(t *testing.T) {
 		t.Fatal(ds)
 	}
 	p := app.Payloads["nginx"]
-	if keys := sortedKeys(p.Params); !reflect.DeepEqual(keys, []string{"image", "repo"}) {
+	if keys := slices.Sorted(maps.Keys(p.Params)); !reflect.DeepEqual(keys, []string{"image", "repo"}) {
 		t.Errorf("params keys %v, want [image repo]", keys)
 	}
 	if !reflect.DeepEqual(p.Capabilities, []string{"vpn", "gpu"}) {
@@ -97,7 +98,7 @@ func walkTree(v any, ptr string, fn func(string, any)) {
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		keys := sortedKeys(v)
+		keys := slices.Sorted(maps.Keys(v))
 		for _, k := range keys {
 			walkTree(v[k], ptr+"/"+pointerEscape(k), fn)
 		}
@@ -205,10 +206,6 @@ func TestHelpers(t *testing.T) {
 		if _, msg := ParsePortMapping(in); msg == "" {
 			t.Errorf("ParsePortMapping(%q) accepted", in)
 		}
-	}
-	keys := sortedKeys(map[string]int{"b": 1, "a": 2})
-	if !sort.StringsAreSorted(keys) {
-		t.Error(keys)
 	}
 }
 

@@ -1,6 +1,8 @@
 package descriptor
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -359,7 +361,7 @@ func (n *normalizer) implicitNetwork(section *value) {
 	if keys := entries(section); len(keys) > 0 {
 		first = keys[0]
 	}
-	for _, name := range sortedKeys(n.app.Services) {
+	for _, name := range slices.Sorted(maps.Keys(n.app.Services)) {
 		s := n.app.Services[name]
 		if s.Network != "" || (s.HTTPProxy == nil && s.TCPProxy == nil) {
 			continue

@@ -3,7 +3,8 @@ package descriptor
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -171,7 +172,7 @@ func toNode(v any) *yaml.Node {
 	switch v := v.(type) {
 	case map[string]any:
 		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			n.Content = append(n.Content, toNode(k), toNode(v[k]))
 		}
 		return n
@@ -210,13 +211,4 @@ func looksNumeric(s string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

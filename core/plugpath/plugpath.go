@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -201,20 +202,11 @@ func anyWithin(dirs []string, path string) bool {
 func compact(s []string) []string {
 	var out []string
 	for _, x := range s {
-		if x != "" && x != string(filepath.Separator) && !contains(out, x) {
+		if x != "" && x != string(filepath.Separator) && !slices.Contains(out, x) {
 			out = append(out, x)
 		}
 	}
 	return out
-}
-
-func contains(s []string, x string) bool {
-	for _, y := range s {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func escape(tok string) string {

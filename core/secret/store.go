@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gcompose/gcompose/core/state"
@@ -226,7 +227,7 @@ func (s *Store) sealValue(v any) (any, error) {
 		if x == nil {
 			return x, nil
 		}
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			e, err := s.sealValue(x[k])
 			if err != nil {
 				return nil, err
@@ -264,13 +265,4 @@ func countEnvelopes(v any) int {
 		return n
 	}
 	return 0
-}
-
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

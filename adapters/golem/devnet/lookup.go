@@ -29,13 +29,3 @@ func byCreation[T any](m map[string]T, created func(T) time.Time, render func(T)
 	}
 	return out
 }
-
-// sortedKeys are m's keys in order.
-func sortedKeys[T any](m map[string]T) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

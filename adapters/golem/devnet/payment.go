@@ -3,8 +3,10 @@ package devnet
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -236,7 +238,7 @@ func (s *Server) requestorAccounts(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []map[string]any{}
-	for _, plat := range sortedKeys(s.accounts) {
+	for _, plat := range slices.Sorted(maps.Keys(s.accounts)) {
 		p, _ := parsePlatform(plat)
 		out = append(out, map[string]any{"platform": plat, "address": s.cfg.Identity, "driver": p.driver, "network": p.network,
 			"token": p.token, "send": true, "receive": false})
