@@ -472,21 +472,25 @@ func testAcquireWaits(t *testing.T, s state.Store, _ func(*testing.T) state.Stor
 	ctx := context.Background()
 	l := MustLock(t, s, "app")
 	released := make(chan time.Time, 1)
+	unlocked := make(chan error, 1)
 	go func() {
 		time.Sleep(300 * time.Millisecond)
 		released <- time.Now()
-		if err := s.Unlock(ctx, l); err != nil {
-			t.Error(err)
-		}
+		unlocked <- s.Unlock(ctx, l)
 	}()
 	l2, err := state.Acquire(ctx, s, "app", info("deploy"), 20*time.Second)
 	// Read the clock before waiting for the release time: read after, it is
 	// always later, and a store whose Lock never refuses would pass.
 	acquired := time.Now()
+	at := <-released
+	// Wait for the releasing goroutine: it must not outlive the test.
+	if uerr := <-unlocked; uerr != nil {
+		t.Errorf("Unlock by the first holder: %v", uerr)
+	}
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
-	if at := <-released; acquired.Before(at) {
+	if acquired.Before(at) {
 		t.Fatalf("acquired %s before the release", at.Sub(acquired))
 	}
 	MustApply(t, s, l2, state.Put(Res("a", 1)))
