@@ -33,6 +33,8 @@ import (
 
 	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/internal/atomicfile"
+	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -400,32 +402,14 @@ func (c *Client) saveInit(id string, answer []byte) {
 	}
 	raw, err := json.Marshal(cacheEntry{ImageID: id, Answer: json.RawMessage(answer)})
 	if err == nil {
-		err = writeAtomic(c.cachePath(id), raw)
+		err = os.MkdirAll(c.opts.CacheDir, 0o755)
+	}
+	if err == nil {
+		err = atomicfile.WriteFile(c.cachePath(id), raw)
 	}
 	if err != nil {
 		c.log.Warn("cannot cache init answer", "image", id, "err", err)
 	}
-}
-
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".init-*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // State asks the adapter for the resource's state: desired is
@@ -830,16 +814,5 @@ func (c *Client) stderr() io.Writer {
 	if c.opts.Stderr == nil {
 		return nil
 	}
-	return lockedWriter{mu: &c.stderrMu, w: c.opts.Stderr}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return syncwriter.Writer{Mu: &c.stderrMu, W: c.opts.Stderr}
 }

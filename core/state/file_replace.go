@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/gcompose/gcompose/internal/atomicfile"
 )
 
 // replacement checks a Replace of cur by doc and returns what to store.
@@ -110,7 +112,7 @@ func (s *FileStore) setAside(sess *session, missing *MissingDocumentError) error
 	}
 	jpath := s.JournalPath(app)
 	if data, err := os.ReadFile(jpath); err == nil && len(data) > 0 {
-		if err := writeAtomic(jpath+suffix, data); err != nil {
+		if err := atomicfile.WriteFile(jpath+suffix, data); err != nil {
 			return fmt.Errorf("state for app %q: setting %s aside: %w", app, jpath, err)
 		}
 		if err := sess.journal.Truncate(0); err != nil {
@@ -119,7 +121,7 @@ func (s *FileStore) setAside(sess *session, missing *MissingDocumentError) error
 		sess.jlen = 0
 	}
 	s.log.Info("state: what was left of a lost document is kept with the suffix "+suffix, "app", app, "found", strings.Join(missing.Found, "; "))
-	return syncDir(s.dir)
+	return atomicfile.SyncDir(s.dir)
 }
 
 // setAsideDamaged renames a damaged document and journal with the suffix
@@ -143,5 +145,5 @@ func (s *FileStore) setAsideDamaged(sess *session) error {
 	sess.journal, sess.jlen = j, 0
 	old.Close()
 	s.log.Info("state: the damaged document and journal are kept with the suffix "+suffix, "app", app)
-	return syncDir(s.dir)
+	return atomicfile.SyncDir(s.dir)
 }

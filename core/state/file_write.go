@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/gcompose/gcompose/internal/atomicfile"
 )
 
 // Apply implements Store: one journal line, appended and fsynced.
@@ -148,7 +150,7 @@ func (s *FileStore) writeDoc(sess *session, doc *Document) error {
 		return err
 	}
 	dpath := s.DocPath(app)
-	if err := writeAtomic(dpath, data); err != nil {
+	if err := atomicfile.WriteFile(dpath, data); err != nil {
 		return fmt.Errorf("state document %s: %w", dpath, err)
 	}
 	// A crash before this point leaves journal lines that the new
@@ -173,7 +175,7 @@ func (s *FileStore) rotateJournal(sess *session) error {
 	if err != nil {
 		return fmt.Errorf("state journal %s: %w", jpath, err)
 	}
-	if err := syncDir(s.dir); err != nil {
+	if err := atomicfile.SyncDir(s.dir); err != nil {
 		j.Close()
 		return fmt.Errorf("state journal %s: %w", jpath, err)
 	}
@@ -197,7 +199,7 @@ func (s *FileStore) backup(app string) error {
 		if rerr != nil {
 			return fmt.Errorf("state backup %s: %w", bpath, rerr)
 		}
-		if err := writeAtomic(bpath, data); err != nil {
+		if err := atomicfile.WriteFile(bpath, data); err != nil {
 			return fmt.Errorf("state backup %s: %w", bpath, err)
 		}
 		return nil

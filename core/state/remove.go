@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/gcompose/gcompose/internal/atomicfile"
 )
 
 // Remove deletes the state of l's application (gcompose state mv
@@ -39,7 +41,7 @@ func (s *FileStore) Remove(ctx context.Context, l *Lock) error {
 				return fmt.Errorf("state for app %q: remove %s: %w", l.App, p, err)
 			}
 		}
-		if err := syncDir(s.dir); err != nil {
+		if err := atomicfile.SyncDir(s.dir); err != nil {
 			return fmt.Errorf("state for app %q: %w", l.App, err)
 		}
 		sess.doc = NewDocument(l.App)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -40,7 +41,7 @@ func (a Adapter) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.W
 	defer endOfInput()
 	w := &lineWriter{w: stdout}
 	logMu := &sync.Mutex{}
-	log := slog.New(slog.NewTextHandler(&lockedWriter{mu: logMu, w: stderr}, nil))
+	log := slog.New(slog.NewTextHandler(syncwriter.Writer{Mu: logMu, W: stderr}, nil))
 	var wg sync.WaitGroup
 
 	sc := bufio.NewScanner(stdin)
@@ -112,9 +113,9 @@ func (a Adapter) serveOne(ctx context.Context, v *protocol.Validator, sr protoco
 	var out bytes.Buffer
 	var o io.Writer = &out
 	if inv.call != protocol.CallAction {
-		o = &lockedWriter{mu: logMu, w: stderr}
+		o = syncwriter.Writer{Mu: logMu, W: stderr}
 	}
-	log := newLogger(&lockedWriter{mu: logMu, w: stderr}, sr.Request.Verbose).With("id", sr.ID, "resource", sr.Request.Name)
+	log := newLogger(syncwriter.Writer{Mu: logMu, W: stderr}, sr.Request.Verbose).With("id", sr.ID, "resource", sr.Request.Name)
 	var report func(map[string]any) error
 	if sr.Stream && inv.call == protocol.CallAction {
 		// The report goes out at once, not with the response: gcompose
@@ -168,15 +169,4 @@ func (l *lineWriter) err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.first
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

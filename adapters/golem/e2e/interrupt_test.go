@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/internal/syncwriter"
 )
 
 // The devnet interrupt sweep (issue 10): the deploy of examples/webapp is cut
@@ -120,7 +121,7 @@ func (ie *interruptEnv) interrupt(ctx context.Context, in interruption) (exit st
 	cmd := ie.command(ctx, env, "deploy", "-f", ie.desc, "--yes")
 	var out strings.Builder
 	var mu sync.Mutex
-	cmd.Stdout = lockedWriter{&mu, &out}
+	cmd.Stdout = syncwriter.Writer{Mu: &mu, W: &out}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -166,17 +167,6 @@ func (ie *interruptEnv) interrupt(ctx context.Context, in interruption) (exit st
 		t.Errorf("%s: %s, want exit 130 and \"Interrupted\":\n%s", in, exit, text)
 	}
 	return exit, false
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *strings.Builder
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func describeExit(err error) string {
