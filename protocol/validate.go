@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 	"github.com/gcompose/gcompose/schemas"
 )
 
@@ -313,7 +314,7 @@ func (v *Validator) flatten(e *jsonschema.ValidationError, out *[]Violation) {
 	switch k := e.ErrorKind.(type) {
 	case *kind.PropertyNames:
 		// the library reports the name's failure at the object itself
-		p := pointer(append(slices.Clip(e.InstanceLocation), k.Property))
+		p := jsonpointer.Format(append(slices.Clip(e.InstanceLocation), k.Property))
 		msg := fmt.Sprintf("property name %q not allowed", k.Property)
 		if len(e.Causes) == 1 && len(e.Causes[0].Causes) == 0 {
 			msg += ": " + v.words(e.Causes[0].ErrorKind)
@@ -326,7 +327,7 @@ func (v *Validator) flatten(e *jsonschema.ValidationError, out *[]Violation) {
 			return
 		}
 		if req := requiredOnly(e.Causes); req != nil {
-			*out = append(*out, Violation{Pointer: pointer(e.InstanceLocation), Keyword: "required",
+			*out = append(*out, Violation{Pointer: jsonpointer.Format(e.InstanceLocation), Keyword: "required",
 				Message: "missing one of properties " + quoteJoin(req)})
 			return
 		}
@@ -343,7 +344,7 @@ func (v *Validator) flatten(e *jsonschema.ValidationError, out *[]Violation) {
 			}
 			meant = e.Causes
 			if len(meant) > 1 { // nothing to tell them apart: say so once
-				*out = append(*out, Violation{Pointer: pointer(e.InstanceLocation), Keyword: keyword(k),
+				*out = append(*out, Violation{Pointer: jsonpointer.Format(e.InstanceLocation), Keyword: keyword(k),
 					Message: "matches none of the allowed shapes: " + v.leafSummary(meant)})
 				return
 			}
@@ -377,7 +378,7 @@ func (v *Validator) leafSummary(errs []*jsonschema.ValidationError) string {
 }
 
 func (v *Validator) violation(e *jsonschema.ValidationError) Violation {
-	return Violation{Pointer: pointer(e.InstanceLocation), Keyword: keyword(e.ErrorKind), Message: v.words(e.ErrorKind)}
+	return Violation{Pointer: jsonpointer.Format(e.InstanceLocation), Keyword: keyword(e.ErrorKind), Message: v.words(e.ErrorKind)}
 }
 
 // words says what a failed keyword means, in plain words, with JSON quoting.
@@ -445,7 +446,7 @@ func constUnion(causes []*jsonschema.ValidationError) (ptr string, want []string
 		if found == nil {
 			return "", nil, false
 		}
-		p := pointer(found.InstanceLocation)
+		p := jsonpointer.Format(found.InstanceLocation)
 		if i > 0 && p != ptr {
 			return "", nil, false
 		}
@@ -492,15 +493,6 @@ func keyword(k jsonschema.ErrorKind) string {
 		return ""
 	}
 	return p[len(p)-1]
-}
-
-func pointer(tokens []string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
-	}
-	return b.String()
 }
 
 func quoteJoin(ss []string) string {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -16,6 +15,7 @@ import (
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/secret"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -190,7 +190,7 @@ func (a *secretFieldAdapters) learn(ctx context.Context, c plan.Call) {
 }
 
 func (a *secretFieldAdapters) learnAt(cfg map[string]any, ptr string) {
-	v, ok := atPointer(cfg, ptr)
+	v, ok := jsonpointer.Lookup(cfg, ptr)
 	if !ok || v == nil {
 		return
 	}
@@ -216,34 +216,6 @@ func (a *secretFieldAdapters) Action(ctx context.Context, c plan.Call, act proto
 		}
 	}
 	return a.Adapters.Action(ctx, c, act, stale)
-}
-
-// atPointer reads a JSON pointer in a config.
-func atPointer(cfg map[string]any, ptr string) (any, bool) {
-	var cur any = cfg
-	if ptr == "" {
-		return cur, true
-	}
-	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := cur.(type) {
-		case map[string]any:
-			v, ok := x[tok]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			cur = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 func showSecretsFlag() cli.Flag {

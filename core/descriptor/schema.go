@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 	"github.com/gcompose/gcompose/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	jskind "github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -220,7 +221,7 @@ func (sv *schemaValidator) knownKeys(schemaURL string) []string {
 		if tok == "" {
 			continue
 		}
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		tok = jsonpointer.Unescape(tok)
 		m, ok := node.(map[string]any)
 		if !ok {
 			return nil

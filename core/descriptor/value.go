@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 )
 
 // kind is the shape of a value in a descriptor tree.
@@ -184,12 +185,7 @@ func (v *value) lookup(tokens []string) *value {
 }
 
 // pointerEscape escapes one JSON pointer token (RFC 6901).
-func pointerEscape(s string) string {
-	if !strings.ContainsAny(s, "~/") {
-		return s
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
+func pointerEscape(s string) string { return jsonpointer.Escape(s) }
 
 // pointer builds a JSON pointer from unescaped tokens.
 func pointer(tokens ...string) string {

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -137,31 +137,4 @@ func text(v any, pointer string) string {
 
 // Lookup finds the value a JSON pointer (RFC 6901) names in a decoded JSON
 // value.
-func Lookup(v any, pointer string) (any, bool) {
-	if pointer == "" {
-		return v, true
-	}
-	if !strings.HasPrefix(pointer, "/") {
-		return nil, false
-	}
-	for _, tok := range strings.Split(pointer[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			next, ok := x[tok]
-			if !ok {
-				return nil, false
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
+func Lookup(v any, pointer string) (any, bool) { return jsonpointer.Lookup(v, pointer) }

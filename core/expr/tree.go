@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 )
 
 // WalkTemplates returns a copy of the generic tree v (map[string]any, []any,
@@ -77,12 +79,7 @@ func (w *walker) walk(v any) any {
 }
 
 // EscapePointer escapes one JSON pointer token (RFC 6901).
-func EscapePointer(tok string) string {
-	if !strings.ContainsAny(tok, "~/") {
-		return tok
-	}
-	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
-}
+func EscapePointer(tok string) string { return jsonpointer.Escape(tok) }
 
 // Unknown is a reference whose value was not known, and where it stands.
 type Unknown struct {

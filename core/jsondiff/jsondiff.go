@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 )
 
 // Op of a change.
@@ -97,9 +99,7 @@ func walk(path string, a, b any, out *[]Change) {
 }
 
 // escape a JSON pointer token (RFC 6901).
-func escape(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
-}
+func escape(s string) string { return jsonpointer.Escape(s) }
 
 // Text is v as compact JSON for people: nothing HTML-escaped (">" and "&"
 // stay as typed, not \u003e and \u0026) and never cut.

@@ -23,6 +23,7 @@ import (
 	"github.com/gcompose/gcompose/core/descriptor"
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 )
 
 // Policy says where plug paths may point.
@@ -209,9 +210,7 @@ func compact(s []string) []string {
 	return out
 }
 
-func escape(tok string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(tok)
-}
+func escape(tok string) string { return jsonpointer.Escape(tok) }
 
 // WorkDir is the working directory, for Policy.
 func WorkDir() (string, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 )
 
 // scope is where a value is resolved: inside a node (nil for meta), and the
@@ -381,7 +382,7 @@ func labelOf(label string, steps []expr.Step) string {
 func (rv *resolver) at(ptr string) any {
 	var cur any = rv.tree
 	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		tok = jsonpointer.Unescape(tok)
 		switch c := cur.(type) {
 		case map[string]any:
 			cur = c[tok]

@@ -52,6 +52,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -306,7 +307,7 @@ func (r *resolver) lookup(file, ref string) (any, string, error) {
 		if p == "" {
 			continue
 		}
-		p = strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~")
+		p = jsonpointer.Unescape(p)
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, "", fmt.Errorf("$ref %q: %q is not inside a mapping", ref, p)
