@@ -239,14 +239,18 @@ func TestWebapp(t *testing.T) {
 	}
 }
 
-// TestConformancePlans plans every shared conformance descriptor against the devnet.
+// TestConformancePlans plans every conformance descriptor against the devnet:
+// the repo's copy (core/descriptor/testdata/conformance), or the folder
+// GCOMPOSE_CONFORMANCE names. Finding none is a failure: a glob that matches
+// nothing must not turn the test into a pass.
 func TestConformancePlans(t *testing.T) {
-	files, _ := filepath.Glob("/work/shared/conformance/*/*.yaml")
-	if dir := os.Getenv("GCOMPOSE_CONFORMANCE"); dir != "" {
-		files, _ = filepath.Glob(filepath.Join(dir, "*", "*.yaml"))
+	dir := filepath.Join("..", "..", "..", "core", "descriptor", "testdata", "conformance")
+	if d := os.Getenv("GCOMPOSE_CONFORMANCE"); d != "" {
+		dir = d
 	}
-	if len(files) == 0 {
-		t.Skip("no conformance descriptors (set GCOMPOSE_CONFORMANCE to their folder)")
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no conformance descriptors in %s/*/*.yaml (%v)", dir, err)
 	}
 	e := start(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
