@@ -25,15 +25,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/runner"
-	"github.com/gcompose/gcompose/internal/atomicfile"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -112,19 +109,6 @@ type Info struct {
 	Protocol int
 }
 
-// Plug is a host path the descriptor offers to adapter containers.
-type Plug struct {
-	Path     string
-	ReadOnly bool
-	// ResourceNames and ResourceTypes are regular expressions matched at the
-	// start of the resource's name as written in the descriptor
-	// (address.AdapterName: n0, not resources.n0) / the image reference:
-	// Python's re.match on the manifest key, as in Deployster. A plug with
-	// neither is offered to every resource.
-	ResourceNames []string
-	ResourceTypes []string
-}
-
 // Target is one resource for a state or action call.
 type Target struct {
 	App string
@@ -186,14 +170,6 @@ type Client struct {
 	slots map[string]*slot           // serve-mode servers by serveKey
 }
 
-// flight is one computation shared by every caller that asks for the same
-// key while it runs, and remembered after it succeeded.
-type flight[T any] struct {
-	done chan struct{}
-	val  T
-	err  error
-}
-
 // New makes a Client.
 func New(opts Options) (*Client, error) {
 	if opts.Runner == nil {
@@ -220,196 +196,9 @@ func New(opts Options) (*Client, error) {
 	return &Client{opts: opts, v: v, log: log, ids: map[string]*flight[string]{}, inits: map[string]*flight[*Info]{}, slots: map[string]*slot{}}, nil
 }
 
-// do runs fn once per key among concurrent callers and remembers its
-// outcome for the life of the Client: a success, and a failure too (an
-// image that is missing or answers init wrongly does so for every resource
-// of the run; nothing is asked twice for one answer). Only a failure of the
-// caller's own context is forgotten, so that a later call tries again.
-func do[T any](ctx context.Context, c *Client, m map[string]*flight[T], key string, fn func() (T, error)) (T, error) {
-	c.mu.Lock()
-	f, ok := m[key]
-	if !ok {
-		f = &flight[T]{done: make(chan struct{})}
-		m[key] = f
-		c.mu.Unlock()
-		f.val, f.err = fn()
-		if f.err != nil && ctx.Err() != nil {
-			c.mu.Lock()
-			delete(m, key)
-			c.mu.Unlock()
-		}
-		close(f.done)
-		return f.val, f.err
-	}
-	c.mu.Unlock()
-	select {
-	case <-f.done:
-		return f.val, f.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
-}
-
 // ImageID resolves an image reference once per Client.
 func (c *Client) ImageID(ctx context.Context, ref string) (string, error) {
 	return do(ctx, c, c.ids, ref, func() (string, error) { return c.opts.Runner.ImageID(ctx, ref) })
-}
-
-// Init returns what the adapter image answered to init, running it at most
-// once per image ID: from memory, else from the disk cache, else by running
-// the image (default entrypoint, no args) for resourceName.
-func (c *Client) Init(ctx context.Context, image, resourceName string) (*Info, error) {
-	id, err := c.ImageID(ctx, image)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", resourceName, err)
-	}
-	info, err := do(ctx, c, c.inits, id, func() (*Info, error) {
-		if info := c.loadInit(id, image); info != nil {
-			return info, nil
-		}
-		info, raw, err := c.runInit(ctx, image, id, resourceName)
-		if err != nil {
-			return nil, &initError{resource: resourceName, err: err}
-		}
-		c.saveInit(id, raw)
-		return info, nil
-	})
-	var ie *initError
-	if errors.As(err, &ie) {
-		if ie.resource != resourceName {
-			// The init that failed ran for another resource of the image.
-			return nil, fmt.Errorf("%s: adapter image %s unusable: %w", resourceName, image, ie.err)
-		}
-		return nil, ie.err
-	}
-	return info, err
-}
-
-// initError remembers which resource a failed init ran for.
-type initError struct {
-	resource string
-	err      error
-}
-
-func (e *initError) Error() string { return e.err.Error() }
-func (e *initError) Unwrap() error { return e.err }
-
-func (c *Client) runInit(ctx context.Context, image, id, resource string) (*Info, []byte, error) {
-	// Deployster's init request names the resource as written in the
-	// manifest, like its other calls.
-	req := protocol.Request{Name: address.AdapterName(resource), Type: image, Version: c.opts.Version, Verbose: c.opts.Verbose, Workspace: c.opts.Workspace}
-	stdin, err := json.Marshal(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: init call: encode request: %w", resource, err)
-	}
-	timeout := c.opts.InitTimeout
-	if timeout == 0 {
-		timeout = c.opts.Timeout
-	}
-	res, err := c.opts.Runner.Run(ctx, runner.Spec{
-		Image: id, Stdin: stdin, App: "", Resource: resource, Call: protocol.CallInit,
-		Timeout: timeout, StdoutLimit: c.opts.StdoutLimit, Stderr: c.stderr(),
-	})
-	if err != nil {
-		return nil, nil, named(image, err)
-	}
-	info, err := c.parseInit(image, id, res.Stdout)
-	if err != nil {
-		return nil, nil, c.answerError(resource, protocol.CallInit, image, res, err)
-	}
-	if info.Ext && info.Protocol != protocol.Version {
-		return nil, nil, fmt.Errorf("%s: init call: adapter image %s speaks gcompose protocol %d, this gcompose speaks %d; %s",
-			resource, image, info.Protocol, protocol.Version, upgradeHint(info.Protocol))
-	}
-	return info, res.Stdout, nil
-}
-
-func upgradeHint(v int) string {
-	if v > protocol.Version {
-		return "upgrade gcompose or use an older adapter image"
-	}
-	return "upgrade the adapter image"
-}
-
-// named gives a runner error the image reference the user wrote, instead of
-// the image ID the container was run from.
-func named(image string, err error) error {
-	var ce *runner.CallError
-	if errors.As(err, &ce) && strings.HasPrefix(ce.Image, "sha256:") {
-		c := *ce
-		c.Image = image
-		return &c
-	}
-	return err
-}
-
-func (c *Client) parseInit(image, id string, raw []byte) (*Info, error) {
-	if err := checkJSON(raw); err != nil {
-		return nil, err
-	}
-	if err := c.v.ValidateInitResult(raw); err != nil {
-		return nil, err
-	}
-	var ir protocol.InitResult
-	if err := json.Unmarshal(raw, &ir); err != nil {
-		return nil, err
-	}
-	info := &Info{ImageRef: image, ImageID: id, Init: ir}
-	if ir.Gcompose != nil {
-		info.Ext = true
-		info.Protocol = ir.Gcompose.Protocol
-	}
-	return info, nil
-}
-
-// cacheEntry is one init answer on disk.
-type cacheEntry struct {
-	ImageID string          `json:"image_id"`
-	Answer  json.RawMessage `json:"answer"`
-}
-
-func (c *Client) cachePath(id string) string {
-	return filepath.Join(c.opts.CacheDir, strings.ReplaceAll(id, ":", "-")+".json")
-}
-
-// loadInit reads a cached init answer; anything wrong with it (missing,
-// unreadable, no longer valid, another protocol version) means "run init".
-func (c *Client) loadInit(id, image string) *Info {
-	if c.opts.CacheDir == "" {
-		return nil
-	}
-	raw, err := os.ReadFile(c.cachePath(id))
-	if err != nil {
-		return nil
-	}
-	var e cacheEntry
-	if err := json.Unmarshal(raw, &e); err != nil || e.ImageID != id {
-		return nil
-	}
-	info, err := c.parseInit(image, id, e.Answer)
-	if err != nil || (info.Ext && info.Protocol != protocol.Version) {
-		return nil
-	}
-	c.log.Debug("init answer from cache", "image", image, "id", id)
-	return info
-}
-
-// saveInit writes the answer atomically; a failure only costs a later init.
-func (c *Client) saveInit(id string, answer []byte) {
-	if c.opts.CacheDir == "" {
-		return
-	}
-	raw, err := json.Marshal(cacheEntry{ImageID: id, Answer: json.RawMessage(answer)})
-	if err == nil {
-		err = os.MkdirAll(c.opts.CacheDir, 0o755)
-	}
-	if err == nil {
-		err = atomicfile.WriteFile(c.cachePath(id), raw)
-	}
-	if err != nil {
-		c.log.Warn("cannot cache init answer", "image", id, "err", err)
-	}
 }
 
 // State asks the adapter for the resource's state: desired is
@@ -734,79 +523,6 @@ func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.Ac
 		return res, named(shown, err)
 	}
 	return res, nil
-}
-
-// mountsFor picks the plugs to mount: those the adapter declared that the
-// descriptor defines and that apply to the resource, read-only unless both
-// the descriptor's plug is writable and the adapter wants it writable. A
-// plug the adapter requires that cannot be mounted is an error; an optional
-// one is skipped. Nothing else is ever mounted (not the Docker socket, not
-// the workspace).
-func mountsFor(info *Info, t Target) ([]runner.Mount, error) {
-	names := make([]string, 0, len(info.Init.Plugs))
-	for name := range info.Init.Plugs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var mounts []runner.Mount
-	for _, name := range names {
-		want := info.Init.Plugs[name]
-		p, ok := t.Plugs[name]
-		if !ok {
-			if want.Optional {
-				continue
-			}
-			return nil, fmt.Errorf("%s: adapter %s requires plug %q, which the descriptor does not define (add it under plugs:)", t.Name, t.Image, name)
-		}
-		// Patterns name resources as the descriptor writes them, even one
-		// whose adapter still receives the address it was created under.
-		allowed, err := p.allows(address.AdapterName(t.Name), t.Image)
-		if err != nil {
-			return nil, fmt.Errorf("%s: plug %q: %w", t.Name, name, err)
-		}
-		if !allowed {
-			if want.Optional {
-				continue
-			}
-			return nil, fmt.Errorf("%s: adapter %s requires plug %q, which the descriptor does not allow for this resource (resource_names/resource_types)", t.Name, t.Image, name)
-		}
-		if p.ReadOnly && want.IsWritable() && !want.Optional {
-			return nil, fmt.Errorf("%s: adapter %s requires plug %q writable, but the descriptor makes it read_only", t.Name, t.Image, name)
-		}
-		if p.ReadOnly && want.IsWritable() {
-			continue
-		}
-		if p.Path == "" {
-			return nil, fmt.Errorf("%s: plug %q has no path", t.Name, name)
-		}
-		mounts = append(mounts, runner.Mount{HostPath: p.Path, ContainerPath: want.ContainerPath, ReadOnly: p.ReadOnly || !want.IsWritable()})
-	}
-	return mounts, nil
-}
-
-// allows tells whether the plug applies to a resource: Deployster's rule (a
-// name pattern or a type pattern matches at the start; no pattern at all
-// means every resource).
-func (p Plug) allows(name, typ string) (bool, error) {
-	if len(p.ResourceNames) == 0 && len(p.ResourceTypes) == 0 {
-		return true, nil
-	}
-	for _, set := range []struct {
-		pats []string
-		s    string
-		what string
-	}{{p.ResourceNames, name, "resource_names"}, {p.ResourceTypes, typ, "resource_types"}} {
-		for _, pat := range set.pats {
-			re, err := regexp.Compile(`^(?:` + pat + `)`)
-			if err != nil {
-				return false, fmt.Errorf("%s: bad regular expression %q: %w", set.what, pat, err)
-			}
-			if re.MatchString(set.s) {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
 }
 
 // stderr is the writer adapters' stderr lines go to, serialized.
