@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -224,11 +225,22 @@ func TestBackgroundHeartbeat(t *testing.T) {
 	var buf syncBuffer
 	r := New(&buf, Options{Mode: Plain, Heartbeat: 50 * time.Millisecond})
 	r.Observe(apply.Event{Resource: "resources.x", Phase: apply.PhaseAction, Message: "create"})
-	time.Sleep(180 * time.Millisecond)
+	// On a loaded machine the first tick may come late, and then reports a
+	// later multiple of the interval: wait for a beat (up to 10 s), and accept
+	// any multiple of 50ms.
+	beat := regexp.MustCompile(`resources\.x: still working\.\.\. [0-9.]+m?s\n`)
+	for deadline := time.Now().Add(10 * time.Second); !beat.MatchString(buf.String()) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	r.Observe(apply.Event{Resource: "resources.x", Phase: apply.PhaseActionDone, Message: "create"})
 	r.Close()
-	if !strings.Contains(buf.String(), "resources.x: still working... 50ms") {
-		t.Fatalf("no heartbeat:\n%s", buf.String())
+	m := beat.FindString(buf.String())
+	if m == "" {
+		t.Fatalf("no heartbeat within 10s:\n%s", buf.String())
+	}
+	el, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(m, "resources.x: still working... ")))
+	if err != nil || el < 50*time.Millisecond || el%(50*time.Millisecond) != 0 {
+		t.Fatalf("heartbeat %q: want a multiple of the 50ms interval (%v)", m, err)
 	}
 }
 
