@@ -39,12 +39,18 @@ func waitUnlocked(t *testing.T, s state.Store, app string, limit time.Duration) 
 	}
 }
 
+// shortTTL is the lease of the expiry tests: short enough that they do not
+// wait long, long enough that a keepalive delayed by a loaded 2-core machine
+// does not lose a lease the test expects to be kept (1s did not leave that
+// margin).
+const shortTTL = 2 * time.Second
+
 // A holder whose lease expired (it stopped renewing it: hung, partitioned)
 // loses the lock: its writes are refused, and another holder can lock.
 func TestLeaseExpired(t *testing.T) {
 	ctx := context.Background()
 	c := etcdtest.Start(t)
-	short := func(cfg *etcd.Config) { cfg.LockTTL = time.Second }
+	short := func(cfg *etcd.Config) { cfg.LockTTL = shortTTL }
 	a := open(t, c, "/lease", short)
 	b := open(t, c, "/lease", short)
 
@@ -52,7 +58,7 @@ func TestLeaseExpired(t *testing.T) {
 	statetest.MustApply(t, a, old, state.Put(statetest.Res("x", 1)))
 	a.StopKeepAlive(old)
 	took := waitUnlocked(t, b, "app", 10*time.Second)
-	t.Logf("lock expired %s after the keepalive stopped (TTL 1s)", took.Round(10*time.Millisecond))
+	t.Logf("lock expired %s after the keepalive stopped (TTL %s)", took.Round(10*time.Millisecond), shortTTL)
 
 	if err := a.Apply(ctx, old, state.Put(statetest.Res("y", 1))); !errors.Is(err, state.ErrLockNotHeld) {
 		t.Fatalf("Apply after the lease expired: %v, want ErrLockNotHeld", err)
@@ -75,7 +81,7 @@ func TestLeaseExpired(t *testing.T) {
 		t.Fatalf("state = %v serial %d; want x,z serial 2", d.Names(), d.Serial)
 	}
 	// The new holder is renewed: it outlives several TTLs.
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * shortTTL)
 	statetest.MustApply(t, b, nl, state.Delete("z"))
 	if err := b.Unlock(ctx, nl); err != nil {
 		t.Fatal(err)
@@ -86,14 +92,14 @@ func TestLeaseExpired(t *testing.T) {
 // expires with its lease.
 func TestCrashedHolderExpires(t *testing.T) {
 	c := etcdtest.Start(t)
-	short := func(cfg *etcd.Config) { cfg.LockTTL = time.Second }
+	short := func(cfg *etcd.Config) { cfg.LockTTL = shortTTL }
 	a := open(t, c, "/crash", short)
 	b := open(t, c, "/crash", short)
 	statetest.MustLock(t, a, "app")
 	if _, err := b.Lock(context.Background(), "app", lockInfo("deploy")); !errors.Is(err, state.ErrLocked) {
 		t.Fatalf("second Lock: %v", err)
 	}
-	if ttl, err := b.LeaseTTL(context.Background(), "app"); err != nil || ttl < 0 || ttl > time.Second {
+	if ttl, err := b.LeaseTTL(context.Background(), "app"); err != nil || ttl < 0 || ttl > shortTTL {
 		t.Fatalf("LeaseTTL = %s, %v", ttl, err)
 	}
 	a.Close()
