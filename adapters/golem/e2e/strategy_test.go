@@ -324,3 +324,49 @@ func TestMarketPlanEstimate(t *testing.T) {
 	}
 	e.must(ctx, "destroy", "-f", desc, "--yes")
 }
+
+// TestMarketPreferSubnet: prefer_subnet is asked first and wins over a
+// cheaper offer elsewhere; when it has nothing within the caps (its only
+// usable provider denied, the other above the caps) the create falls back
+// to subnet_tag's subnet and says so.
+func TestMarketPreferSubnet(t *testing.T) {
+	caps := []string{"vpn", "inet"}
+	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{
+		{Name: "cheap", Capabilities: caps, Coeffs: []float64{0.00002, 0.00002, 0}},
+		{Name: "edge-ok", Subnet: "edge", Capabilities: caps, Coeffs: []float64{0.00005, 0.00005, 0}},
+		{Name: "edge-dear", Subnet: "edge", Capabilities: caps, Coeffs: []float64{0.0002, 0.0003, 1}},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	desc := filepath.Join(e.dir, "app.yaml")
+	if err := os.WriteFile(desc, []byte(marketApp("      prefer_subnet: edge\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.must(ctx, "deploy", "-f", desc, "--yes")
+	if name := e.field(ctx, "services.db", "provider_name"); name != "edge-ok" {
+		t.Fatalf("with prefer_subnet edge, rented from %s, want edge-ok", name)
+	}
+	e.must(ctx, "destroy", "-f", desc, "--yes")
+	if err := os.WriteFile(desc, []byte(marketApp("      prefer_subnet: edge\n      providers_deny: [edge-ok]\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := e.must(ctx, "deploy", "-f", desc, "--yes")
+	if name := e.field(ctx, "services.db", "provider_name"); name != "cheap" {
+		t.Fatalf("with nothing usable in edge, rented from %s, want cheap in public", name)
+	}
+	if !strings.Contains(out, "asking subnet public next") || !strings.Contains(out, "the cheapest is edge-dear (") {
+		t.Errorf("the fallback is not explained:\n%s", out)
+	}
+	e.must(ctx, "destroy", "-f", desc, "--yes")
+	// A preferred subnet without a single provider is given up after the
+	// window, not after the negotiation timeout.
+	if err := os.WriteFile(desc, []byte(marketApp("      prefer_subnet: nowhere\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	out = e.must(ctx, "deploy", "-f", desc, "--yes")
+	if name := e.field(ctx, "services.db", "provider_name"); name != "cheap" || !strings.Contains(out, "no offer in subnet nowhere within 2s; asking subnet public next") {
+		t.Errorf("with an empty preferred subnet, rented from %s after %s:\n%s", name, time.Since(began), out)
+	}
+	e.must(ctx, "destroy", "-f", desc, "--yes")
+}

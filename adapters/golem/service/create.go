@@ -239,7 +239,7 @@ func (r *rental) negotiate(ctx context.Context) error {
 	defer cancel()
 	subnets := r.cfg.Subnets()
 	for i, subnet := range subnets {
-		err := r.negotiateIn(nctx, subnet, m, exp)
+		err := r.negotiateIn(nctx, subnet, m, exp, i < len(subnets)-1)
 		var none noneWithinCaps
 		if err == nil || !errors.As(err, &none) || i == len(subnets)-1 {
 			return err
@@ -259,8 +259,9 @@ func (e noneWithinCaps) Unwrap() error { return e.err }
 // its draft before the next offer is tried.
 const draftWait = 30 * time.Second
 
-// negotiateIn negotiates in one subnet.
-func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp time.Duration) error {
+// negotiateIn negotiates in one subnet. With fallback (another subnet is
+// asked next), a subnet without a single offer in the window is given up.
+func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp time.Duration, fallback bool) error {
 	d, platform, err := r.demand(nctx, subnet)
 	if err != nil {
 		return err
@@ -412,6 +413,9 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 					continue
 				}
 				pending, counter, since = &o, cid, time.Now()
+			}
+			if fallback && len(offers) == 0 {
+				return noneWithinCaps{fmt.Errorf("no offer in subnet %s within %s", subnet, m.Window)}
 			}
 			if pending == nil && len(offers) > 0 {
 				if _, priced := Cheapest(offers); priced && len(Rank(offers)) == 0 {

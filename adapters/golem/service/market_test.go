@@ -168,3 +168,21 @@ func TestNoOfferError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSubnets(t *testing.T) {
+	for _, tc := range []struct {
+		params map[string]any
+		want   string
+	}{
+		{nil, "public"},
+		{map[string]any{"subnet_tag": "devnet"}, "devnet"},
+		{map[string]any{"prefer_subnet": "edge"}, "edge,public"},
+		{map[string]any{"prefer_subnet": "edge", "subnet_tag": "edge"}, "edge"},
+		{map[string]any{"prefer_subnet": "edge", "subnet_tag": "devnet"}, "edge,devnet"},
+	} {
+		c := Config{Payload: Payload{Runtime: "vm", Params: tc.params}}
+		if got := strings.Join(c.Subnets(), ","); got != tc.want {
+			t.Errorf("%v: subnets %s, want %s", tc.params, got, tc.want)
+		}
+	}
+}
