@@ -586,6 +586,15 @@ func TestReadersSeeWholeWrites(t *testing.T) {
 			}
 		}()
 	}
+	// The readers must be loading before the writes start, or the test
+	// checks nothing; and some of their loads must fall during the writes.
+	for deadline := time.Now().Add(30 * time.Second); loads.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no reader loaded within 30s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	before := loads.Load()
 	for v := 1; v <= 6; v++ {
 		if v%2 == 1 {
 			d := version(v)
@@ -601,9 +610,13 @@ func TestReadersSeeWholeWrites(t *testing.T) {
 		}
 		statetest.MustApply(t, w, l, changes...)
 	}
+	during := loads.Load() - before
 	close(stop)
 	wg.Wait()
-	t.Logf("%d consistent loads during 6 big writes", loads.Load())
+	if during == 0 {
+		t.Fatal("no Load ran while the writes did: nothing was checked")
+	}
+	t.Logf("%d consistent loads during 6 big writes", during)
 	if err := w.Compact(ctx, l); err != nil {
 		t.Fatal(err)
 	}
