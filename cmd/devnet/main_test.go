@@ -19,9 +19,9 @@ import (
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
-// TestSIGTERMRemovesEverything runs the devnet binary, makes it create a VPN (a Docker network), stops it
+// TestSIGTERMRemovesItsNetwork runs the devnet binary, makes it create a VPN (a Docker network), stops it
 // with SIGTERM and checks that the network is gone and that the app key never reached the logs.
-func TestSIGTERMRemovesEverything(t *testing.T) {
+func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 	testimage.RequireDocker(t)
 	docker := testimage.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
