@@ -69,11 +69,13 @@ func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "plan",
 		Usage:     "show what deploy would change, resource by resource",
-		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		ArgsUsage: "[FILE|PACKAGE.zip ...] [NAME ...]",
 		Flags: append(append(descriptorFlags(), engineFlags()...),
 			&cli.BoolFlag{Name: "detailed-exitcode", Usage: "exit 0 when there is nothing to do, 2 when there are changes, 1 on error"},
 			&cli.BoolFlag{Name: "json", Usage: "print the plan as JSON"},
 			&cli.BoolFlag{Name: "destroy", Usage: "plan a destroy"},
+			targetFlags(true)[0], targetFlags(true)[1],
+			&cli.StringFlag{Name: "out", Usage: "save the plan to `FILE` (name it *.plan) for gcompose deploy FILE to apply exactly, without asking again"},
 			progressFlag(),
 			interruptGraceFlag(),
 		),
@@ -99,9 +101,10 @@ func deployCommand() *cli.Command {
 		Name:      "deploy",
 		Aliases:   []string{"apply", "up"},
 		Usage:     "plan, confirm, and apply: create, update, rebuild and delete resources until they match the descriptor",
-		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		ArgsUsage: "[FILE|PACKAGE.zip ...] [NAME ...] | SAVED.plan",
 		Flags: append(append(descriptorFlags(), engineFlags()...),
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "apply without asking for confirmation"},
+			targetFlags(true)[0], targetFlags(true)[1],
 			&cli.BoolFlag{Name: "force-new-state", Usage: "start a new state although traces of a lost one exist, or objects of the application exist without a state here (docs/state.md)"},
 			&cli.BoolFlag{Name: "json", Usage: "progress as JSON events on stderr (docs/events.md), the summary object on stdout"},
 			progressFlag(),
@@ -118,10 +121,11 @@ func destroyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "destroy",
 		Aliases:   []string{"down"},
-		Usage:     "remove every resource of the application, dependents first",
-		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		Usage:     "remove every resource of the application (or the NAMEs and what depends on them), dependents first",
+		ArgsUsage: "[FILE|PACKAGE.zip ...] [NAME ...]",
 		Flags: append(append(descriptorFlags(), engineFlags()...),
 			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "destroy without asking for confirmation"},
+			targetFlags(false)[0],
 			&cli.BoolFlag{Name: "json", Usage: "progress as JSON events on stderr (docs/events.md), the summary object on stdout"},
 			progressFlag(),
 			interruptGraceFlag(),
@@ -157,7 +161,7 @@ func refreshCommand() *cli.Command {
 
 // appName picks the application: --app, else the descriptor's name.
 func appName(c *cli.Context, needDescriptor bool) (string, *project, error) {
-	if !needDescriptor && c.String("app") != "" && c.NArg() == 0 && len(fileArgs(c)) == 0 {
+	if files, _ := splitPositional(c); !needDescriptor && c.String("app") != "" && len(files) == 0 && len(fileArgs(c)) == 0 {
 		return c.String("app"), nil, nil
 	}
 	p, err := loadProject(c)
@@ -188,12 +192,34 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		finishRun(c, prog, command, name, nil, nil, !planOnly, time.Since(begin), err)
 		return nil, err
 	}
-	name, p, err := appName(c, mode == plan.Deploy)
-	if err != nil {
+	var name string
+	var p *project
+	saved, savedPath, err := savedPlanArg(c)
+	switch {
+	case err != nil:
 		return fail("", err)
+	case saved != nil && planOnly:
+		return fail("", withCode(exitUsage, fmt.Errorf("%s is a saved plan: apply it with gcompose deploy %s", savedPath, savedPath)))
+	case saved != nil:
+		if saved.Mode != mode && !(mode == plan.Deploy && saved.Mode == plan.Destroy) {
+			return fail(saved.App, withCode(exitUsage, fmt.Errorf("%s is a %s plan: apply it with gcompose deploy %s", savedPath, saved.Mode, savedPath)))
+		}
+		mode, name = saved.Mode, saved.App
+		if c.String("app") != "" {
+			name = c.String("app") // the engine refuses the plan if it was made for another
+		}
+		if p, err = loadFiles(c, saved.Files); err != nil {
+			return fail(name, err)
+		}
+	default:
+		if name, p, err = appName(c, mode == plan.Deploy); err != nil {
+			return fail("", err)
+		}
 	}
 	var want map[string]*plan.Resource
-	if mode == plan.Deploy {
+	// Destroy lowers the descriptor too, when there is one: protect: true
+	// guards against it as well.
+	if mode == plan.Deploy || (mode == plan.Destroy && p != nil) {
 		want, err = lowerer(c).Resources(p.resolved)
 		if err != nil {
 			return fail(name, withCode(exitError, err))
@@ -234,7 +260,12 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	defer it.engage(c.Duration("interrupt-grace"), func(s interruptStage, grace time.Duration) {
 		prog.Interrupt(interruptMessage(s, grace, prog.Running()))
 	})()
-	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly, ForceNewState: c.Bool("force-new-state"), Stop: it.soft}
+	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly, ForceNewState: c.Bool("force-new-state"), Stop: it.soft,
+		Targets: targetsOf(c), Replace: c.StringSlice("replace")}
+	if saved != nil {
+		req.Saved = saved.Plan
+		prog.SetPlan(saved.Plan)
+	}
 	if !planOnly {
 		req.Confirm = func(pl *plan.Plan) (bool, error) {
 			prog.SetPlan(pl)
@@ -265,6 +296,17 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			}
 			prog.Note(progress.Warn, fmt.Sprintf("%s had an interrupted %s (operation %s since %s); resolved through its adapter's state call",
 				r.Name, r.Pending.Kind, r.Pending.ID, r.Pending.StartedAt.Format(time.RFC3339)))
+		}
+	}
+	if planOnly && out != nil && out.Plan != nil && c.String("out") != "" {
+		if err == nil {
+			if werr := writeSavedPlan(c, c.String("out"), out.Plan); werr != nil {
+				err = werr
+			} else {
+				prog.Note(progress.Info, fmt.Sprintf("Saved the plan to %s: gcompose deploy %s applies exactly it.", c.String("out"), c.String("out")))
+			}
+		} else {
+			prog.Note(progress.Warn, fmt.Sprintf("The plan was not saved to %s: it could not plan everything.", c.String("out")))
 		}
 	}
 	if planOnly && out != nil && out.Plan != nil {
