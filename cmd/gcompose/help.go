@@ -27,7 +27,7 @@ func flagCategory(name string) string {
 		return catDescriptor
 	case "state", "lock-timeout", "app", "state-key-file", "show-secrets", "force", "to", "remove-source", "force-new-state", "dry-run":
 		return catState
-	case "yes", "parallelism", "verbose", "destroy", "follow", "interval", "interrupt-grace":
+	case "yes", "parallelism", "verbose", "destroy", "follow", "interval", "interrupt-grace", "target", "replace", "out":
 		return catRun
 	case "json", "progress", "format", "detailed-exitcode", "deployed", "exit-code", "from", "status", "outputs", "identity", "all":
 		return catOutput
@@ -51,12 +51,15 @@ func examples(path string) []string {
 	case "graph":
 		return []string{"gcompose graph app.yaml --format mermaid", "gcompose graph --deployed --app shop | dot -Tsvg > shop.svg"}
 	case "plan":
-		return []string{"gcompose plan app.yaml", "gcompose plan -f app.yaml -f prod.yaml --detailed-exitcode", "gcompose plan --destroy app.yaml"}
+		return []string{"gcompose plan app.yaml", "gcompose plan -f app.yaml -f prod.yaml --detailed-exitcode", "gcompose plan --destroy app.yaml",
+			"gcompose plan app.yaml -out app.plan && gcompose deploy app.plan"}
 	case "deploy":
 		return []string{"gcompose deploy app.yaml", "gcompose deploy -f app.yaml -f prod.yaml --yes",
-			"GCOMPOSE_VAR_region=eu gcompose deploy app.yaml --var replicas=2"}
+			"GCOMPOSE_VAR_region=eu gcompose deploy app.yaml --var replicas=2",
+			"gcompose deploy app.yaml web        # web and what it needs", "gcompose deploy app.plan            # a saved plan, as reviewed",
+			"gcompose deploy app.yaml --replace services.db"}
 	case "destroy":
-		return []string{"gcompose destroy app.yaml", "gcompose destroy --app shop --yes"}
+		return []string{"gcompose destroy app.yaml", "gcompose destroy --app shop --yes", "gcompose destroy app.yaml --target web"}
 	case "refresh":
 		return []string{"gcompose refresh app.yaml", "gcompose refresh app.yaml --detailed-exitcode   # exit 2 on drift"}
 	case "ps":

@@ -60,8 +60,11 @@ func descriptorFlags() []cli.Flag {
 }
 
 // descriptorFiles returns -f files followed by positional ones, in order.
+// On the commands that take service names (targetingCommand), only the
+// positional arguments that name files are descriptors.
 func descriptorFiles(c *cli.Context) ([]string, error) {
-	files := append(fileArgs(c), c.Args().Slice()...)
+	pos, _ := splitPositional(c)
+	files := append(fileArgs(c), pos...)
 	if len(files) > 0 {
 		return files, nil
 	}
@@ -203,4 +206,49 @@ func readVarFile(path string, into map[string]string) error {
 		into[strings.TrimSpace(k)] = v
 	}
 	return sc.Err()
+}
+
+// targetingCommand: plan, deploy and destroy take service and resource
+// names as well as descriptor files (gcompose deploy web db).
+func targetingCommand(c *cli.Context) bool {
+	if c.Command == nil {
+		return false
+	}
+	switch c.Command.Name {
+	case "plan", "deploy", "destroy":
+		return true
+	}
+	return false
+}
+
+// splitPositional tells descriptor files from names among the positional
+// arguments: on targeting commands an argument is a file when it ends in
+// .yaml, .yml, .zip or .plan or exists on disk, and a name otherwise.
+// Elsewhere every positional argument is a file.
+func splitPositional(c *cli.Context) (files, names []string) {
+	if !targetingCommand(c) {
+		return c.Args().Slice(), nil
+	}
+	for _, a := range c.Args().Slice() {
+		if looksLikeDescriptor(a) || isSavedPlanArg(a) {
+			files = append(files, a)
+		} else {
+			names = append(names, a)
+		}
+	}
+	return files, names
+}
+
+// targetsOf is --target and the names given as positional arguments.
+func targetsOf(c *cli.Context) []string {
+	_, names := splitPositional(c)
+	return append(append([]string(nil), c.StringSlice("target")...), names...)
+}
+
+func targetFlags(replace bool) []cli.Flag {
+	fs := []cli.Flag{&cli.StringSliceFlag{Name: "target", Usage: "limit the run to `ADDRESS` (services.web, resources.db, or a bare name: web) and what it needs; destroy: and what depends on it (repeatable; names given as arguments do the same)"}}
+	if replace {
+		fs = append(fs, &cli.StringSliceFlag{Name: "replace", Usage: "rebuild `ADDRESS` although nothing asks for it: remove it and create it anew (repeatable)"})
+	}
+	return fs
 }

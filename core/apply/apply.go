@@ -339,6 +339,14 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		}
 		old = nil
 	}
+	if step.Replace && old != nil {
+		// A rebuild asked for although the adapter is content: what
+		// exists is removed, then made anew.
+		if _, err := r.destroyWith(ctx, old, nil); err != nil {
+			return true, fmt.Errorf("removing %s to replace it: %w", want.Name, err)
+		}
+		old = nil
+	}
 	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: want.Name, AdapterName: plan.AdapterNameOf(want.Name, old), Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
 	ans := r.approvedAnswer(step, cfg, old)
 	if ans == nil {

@@ -277,3 +277,119 @@ func TestDestroyRefusesWhatWasNotApproved(t *testing.T) {
 		t.Fatalf("%d resources left in state after destroy", n)
 	}
 }
+
+func (f *fixture) planWith(t *testing.T, in plan.Input) (*plan.Plan, error) {
+	t.Helper()
+	in.App, in.State = "app", f.store.snapshot()
+	p := &plan.Planner{Adapters: f.ad, Walk: engine.GraphWalk(4)}
+	return p.Plan(context.Background(), in)
+}
+
+func TestReplaceRebuildsAResourceTheAdapterIsContentWith(t *testing.T) {
+	f := newFixture()
+	f.deploy(t, diamond("v1"))
+	before := generations(f.ad)
+	pl, err := f.planWith(t, plan.Input{Mode: plan.Deploy, Desired: diamond("v1"), Replace: []string{"resources.c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := pl.Step("resources.c"); c.Op != plan.Rebuild || !c.Replace || !strings.Contains(c.Reason, "--replace") {
+		t.Fatalf("c: %s replace %v (%s), want a rebuild asked by --replace", c.Op, c.Replace, c.Reason)
+	}
+	if _, err := f.apply(pl, false); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	after := generations(f.ad)
+	for n, g := range before {
+		if changed := after[n] != g; changed != (n == "resources.c") {
+			t.Errorf("%s: generation %v -> %v; only c may change", n, g, after[n])
+		}
+	}
+	if log := f.ad.Log(); !slices.Equal(log[len(log)-2:], []string{"delete resources.c", "create resources.c"}) {
+		t.Fatalf("log %v, want c deleted then created", log)
+	}
+	if _, err := f.planWith(t, plan.Input{Mode: plan.Deploy, Desired: diamond("v1"), Replace: []string{"nosuch"}}); err == nil || !strings.Contains(err.Error(), "--replace nosuch matches no resource") {
+		t.Fatalf("--replace of an unknown address: %v", err)
+	}
+}
+
+func TestTargetLimitsTheRunToWhatItNeeds(t *testing.T) {
+	f := newFixture()
+	pl, err := f.planWith(t, plan.Input{Mode: plan.Deploy, Desired: diamond("v1"), Targets: []string{"c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.apply(pl, false); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	got := make([]string, 0)
+	for n := range f.ad.Objects() {
+		got = append(got, n)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"resources.a", "resources.c"}) {
+		t.Fatalf("deploy --target c made %v, want c and what it needs (a)", got)
+	}
+	f.deploy(t, diamond("v1"))
+
+	// destroy --target a takes everything depending on a with it,
+	// dependents first; --target d only d.
+	pl, err = f.planWith(t, plan.Input{Mode: plan.Destroy, Targets: []string{"resources.d"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Steps) != 1 || pl.Steps[0].Resource != "resources.d" {
+		t.Fatalf("destroy --target d plans %d steps, want d only", len(pl.Steps))
+	}
+	pl, err = f.planWith(t, plan.Input{Mode: plan.Destroy, Targets: []string{"resources.b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.apply(pl, false); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	log := f.ad.Log()
+	if i, j := slices.Index(log, "delete resources.d"), slices.Index(log, "delete resources.b"); i < 0 || j < 0 || i > j {
+		t.Fatalf("destroy --target b: log %v, want d (its dependent) deleted before b", log)
+	}
+	if _, ok := f.ad.Objects()["resources.c"]; !ok {
+		t.Fatal("destroy --target b removed c, which does not depend on b")
+	}
+}
+
+func TestProtectedResourceIsNeitherRebuiltNorDeleted(t *testing.T) {
+	f := newFixture()
+	f.ad.Rebuild = []string{"value"}
+	f.deploy(t, diamond("v1"))
+	want := diamond("v1")
+	want["resources.c"].Protect = true
+	want["resources.c"].Config = map[string]any{"value": "c2"}
+	pl, err := f.planWith(t, plan.Input{Mode: plan.Deploy, Desired: want})
+	if err == nil || !strings.Contains(err.Error(), "resources.c is protected (protect: true") || !strings.Contains(err.Error(), "would rebuild it") {
+		t.Fatalf("plan error %v, want c protected from a rebuild", err)
+	}
+	before := generations(f.ad)
+	res, _ := f.apply(pl, false)
+	if o := res.Outcomes["resources.d"]; o == nil || !o.Skipped {
+		t.Fatalf("d outcome %+v, want held back behind protected c", o)
+	}
+	if generations(f.ad)["resources.c"] != before["resources.c"] {
+		t.Fatal("protected c was rebuilt")
+	}
+
+	// Destroy reads protection from the descriptor too.
+	want = diamond("v1")
+	want["resources.c"].Protect = true
+	pl, err = f.planWith(t, plan.Input{Mode: plan.Destroy, Desired: want})
+	if err == nil || !strings.Contains(err.Error(), "would delete it") {
+		t.Fatalf("destroy plan error %v, want c protected from deletion", err)
+	}
+	f.apply(pl, false)
+	objs := f.ad.Objects()
+	if _, ok := objs["resources.c"]; !ok {
+		t.Fatal("protected c was deleted")
+	}
+	if _, ok := objs["resources.d"]; ok {
+		t.Fatal("d (not protected, depends on c) was not deleted")
+	}
+}

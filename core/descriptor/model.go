@@ -72,7 +72,9 @@ type Service struct {
 	Instances int // always >= 1 after normalization
 	HTTPProxy *Proxy
 	TCPProxy  *Proxy
-	Pos       source.Pos
+	// Protect refuses plans that would delete or rebuild the service.
+	Protect bool
+	Pos     source.Pos
 }
 
 // Command is one init step. Every shorthand (a bare argv list, run: [...],
@@ -114,7 +116,9 @@ type Resource struct {
 	Type         string            // adapter image reference
 	Dependencies map[string]string // alias -> resource name
 	Config       map[string]any
-	Pos          source.Pos
+	// Protect refuses plans that would delete or rebuild the resource.
+	Protect bool
+	Pos     source.Pos
 }
 
 // Secret declares where a secret's value is read from: exactly one of Env

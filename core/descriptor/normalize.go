@@ -196,6 +196,7 @@ func (n *normalizer) services(section *value) {
 		}
 		s.HTTPProxy = n.proxy(ptr+"/http_proxy", v.get("http_proxy"))
 		s.TCPProxy = n.proxy(ptr+"/tcp_proxy", v.get("tcp_proxy"))
+		s.Protect = n.flag(ptr+"/protect", v.get("protect"))
 		n.app.Services[name] = s
 	}
 }
@@ -349,6 +350,7 @@ func (n *normalizer) resources(section *value) {
 			r.Config, _ = cfg.plain().(map[string]any)
 			n.recTree(ptr+"/config", cfg)
 		}
+		r.Protect = n.flag(ptr+"/protect", v.get("protect"))
 		n.app.Resources[name] = r
 	}
 }
@@ -389,4 +391,14 @@ func (n *normalizer) secrets(section *value) {
 		n.rec(ptr+"/file", v.get("file"))
 		n.app.Secrets[name] = &Secret{Name: name, Env: strOf(v.get("env")), File: strOf(v.get("file")), Pos: v.at()}
 	}
+}
+
+// flag reads a boolean (the schema has checked its type).
+func (n *normalizer) flag(ptr string, v *value) bool {
+	if v == nil {
+		return false
+	}
+	n.rec(ptr, v)
+	b, _ := v.scalar.(bool)
+	return b
 }

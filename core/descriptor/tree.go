@@ -75,6 +75,9 @@ func (a *App) Tree() map[string]any {
 			if len(r.Config) > 0 {
 				e["config"] = r.Config
 			}
+			if r.Protect {
+				e["protect"] = true
+			}
 			m[name] = e
 		}
 		t["resources"] = m
@@ -118,6 +121,9 @@ func (s *Service) tree() map[string]any {
 	}
 	if s.TCPProxy != nil {
 		e["tcp_proxy"] = s.TCPProxy.tree()
+	}
+	if s.Protect {
+		e["protect"] = true
 	}
 	return e
 }

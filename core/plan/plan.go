@@ -66,6 +66,9 @@ type Resource struct {
 	Config    map[string]any `json:"config,omitempty"`
 	DependsOn []string       `json:"depends_on,omitempty"`
 	Pos       source.Pos     `json:"pos,omitempty"`
+	// Protect refuses any plan that would delete or rebuild the resource
+	// (protect: true in the descriptor).
+	Protect bool `json:"protect,omitempty"`
 }
 
 // Step is the plan for one resource.
@@ -104,6 +107,9 @@ type Step struct {
 	Config map[string]any `json:"config,omitempty"`
 	// Remove: the resource leaves (gone from the descriptor, or destroy).
 	Remove bool `json:"remove,omitempty"`
+	// Replace: a rebuild asked for (--replace) although the adapter is
+	// content; apply removes the resource and creates it anew.
+	Replace bool `json:"replace,omitempty"`
 	// Answer is the adapter's state answer the op was planned from (none
 	// for a knock-on: its config was not known yet).
 	Answer *protocol.StateResult `json:"answer,omitempty"`
@@ -183,8 +189,10 @@ type Plan struct {
 	// Inputs is a hash of the desired resources the plan was made from
 	// (descriptor, variables, secrets, images: everything lowered into
 	// them); a saved plan is refused once they hash otherwise.
-	Inputs string  `json:"inputs,omitempty"`
-	Steps  []*Step `json:"steps"`
+	Inputs string `json:"inputs,omitempty"`
+	// Targets the plan was limited to (--target); empty: everything.
+	Targets []string `json:"targets,omitempty"`
+	Steps   []*Step  `json:"steps"`
 	// Prior is the state document the plan was made against. It is not
 	// serialized: a saved plan gets it back from the store once its
 	// lineage and serial are found unchanged.

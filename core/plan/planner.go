@@ -20,6 +20,11 @@ type Input struct {
 	Desired map[string]*Resource
 	// State is the persisted document (never nil: an empty one for a new app).
 	State *state.Document
+	// Targets limit the plan to these addresses (Matches) and what they
+	// need (deploy) or what depends on them (destroy).
+	Targets []string
+	// Replace forces a rebuild of these deployed resources.
+	Replace []string
 }
 
 // Walk runs fn over a set of names in dependency order: a name starts once
@@ -73,6 +78,19 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 			deps[name] = keepKnown(r.Dependencies, doc.Resources)
 		}
 	}
+	all := make([]string, 0, len(deps))
+	for n := range deps {
+		all = append(all, n)
+	}
+	sort.Strings(all)
+	replace, err := matchAll("--replace", in.Replace, all)
+	if err != nil {
+		return pl, err
+	}
+	if deps, err = scope(deps, in.Targets, in.Mode); err != nil {
+		return pl, err
+	}
+	pl.Targets = in.Targets
 
 	// A resource's outputs are trusted for planning its dependents unless the
 	// resource is about to change: then a dependent that reads them is shown
@@ -103,6 +121,13 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs)
 		} else {
 			s, err = p.planAbsent(ctx, app, name, doc.Resources[name], in.Mode)
+		}
+		if err == nil && s != nil {
+			if replace[name] && in.Mode == Deploy {
+				replaceStep(s, doc.Resources[name])
+			}
+			// Protection is read from the descriptor also on destroy.
+			err = guard(s, in.Desired[name])
 		}
 		if err != nil {
 			err = Named(name, err)

@@ -63,6 +63,9 @@ func (p *Plan) Render(w io.Writer, opt RenderOptions) {
 			amount(c.PerHour), c.Currency, amount(c.Total), c.Currency, c.Resources), 6, opt.Width))
 	}
 	fmt.Fprintln(w, jsondiff.Wrap(p.SummaryLine(), 6, opt.Width))
+	if len(p.Targets) > 0 {
+		fmt.Fprintln(w, jsondiff.Wrap("Targeted: only "+strings.Join(p.Targets, ", ")+" and what they need were planned; the rest is left as it is.", 6, opt.Width))
+	}
 }
 
 // CostText is one resource's cost for people.

@@ -146,6 +146,8 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 	}
 	for _, n := range r.Nodes {
 		res := &plan.Resource{Name: n.ID, DependsOn: r.Graph.DependenciesOf(n.ID), Pos: n.Pos}
+		// protect: true guards the resource in the plan; no adapter is told.
+		res.Protect, _ = n.Spec["protect"].(bool)
 		switch n.Kind {
 		case resolve.ResourceNode:
 			g, err := lower.Resource(r, n)
@@ -168,6 +170,7 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 			}
 			res.Type = img.Service
 			res.Config = maps.Clone(n.Spec)
+			delete(res.Config, "protect")
 			res.Config["name"] = n.Name
 			res.Config["instance"] = n.Index
 			if net, ok := n.Spec["network"].(string); ok && net != "" {

@@ -107,3 +107,24 @@ func TestPaymentsSetByTheDescriptor(t *testing.T) {
 		t.Fatal("a payments resource of another type must be refused")
 	}
 }
+
+// protect: true guards every instance of a service and a generic resource
+// in the plan; it is not part of what their adapters are told.
+func TestProtectReachesThePlanNotTheAdapter(t *testing.T) {
+	res, err := Resources(load(t, "testdata/protect.yaml"), Images{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"services.db[0]": true, "services.db[1]": true, "resources.files": true, "services.web": false, "networks.default": false} {
+		r := res[name]
+		if r == nil {
+			t.Fatalf("no resource %s", name)
+		}
+		if r.Protect != want {
+			t.Errorf("%s: protect %v, want %v", name, r.Protect, want)
+		}
+		if _, ok := r.Config["protect"]; ok {
+			t.Errorf("%s: protect is in the adapter's config", name)
+		}
+	}
+}

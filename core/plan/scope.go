@@ -1,0 +1,129 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gcompose/gcompose/core/state"
+)
+
+// Matches reports whether an address given on the command line names a
+// resource: exactly (services.web[1]), every instance of a service
+// (services.web), or by its short name in any section (web, db).
+func Matches(addr, name string) bool {
+	if name == addr || strings.HasPrefix(name, addr+"[") {
+		return true
+	}
+	if strings.Contains(addr, ".") {
+		return false
+	}
+	_, rest, ok := strings.Cut(name, ".")
+	return ok && (rest == addr || strings.HasPrefix(rest, addr+"["))
+}
+
+// matchAll returns the names each address matches; an address that
+// matches nothing is an error naming what exists.
+func matchAll(flag string, addrs []string, names []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, a := range addrs {
+		found := false
+		for _, n := range names {
+			if Matches(a, n) {
+				out[n] = true
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%s %s matches no resource of the application (it has: %s)", flag, a, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+// scope limits deps to what the targets need (deploy: the targets and
+// everything they depend on) or take with them (destroy: the targets and
+// everything that depends on them). No targets: everything.
+func scope(deps map[string][]string, targets []string, mode Mode) (map[string][]string, error) {
+	if len(targets) == 0 {
+		return deps, nil
+	}
+	names := make([]string, 0, len(deps))
+	for n := range deps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	in, err := matchAll("--target", targets, names)
+	if err != nil {
+		return nil, err
+	}
+	next := func(n string) []string { return deps[n] }
+	if mode == Destroy {
+		dependents := map[string][]string{}
+		for n, ds := range deps {
+			for _, d := range ds {
+				dependents[d] = append(dependents[d], n)
+			}
+		}
+		next = func(n string) []string { return dependents[n] }
+	}
+	queue := make([]string, 0, len(in))
+	for n := range in {
+		queue = append(queue, n)
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, m := range next(n) {
+			if _, known := deps[m]; known && !in[m] {
+				in[m] = true
+				queue = append(queue, m)
+			}
+		}
+	}
+	out := make(map[string][]string, len(in))
+	for n := range in {
+		out[n] = deps[n]
+	}
+	return out, nil
+}
+
+// protectionError fails a step that would delete or rebuild a protected
+// resource, saying why it would and how to allow it.
+func protectionError(s *Step, r *Resource) error {
+	what := "delete"
+	if s.Op == Rebuild {
+		what = "rebuild"
+	}
+	why := s.Reason
+	if why == "" {
+		why = "no reason given"
+	}
+	at := ""
+	if r.Pos.File != "" {
+		at = " at " + r.Pos.String()
+	}
+	return fmt.Errorf("%s is protected (protect: true%s): this plan would %s it (%s); remove protect: true to allow that", s.Resource, at, what, why)
+}
+
+// guard turns a planned delete or rebuild of a protected resource into a
+// failed step; what depends on it is then held back too.
+func guard(s *Step, want *Resource) error {
+	if want == nil || !want.Protect || (s.Op != Rebuild && s.Op != Delete) {
+		return nil
+	}
+	return protectionError(s, want)
+}
+
+// replaceStep forces a rebuild of a deployed resource (--replace).
+func replaceStep(s *Step, old *state.Resource) {
+	if old == nil || s.Op == Create || s.Op == Failed {
+		return
+	}
+	s.Replace = true
+	why := "replacement asked (--replace)"
+	if s.Op != NoOp && s.Reason != "" {
+		why += "; also " + s.Reason
+	}
+	s.Op, s.Reason = Rebuild, why
+}
