@@ -215,7 +215,7 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 	if old != nil {
 		s.Before = old.Config
 	}
-	cfg, unknown, err := ResolveConfig(r.Config, outs)
+	cfg, unknown, err := resolveStrict(r.Config, outs)
 	if err != nil {
 		return nil, err
 	}

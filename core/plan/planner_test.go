@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gcompose/gcompose/core/engine"
@@ -130,5 +131,29 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// A reference to an output that a deployed, unchanged resource does not
+// report fails at plan time, naming what it does report, instead of a wait
+// at apply for something that never comes.
+func TestMissingOutputOfUnchangedResourceFailsThePlan(t *testing.T) {
+	ad := memadapter.New()
+	want := chain("v1", "nginx")
+	doc := deployed(t, ad, want)
+	want["services.proxy"].Config = map[string]any{"target": "${services.web.nosuchfield}"}
+	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+	pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: doc})
+	if err == nil || !strings.Contains(err.Error(), "/target: ${services.web.nosuchfield}: services.web reports no such output (it reports: db, generation, id, image)") {
+		t.Fatalf("plan error %v, want the missing output named with what web reports", err)
+	}
+	if s := pl.Step("services.proxy"); s.Op != plan.Failed {
+		t.Fatalf("proxy: %s, want failed", s.Op)
+	}
+	// While web is about to change, its outputs are not known: no error.
+	want = chain("v1", "httpd")
+	want["services.proxy"].Config = map[string]any{"target": "${services.web.nosuchfield}"}
+	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: doc}); err != nil {
+		t.Fatalf("plan with a changing dependency: %v", err)
 	}
 }

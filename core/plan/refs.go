@@ -1,6 +1,10 @@
 package plan
 
 import (
+	"fmt"
+	"sort"
+	"strings"
+
 	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/expr"
 )
@@ -58,6 +62,18 @@ type Outputs func(resource string) (state map[string]any, ok bool)
 // ResolveConfig substitutes every runtime reference in cfg whose value is
 // known. It returns the new config and the references still unknown.
 func ResolveConfig(cfg map[string]any, outs Outputs) (map[string]any, []expr.Unknown, error) {
+	return resolveConfig(cfg, outs, false)
+}
+
+// resolveStrict is ResolveConfig for planning: a reference to an output
+// that a resource whose outputs are known (deployed and unchanged) does not
+// report is an error now, not a wait at apply for something that never
+// comes.
+func resolveStrict(cfg map[string]any, outs Outputs) (map[string]any, []expr.Unknown, error) {
+	return resolveConfig(cfg, outs, true)
+}
+
+func resolveConfig(cfg map[string]any, outs Outputs, strict bool) (map[string]any, []expr.Unknown, error) {
 	lookup := func(r expr.Ref) (any, bool, error) {
 		res, field, err := OutputRef(r)
 		if err != nil {
@@ -68,6 +84,9 @@ func ResolveConfig(cfg map[string]any, outs Outputs) (map[string]any, []expr.Unk
 			return nil, false, nil
 		}
 		v, ok := lookupField(map[string]any(st), field)
+		if !ok && strict {
+			return nil, false, &MissingOutputError{Ref: r.Text(), Resource: res, Reported: sortedKeys(st)}
+		}
 		return v, ok, nil
 	}
 	out, unknown, err := expr.EvalTree(map[string]any(cfg), lookup)
@@ -76,4 +95,29 @@ func ResolveConfig(cfg map[string]any, outs Outputs) (map[string]any, []expr.Unk
 	}
 	m, _ := out.(map[string]any)
 	return m, unknown, nil
+}
+
+// MissingOutputError is a reference to an output its resource does not
+// report.
+type MissingOutputError struct {
+	Ref      string
+	Resource string
+	Reported []string
+}
+
+func (e *MissingOutputError) Error() string {
+	have := "nothing"
+	if len(e.Reported) > 0 {
+		have = strings.Join(e.Reported, ", ")
+	}
+	return fmt.Sprintf("%s reports no such output (it reports: %s)", e.Resource, have)
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
