@@ -49,7 +49,7 @@ func newRenderer(c *cli.Context, command string) (*progress.Renderer, error) {
 // finishRun prints how a plan/deploy/destroy/refresh ended: the summary
 // object as the last line of the JSON stream (and, with --json, on stdout
 // for deploy and destroy), or a sentence for people.
-func finishRun(c *cli.Context, r *progress.Renderer, command, app string, out *engine.Outcome, eps []display.Endpoint, applied bool, took time.Duration, runErr error) {
+func finishRun(c *cli.Context, r *progress.Renderer, command, app string, out *engine.Outcome, eps []display.Endpoint, outputs map[string]any, applied bool, took time.Duration, runErr error) {
 	code := exitOK
 	if runErr != nil {
 		code = exitError
@@ -73,6 +73,7 @@ func finishRun(c *cli.Context, r *progress.Renderer, command, app string, out *e
 		s = r.Summarize(command, app, nil, nil, applied, took, runErr, code)
 	}
 	s.Endpoints = eps
+	s.Outputs = outputs
 	r.WriteSummary(s)
 	if !applied || runErr != nil {
 		if c.Bool("json") && applied && runErr != nil {
@@ -90,6 +91,7 @@ func finishRun(c *cli.Context, r *progress.Renderer, command, app string, out *e
 		fmt.Fprintf(c.App.Writer, "%s complete: %d resource(s) changed in %s.\n", strings.ToUpper(command[:1])+command[1:], s.Counts.Changed, took.Round(time.Millisecond))
 	}
 	printEndpoints(c.App.Writer, eps)
+	printOutputs(c.App.Writer, outputs)
 }
 
 // printEndpoints ends a deploy with what the user came for: where to open it.

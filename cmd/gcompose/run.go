@@ -189,7 +189,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	// fail ends a run that stopped before the engine started, so that a JSON
 	// stream still ends with its summary.
 	fail := func(name string, err error) (*engine.Outcome, error) {
-		finishRun(c, prog, command, name, nil, nil, !planOnly, time.Since(begin), err)
+		finishRun(c, prog, command, name, nil, nil, nil, !planOnly, time.Since(begin), err)
 		return nil, err
 	}
 	var name string
@@ -262,6 +262,9 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	})()
 	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly, ForceNewState: c.Bool("force-new-state"), Stop: it.soft,
 		Targets: targetsOf(c), Replace: c.StringSlice("replace")}
+	if p != nil {
+		req.Outputs = p.resolved.Outputs
+	}
 	if saved != nil {
 		req.Saved = saved.Plan
 		prog.SetPlan(saved.Plan)
@@ -324,10 +327,21 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		err = withCode(exitError, err)
 	}
 	var eps []display.Endpoint
+	var outputs map[string]any
 	if mode == plan.Deploy && !planOnly && err == nil {
 		eps = endpoints(c, st, name, ad.Client)
+		if doc, lerr := st.Load(c.Context, name); lerr == nil && p != nil {
+			vals, missing, oerr := appOutputs(doc, p.resolved.Outputs)
+			for _, m := range missing {
+				prog.Note(progress.Warn, "output "+m)
+			}
+			if oerr != nil {
+				prog.Note(progress.Warn, oerr.Error())
+			}
+			outputs = redactor(c).MaskMap(vals)
+		}
 	}
-	finishRun(c, prog, command, name, out, eps, !planOnly, time.Since(start), err)
+	finishRun(c, prog, command, name, out, eps, outputs, !planOnly, time.Since(start), err)
 	return out, err
 }
 

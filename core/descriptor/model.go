@@ -27,6 +27,9 @@ type App struct {
 	// Secrets are the declared secrets (${secret.NAME}); their values are
 	// read by core/resolve, never stored here.
 	Secrets map[string]*Secret
+	// Outputs are values printed after deploy (name -> value, usually a
+	// ${...} reference to what a resource reports).
+	Outputs map[string]any
 
 	// Files are the descriptor files merged, in merge order.
 	Files []string

@@ -59,7 +59,7 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 	}}
 	app := n.app
 	n.rec("", tree)
-	for _, section := range []string{"meta", "payloads", "networks", "nodes", "services", "plugs", "resources", "secrets"} {
+	for _, section := range []string{"meta", "payloads", "networks", "nodes", "services", "plugs", "resources", "secrets", "outputs"} {
 		if v := tree.get(section); v != nil {
 			n.rec("/"+strings.Replace(section, "nodes", "services", 1), v)
 		}
@@ -84,6 +84,10 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 	n.plugs(tree.get("plugs"))
 	n.resources(tree.get("resources"))
 	n.secrets(tree.get("secrets"))
+	if outs := tree.get("outputs"); outs != nil && outs.kind == kindMap {
+		app.Outputs, _ = outs.plain().(map[string]any)
+		n.recTree("/outputs", outs)
+	}
 	n.implicitNetwork(tree.get("networks"))
 	return app, n.diags
 }

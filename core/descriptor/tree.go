@@ -20,6 +20,9 @@ func (a *App) Tree() map[string]any {
 	if len(a.Meta) > 0 {
 		t["meta"] = a.Meta
 	}
+	if len(a.Outputs) > 0 {
+		t["outputs"] = a.Outputs
+	}
 	if len(a.Payloads) > 0 {
 		m := make(map[string]any, len(a.Payloads))
 		for name, p := range a.Payloads {

@@ -59,9 +59,10 @@ type Request struct {
 	// application's document is lost but traces of it exist, and deploys
 	// even when objects of the application exist without a state here.
 	ForceNewState bool
-	// Targets and Replace are plan.Input's (--target, --replace).
+	// Targets, Replace and Outputs are plan.Input's.
 	Targets []string
 	Replace []string
+	Outputs map[string]any
 	// Saved is a plan made earlier (gcompose plan -out) to apply exactly,
 	// without planning or asking again. It is refused unless the state is
 	// the one it was made against (lineage and serial) and Desired hashes
@@ -197,7 +198,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if req.Saved != nil {
 		pl = savedForApply(req, doc)
 	} else {
-		in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc, Targets: req.Targets, Replace: req.Replace}
+		in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc, Targets: req.Targets, Replace: req.Replace, Outputs: req.Outputs}
 		planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
 		pl, planErr = planner.Plan(soft, in)
 	}

@@ -25,6 +25,10 @@ type Input struct {
 	Targets []string
 	// Replace forces a rebuild of these deployed resources.
 	Replace []string
+	// Outputs is the descriptor's outputs section: a reference in it to an
+	// output that a deployed, unchanged resource does not report fails
+	// the plan.
+	Outputs map[string]any
 }
 
 // Walk runs fn over a set of names in dependency order: a name starts once
@@ -142,10 +146,18 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 		return err
 	}
 	errs := p.Walk(ctx, deps, in.Mode == Destroy, visit)
+	if in.Mode == Deploy && len(in.Outputs) > 0 {
+		if _, _, err := resolveStrict(in.Outputs, outs); err != nil {
+			if errs == nil {
+				errs = map[string]error{}
+			}
+			errs[OutputsSection] = err
+		}
+	}
 	// What the walk never reached (a dependency failed to plan) cannot be
 	// planned either; it still gets a step, so apply and the output say why.
 	for name, err := range errs {
-		if err != nil && stepOf(name) == nil {
+		if err != nil && stepOf(name) == nil && name != OutputsSection {
 			s := bareStep(name, desired[name], doc.Resources[name])
 			s.Op, s.Err = Failed, Named(name, err)
 			s.Error = s.Err.Error()
@@ -155,6 +167,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 	pl.finish()
 	return pl, joinErrors(errs)
 }
+
+// OutputsSection names the descriptor's outputs in plan errors.
+const OutputsSection = "outputs"
 
 // bareStep is the step of a resource that could not be planned: enough for
 // apply to know which walk it belongs to and what it holds back.

@@ -157,3 +157,20 @@ func TestMissingOutputOfUnchangedResourceFailsThePlan(t *testing.T) {
 		t.Fatalf("plan with a changing dependency: %v", err)
 	}
 }
+
+func TestOutputReferencingWhatAnUnchangedResourceLacksFailsThePlan(t *testing.T) {
+	ad := memadapter.New()
+	want := chain("v1", "nginx")
+	doc := deployed(t, ad, want)
+	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+	in := plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: doc,
+		Outputs: map[string]any{"url": "http://${services.web.image}/", "bad": "${services.db.port}"}}
+	_, err := p.Plan(context.Background(), in)
+	if err == nil || !strings.Contains(err.Error(), "outputs: /bad: ${services.db.port}: services.db reports no such output") {
+		t.Fatalf("plan error %v, want the bad output named", err)
+	}
+	delete(in.Outputs, "bad")
+	if _, err := p.Plan(context.Background(), in); err != nil {
+		t.Fatalf("plan with good outputs: %v", err)
+	}
+}

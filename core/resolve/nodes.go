@@ -23,6 +23,8 @@ type resolver struct {
 
 	nodes []*Node
 	byID  map[string]*Node
+	// outputs is the outputs section, resolved as far as now possible.
+	outputs map[string]any
 	// instances of each service, in index order.
 	services map[string][]*Node
 	lines    *lineCache
@@ -151,6 +153,10 @@ func (rv *resolver) resolveSpecs() {
 	}
 	if meta, ok := rv.tree["meta"]; ok {
 		rv.resolveValue(&scope{}, "/meta", meta, false)
+	}
+	if outs, ok := rv.tree["outputs"]; ok {
+		v, _ := rv.resolveValue(&scope{outputs: true}, "/outputs", outs, true)
+		rv.outputs, _ = v.(map[string]any)
 	}
 }
 

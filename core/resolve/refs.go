@@ -18,6 +18,10 @@ import (
 type scope struct {
 	node     *Node
 	visiting []string
+	// outputs: the descriptor's outputs section, read after apply from
+	// what the resources report; it holds runtime references without
+	// being a node that waits for them.
+	outputs bool
 }
 
 // maxDepth bounds static references to values that hold references.
@@ -300,6 +304,9 @@ func (rv *resolver) runtime(sc *scope, ptr, s string, r expr.Ref, target, what s
 		}
 	}
 	if sc.node == nil {
+		if sc.outputs {
+			return nil, false, "${" + target + "." + field + "}", nil
+		}
 		return nil, false, "", fmt.Errorf("%s.%s is only known at apply time, and meta is read before anything exists", target, field)
 	}
 	pos := rv.refPos(ptr, s, r.Offset)
@@ -354,7 +361,7 @@ func (rv *resolver) static(sc *scope, label, base string, rest []expr.Step, runt
 	if len(sc.visiting) >= maxDepth {
 		return nil, false, "", fmt.Errorf("references nested more than %d deep", maxDepth)
 	}
-	inner := &scope{node: sc.node, visiting: append(append([]string(nil), sc.visiting...), ptr)}
+	inner := &scope{node: sc.node, visiting: append(append([]string(nil), sc.visiting...), ptr), outputs: sc.outputs}
 	errorsBefore := len(rv.diags)
 	val, templates := rv.resolveValue(inner, ptr, cur, false)
 	if len(rv.diags) > errorsBefore {

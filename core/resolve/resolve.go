@@ -101,6 +101,10 @@ type Resolved struct {
 	// Secrets are the values of the ${secret.NAME} references resolved, by
 	// name: register them with the run's redactor before printing anything.
 	Secrets map[string]string
+	// Outputs is the descriptor's outputs section, its references to
+	// resources' outputs kept for after apply (plan.ResolveConfig reads
+	// them from the state).
+	Outputs map[string]any
 
 	byID map[string]*Node
 }
@@ -143,6 +147,7 @@ func Resolve(app *descriptor.App, opts Options) (*Resolved, source.Diagnostics) 
 		Networks:  len(app.Networks),
 		Resources: len(app.Resources),
 		Secrets:   rv.secrets,
+		Outputs:   rv.outputs,
 		byID:      rv.byID,
 	}
 	for _, n := range rv.nodes {

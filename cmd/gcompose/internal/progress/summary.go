@@ -31,6 +31,8 @@ type Summary struct {
 	Swept []engine.Swept `json:"swept,omitempty"`
 	// Endpoints are the URLs a deploy produced (docs/events.md).
 	Endpoints []display.Endpoint `json:"endpoints,omitempty"`
+	// Outputs are the descriptor's outputs after a deploy (docs/events.md).
+	Outputs map[string]any `json:"outputs,omitempty"`
 }
 
 // Counts of planned ops and of outcomes.
