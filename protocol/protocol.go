@@ -191,6 +191,11 @@ type InitExt struct {
 	// resources: the endpoints printed after a deploy and the columns of
 	// gcompose ps.
 	Summary *Summary `json:"summary,omitempty"`
+	// Outputs is a JSON Schema of the resource's outputs (the VALID
+	// answer's state). The top-level properties it lists are the outputs
+	// others may reference: gcompose refuses a reference to any other at
+	// plan time, before the resource exists.
+	Outputs map[string]any `json:"outputs,omitempty"`
 }
 
 // CheckResult is the check answer: OK, or the Problem in one line for

@@ -27,7 +27,11 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 	if err != nil {
 		return plan.Capabilities{}, err
 	}
-	return plan.Capabilities{Destroy: info.Ext, Estimate: info.Ext && info.Init.Gcompose != nil && info.Init.Gcompose.Estimate}, nil
+	caps := plan.Capabilities{Destroy: info.Ext, Estimate: info.Ext && info.Init.Gcompose != nil && info.Init.Gcompose.Estimate}
+	if info.Ext && info.Init.Gcompose != nil {
+		caps.Outputs = plan.DeclaredOutputs(info.Init.Gcompose.Outputs)
+	}
+	return caps, nil
 }
 
 func (a *ContainerAdapters) target(c plan.Call) adapter.Target {

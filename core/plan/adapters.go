@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 
 	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/state"
@@ -54,6 +55,25 @@ type Capabilities struct {
 	// Estimate is true for adapters whose state call estimates the cost of
 	// a resource whose config is only known after apply.
 	Estimate bool
+	// Outputs are the outputs the adapter declares its resources report
+	// (the top-level properties of its init answer's outputs schema), or
+	// nil when it declares none.
+	Outputs []string
+}
+
+// DeclaredOutputs are the top-level properties of an outputs schema, sorted;
+// nil when the schema lists none.
+func DeclaredOutputs(schema map[string]any) []string {
+	props, _ := schema["properties"].(map[string]any)
+	if len(props) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(props))
+	for k := range props {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ErrNoSweep is the answer of Adapters.Sweep for an adapter that has no

@@ -122,7 +122,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 		var s *Step
 		var err error
 		if r, ok := desired[name]; ok {
-			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs)
+			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs, p.declared(ctx, desired, doc))
 		} else {
 			s, err = p.planAbsent(ctx, app, name, doc.Resources[name], in.Mode)
 		}
@@ -147,7 +147,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 	}
 	errs := p.Walk(ctx, deps, in.Mode == Destroy, visit)
 	if in.Mode == Deploy && len(in.Outputs) > 0 {
-		if _, _, err := resolveStrict(in.Outputs, outs); err != nil {
+		if _, _, err := resolveStrict(in.Outputs, outs, p.declared(ctx, desired, doc)); err != nil {
 			if errs == nil {
 				errs = map[string]error{}
 			}
@@ -225,12 +225,12 @@ func keepKnown(names []string, known map[string]*state.Resource) []string {
 // state's lineage.
 type appRef struct{ name, lineage string }
 
-func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old *state.Resource, outs Outputs) (*Step, error) {
+func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old *state.Resource, outs Outputs, declared Declared) (*Step, error) {
 	s := &Step{Resource: r.Name, Type: r.Type, DependsOn: r.DependsOn, Config: r.Config}
 	if old != nil {
 		s.Before = old.Config
 	}
-	cfg, unknown, err := resolveStrict(r.Config, outs)
+	cfg, unknown, err := resolveStrict(r.Config, outs, declared)
 	if err != nil {
 		return nil, err
 	}
@@ -434,3 +434,23 @@ type Errors struct {
 }
 
 func (e *Errors) Error() string { return e.msg }
+
+// declared asks a resource's adapter which outputs it declares.
+func (p *Planner) declared(ctx context.Context, desired map[string]*Resource, doc *state.Document) Declared {
+	return func(name string) ([]string, bool) {
+		typ := ""
+		if r := desired[name]; r != nil {
+			typ = r.Type
+		} else if r := doc.Resources[name]; r != nil {
+			typ = r.Type
+		}
+		if typ == "" {
+			return nil, false
+		}
+		caps, err := p.Adapters.Describe(ctx, typ, name)
+		if err != nil || caps.Outputs == nil {
+			return nil, false
+		}
+		return caps.Outputs, true
+	}
+}

@@ -174,3 +174,24 @@ func TestOutputReferencingWhatAnUnchangedResourceLacksFailsThePlan(t *testing.T)
 		t.Fatalf("plan with good outputs: %v", err)
 	}
 }
+
+// Before anything exists, a reference is checked against the outputs the
+// adapter declares in its init answer.
+func TestReferenceToAnUndeclaredOutputFailsBeforeTheResourceExists(t *testing.T) {
+	ad := memadapter.New()
+	ad.Outputs = []string{"db", "generation", "id", "image", "value"}
+	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+	want := chain("v1", "nginx")
+	want["services.proxy"].Config = map[string]any{"target": "${services.web.imagee}"}
+	_, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: state.NewDocument("app")})
+	if err == nil || !strings.Contains(err.Error(), "services.web will not report imagee: its adapter declares the outputs db, generation, id, image, value") {
+		t.Fatalf("plan error %v, want the undeclared output named", err)
+	}
+	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v1", "nginx"), State: state.NewDocument("app")}); err != nil {
+		t.Fatalf("plan with declared outputs only: %v", err)
+	}
+	ad.Outputs = nil // an adapter that declares nothing is not checked
+	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: state.NewDocument("app")}); err != nil {
+		t.Fatalf("plan against an adapter that declares no outputs: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -62,18 +63,22 @@ type Outputs func(resource string) (state map[string]any, ok bool)
 // ResolveConfig substitutes every runtime reference in cfg whose value is
 // known. It returns the new config and the references still unknown.
 func ResolveConfig(cfg map[string]any, outs Outputs) (map[string]any, []expr.Unknown, error) {
-	return resolveConfig(cfg, outs, false)
+	return resolveConfig(cfg, outs, false, nil)
 }
 
 // resolveStrict is ResolveConfig for planning: a reference to an output
 // that a resource whose outputs are known (deployed and unchanged) does not
 // report is an error now, not a wait at apply for something that never
 // comes.
-func resolveStrict(cfg map[string]any, outs Outputs) (map[string]any, []expr.Unknown, error) {
-	return resolveConfig(cfg, outs, true)
+func resolveStrict(cfg map[string]any, outs Outputs, declared Declared) (map[string]any, []expr.Unknown, error) {
+	return resolveConfig(cfg, outs, true, declared)
 }
 
-func resolveConfig(cfg map[string]any, outs Outputs, strict bool) (map[string]any, []expr.Unknown, error) {
+// Declared gives the outputs a resource's adapter declares (nil, false:
+// it declares none).
+type Declared func(resource string) ([]string, bool)
+
+func resolveConfig(cfg map[string]any, outs Outputs, strict bool, declared Declared) (map[string]any, []expr.Unknown, error) {
 	lookup := func(r expr.Ref) (any, bool, error) {
 		res, field, err := OutputRef(r)
 		if err != nil {
@@ -81,6 +86,11 @@ func resolveConfig(cfg map[string]any, outs Outputs, strict bool) (map[string]an
 		}
 		st, ok := outs(res)
 		if !ok {
+			if declared != nil && len(field) > 0 && !field[0].IsIndex {
+				if names, ok := declared(res); ok && !slices.Contains(names, field[0].Name) {
+					return nil, false, &UndeclaredOutputError{Resource: res, Field: field[0].Name, Declared: names}
+				}
+			}
 			return nil, false, nil
 		}
 		v, ok := lookupField(map[string]any(st), field)
@@ -120,4 +130,16 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// UndeclaredOutputError is a reference to an output that the resource's
+// adapter does not declare in its init answer.
+type UndeclaredOutputError struct {
+	Resource string
+	Field    string
+	Declared []string
+}
+
+func (e *UndeclaredOutputError) Error() string {
+	return fmt.Sprintf("%s will not report %s: its adapter declares the outputs %s", e.Resource, e.Field, strings.Join(e.Declared, ", "))
 }

@@ -41,6 +41,8 @@ type Adapter struct {
 	// with this problem (by image: a test gives several types one problem
 	// or different ones); "" answers OK.
 	CheckProblem map[string]string
+	// Outputs, when set, are the outputs the adapter declares (init).
+	Outputs []string
 
 	mu      sync.Mutex
 	objects map[string]map[string]any
@@ -62,7 +64,7 @@ func New() *Adapter {
 
 func (a *Adapter) Describe(ctx context.Context, image, resource string) (plan.Capabilities, error) {
 	a.DescribeCalls.Add(1)
-	return plan.Capabilities{Destroy: !a.Plain}, nil
+	return plan.Capabilities{Destroy: !a.Plain, Outputs: a.Outputs}, nil
 }
 
 // Objects returns a copy of what exists.
