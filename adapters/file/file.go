@@ -102,7 +102,14 @@ func New(root string) sdk.Adapter {
 			Plugs:        map[string]protocol.PlugSpec{Plug: {ContainerPath: ContainerPath, Writable: &writable}},
 			ConfigSchema: ConfigSchema(),
 			StateAction:  protocol.ActionSpec{Args: []string{sdk.StateArg}},
-			Gcompose:     &protocol.InitExt{Protocol: protocol.Version},
+			Gcompose: &protocol.InitExt{Protocol: protocol.Version, Outputs: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"path": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"},
+					"sha256": map[string]any{"type": "string"}, "size": map[string]any{"type": "integer"},
+					"mode": map[string]any{"type": "string"},
+				},
+			}},
 		}),
 		State: a.state,
 		Actions: map[string]sdk.ActionFunc{

@@ -16,7 +16,13 @@ outputs:
   x_sum: ${resources.x.state.sha256}
   where: "file ${resources.y.state.path} of ${app.name}"
 `
-	f := e.write("app.yaml", body)
+	// Before anything exists, the file adapter's declared outputs say that
+	// x will never report nosuchfield.
+	f := e.write("app.yaml", body+"  bad: ${resources.x.state.nosuchfield}\n")
+	if p := e.gc("plan", f); p.code == 0 || !strings.Contains(p.stdout+p.stderr, "resources.x will not report nosuchfield: its adapter declares the outputs content, mode, path, sha256, size") {
+		t.Fatalf("plan of a fresh app with a bad output: exit %d\n%s%s", p.code, p.stdout, p.stderr)
+	}
+	f = e.write("app.yaml", body)
 	r := e.must("deploy", f, "--yes")
 	if !strings.Contains(r.stdout, "\nOutputs:\n") || !strings.Contains(r.stdout, "where = file y.txt of "+e.app) {
 		t.Fatalf("deploy does not print the outputs:\n%s", r.stdout)
