@@ -59,5 +59,7 @@ func Resource(r *resolve.Resolved, n *resolve.Node) (*plan.Resource, error) {
 	if !ok {
 		cfg = map[string]any{}
 	}
-	return &plan.Resource{Name: n.ID, Type: t, Config: cfg, DependsOn: r.Graph.DependenciesOf(n.ID), Pos: n.Pos}, nil
+	// protect: true guards the resource in the plan; its adapter is not told.
+	protect, _ := n.Spec["protect"].(bool)
+	return &plan.Resource{Name: n.ID, Type: t, Config: cfg, DependsOn: r.Graph.DependenciesOf(n.ID), Pos: n.Pos, Protect: protect}, nil
 }
