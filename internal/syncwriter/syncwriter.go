@@ -14,9 +14,6 @@ type Writer struct {
 	W  io.Writer
 }
 
-// New returns a Writer with a mutex of its own.
-func New(w io.Writer) Writer { return Writer{Mu: new(sync.Mutex), W: w} }
-
 func (l Writer) Write(p []byte) (int, error) {
 	l.Mu.Lock()
 	defer l.Mu.Unlock()
