@@ -248,6 +248,11 @@ func TestConformancePlans(t *testing.T) {
 	if d := os.Getenv("GCOMPOSE_CONFORMANCE"); d != "" {
 		dir = d
 	}
+	// gcompose runs in a directory of its own: give it absolute paths.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "*", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no conformance descriptors in %s/*/*.yaml (%v)", dir, err)
