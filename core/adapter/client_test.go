@@ -349,7 +349,7 @@ func TestErrors(t *testing.T) {
 		{"wrong schema", "services.db", map[string]any{"mode": "wrongschema"}, []string{`services.db: state call: answer invalid at /actions/0: missing property "name"`, "stderr tail:", "state for db"}},
 		{"bad status", "services.db", map[string]any{"mode": "badstatus"}, []string{`services.db: state call: answer invalid at /status`}},
 		{"non-zero exit", "services.db", map[string]any{"mode": "exit"}, []string{"adapter " + adapterTag + " call state for services.db failed: exit code 3", "state: cannot reach the backend"}},
-		{"timeout", "services.db", map[string]any{"mode": "hang"}, []string{"adapter " + adapterTag + " call state for services.db timed out after 2s", "state: hanging"}},
+		{"timeout", "services.db", map[string]any{"mode": "hang"}, []string{"adapter " + adapterTag + " call state for services.db timed out after 10s", "state: hanging"}},
 		{"huge", "services.db", map[string]any{"mode": "huge"}, []string{"adapter " + adapterTag + " call state for services.db refused: it wrote more than 1048576 bytes to stdout"}},
 		{"config", "services.db", map[string]any{"count": -1}, []string{"services.db: config invalid at /count: must be at least 0"}},
 		{"config type", "services.db", map[string]any{"content": 5}, []string{"services.db: config invalid at /content: got number, want string"}},
@@ -359,7 +359,7 @@ func TestErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// A fresh client per case: init is cached per image, and some
 			// cases misbehave at init.
-			c, err := adapter.New(adapter.Options{Runner: e.runner, Timeout: 2 * time.Second, InitTimeout: time.Minute, StdoutLimit: 1 << 20})
+			c, err := adapter.New(adapter.Options{Runner: e.runner, Timeout: 10 * time.Second, InitTimeout: time.Minute, StdoutLimit: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,7 @@ func TestMisbehaveAdapter(t *testing.T) {
 		return tag
 	}
 	newClient := func() *adapter.Client {
-		c, err := adapter.New(adapter.Options{Runner: e.runner, Timeout: 2 * time.Second, InitTimeout: 2 * time.Second, StdoutLimit: 1 << 20})
+		c, err := adapter.New(adapter.Options{Runner: e.runner, Timeout: 10 * time.Second, InitTimeout: 10 * time.Second, StdoutLimit: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,20 +36,20 @@ func TestMisbehaveAdapter(t *testing.T) {
 		action bool // misbehaves in the action
 		want   []string
 	}{
-		{"state hang", misbehaveTag, map[string]any{"mode": "hang"}, false, []string{"call state for db timed out after 2s"}},
+		{"state hang", misbehaveTag, map[string]any{"mode": "hang"}, false, []string{"call state for db timed out after 10s"}},
 		{"state garbage", misbehaveTag, map[string]any{"mode": "garbage"}, false, []string{"db: state call: answer is not JSON"}},
 		{"state wrong schema", misbehaveTag, map[string]any{"mode": "wrong-schema"}, false, []string{"db: state call: answer invalid at (root): missing property \"state\"", `property "colour" not allowed`}},
 		{"state exit", misbehaveTag, map[string]any{"mode": "exit-nonzero", "message": "no backend"}, false, []string{"call state for db failed: exit code 3", "no backend"}},
 		{"state huge", misbehaveTag, map[string]any{"mode": "huge-output", "bytes": 4 << 20}, false, []string{"call state for db refused: it wrote more than 1048576 bytes"}},
 		{"config", misbehaveTag, map[string]any{"mode": "sulking"}, false, []string{"db: config invalid at /mode: must be one of"}},
-		{"action hang", misbehaveTag, map[string]any{"mode": "hang", "on": "action"}, true, []string{"call action misbehave for db timed out after 2s"}},
+		{"action hang", misbehaveTag, map[string]any{"mode": "hang", "on": "action"}, true, []string{"call action misbehave for db timed out after 10s"}},
 		{"action exit", misbehaveTag, map[string]any{"mode": "exit-nonzero", "on": "action"}, true, []string{"call action misbehave for db failed: exit code 3", "misbehaving on purpose"}},
 		{"action bad identity", misbehaveTag, map[string]any{"mode": "bad-identity", "on": "action"}, true, []string{"db: action misbehave call: stdout line 1: identity:"}},
 		{"action identity not an object", misbehaveTag, map[string]any{"mode": "wrong-schema", "on": "action"}, true, []string{"db: action misbehave call: stdout line 1: identity:"}},
 		{"init wrong protocol", variant("wrong-protocol"), nil, false, []string{"db: init call: adapter image gcompose/misbehave-adapter:init-wrong-protocol speaks gcompose protocol 2, this gcompose speaks 1"}},
 		{"init garbage", variant("garbage"), nil, false, []string{"db: init call: answer is not JSON"}},
 		{"init wrong schema", variant("wrong-schema"), nil, false, []string{"db: init call: answer invalid at /plugs: got array, want object", "at /state_action: got string, want object"}},
-		{"init hang", variant("hang"), nil, false, []string{"call init for db timed out after 2s"}},
+		{"init hang", variant("hang"), nil, false, []string{"call init for db timed out after 10s"}},
 		{"init exit", variant("exit-nonzero"), nil, false, []string{"call init for db failed: exit code 3"}},
 	}
 	for _, tc := range cases {
