@@ -34,9 +34,47 @@ type activity struct {
 	lastNoteAt      time.Time
 	batches         map[string]*batch
 	nets            map[string]string // VPN id → node IP
+	vpnAddrs        []vpnAddr         // what start puts on the container's interfaces
+	bridgeIPs       map[string]string // VPN id → the container's address on the VPN's Docker bridge, once started
 	execMu          sync.Mutex        // one batch at a time
 	ctx             context.Context
 	cancel          context.CancelFunc
+}
+
+// vpnAddr is a VPN address a node's container takes on its interface to that VPN's Docker bridge.
+type vpnAddr struct{ vpnID, netName, cidr string }
+
+// joinVPNs gives the started container its VPN addresses, each on the interface that carries the
+// VPN's Docker bridge (found by the container's bridge address), and records the bridge addresses,
+// which TCP tunnels dial.
+func (s *Server) joinVPNs(act *activity) error {
+	s.mu.Lock()
+	addrs := slices.Clone(act.vpnAddrs)
+	s.mu.Unlock()
+	if len(addrs) == 0 {
+		return nil
+	}
+	insp, err := s.docker.ContainerInspect(act.ctx, act.containerID)
+	if err != nil {
+		return fmt.Errorf("inspecting the container: %w", err)
+	}
+	bridgeIPs := map[string]string{}
+	for _, a := range addrs {
+		ep := insp.NetworkSettings.Networks[a.netName]
+		if ep == nil || ep.IPAddress == "" {
+			return fmt.Errorf("the container has no address on network %s", a.netName)
+		}
+		script := `set -e; dev=$(ip -o -4 addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2 } }'); [ -n "$dev" ]; ip addr add "$2" dev "$dev"; ip route del default 2>/dev/null || true`
+		so, se, code, err := s.execIn(act.ctx, act.containerID, []string{"/bin/sh", "-c", script, "join-vpn", ep.IPAddress, a.cidr})
+		if err != nil || code != 0 {
+			return fmt.Errorf("giving the container VPN address %s on network %s: exit %d, %v %s%s", a.cidr, a.vpnID, code, err, so, se)
+		}
+		bridgeIPs[a.vpnID] = ep.IPAddress
+	}
+	s.mu.Lock()
+	act.bridgeIPs = bridgeIPs
+	s.mu.Unlock()
+	return nil
 }
 
 // terminate marks the activity Terminated; the caller holds s.mu.
@@ -411,6 +449,9 @@ func (s *Server) runCommandOut(act *activity, name string, arg json.RawMessage, 
 		if err := s.docker.ContainerStart(act.ctx, act.containerID, container.StartOptions{}); err != nil {
 			return nil, nil, fmt.Errorf("start: starting container: %w", err)
 		}
+		if err := s.joinVPNs(act); err != nil {
+			return nil, nil, fmt.Errorf("start: %w", err)
+		}
 		s.mu.Lock()
 		act.state, act.readySince, act.lastNoteAt = "Ready", time.Now(), time.Now()
 		s.notify()
@@ -482,7 +523,10 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	caps := a.provider.cfg.Capabilities
 	relax := s.cfg.Relax.Capabilities
 	tp := taskPackageOf(a.demandProps, relax || slices.Contains(caps, "manifest-support"))
-	type attach struct{ netName, ip, vpnID string }
+	type attach struct {
+		netName, ip, vpnID string
+		bits               int
+	}
 	var attaches []attach
 	// The exe-unit starts the VPN endpoint only when the offer lists the vpn capability
 	// (exe-unit/src/manifest.rs build_default_features, exe-unit/src/runtime/process.rs): elsewhere the
@@ -515,7 +559,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 			s.mu.Unlock()
 			return fmt.Errorf("deploy: node IP %s is held by %s in network %s's node map: its traffic would go there, not to this provider", addr, who, v.id)
 		}
-		attaches = append(attaches, attach{netName: v.dockerName, ip: addr.String(), vpnID: v.id})
+		attaches = append(attaches, attach{netName: v.dockerName, ip: addr.String(), vpnID: v.id, bits: v.prefix.Bits()})
 	}
 	name := fmt.Sprintf("gcompose-devnet-%s-%s", s.cfg.Instance, act.id[:12])
 	labels := s.labels(map[string]string{labelInstance + ".activity": act.id, labelInstance + ".agreement": a.id, labelInstance + ".provider": a.provider.name})
@@ -551,8 +595,12 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	hc := &container.HostConfig{NetworkMode: "none", ExtraHosts: extraHosts}
 	nc := &network.NetworkingConfig{}
 	if len(attaches) > 0 {
+		// The VPN address is put on the bridge's interface at start (see vpn), which takes NET_ADMIN (a
+		// privileged exec would not need it in the container, but rootless and user-namespaced engines
+		// refuse one). A VM on a real provider is root in its own kernel anyway.
 		hc.NetworkMode = container.NetworkMode(attaches[0].netName)
-		nc.EndpointsConfig = map[string]*network.EndpointSettings{attaches[0].netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: attaches[0].ip}}}
+		hc.CapAdd = []string{"NET_ADMIN"}
+		nc.EndpointsConfig = map[string]*network.EndpointSettings{attaches[0].netName: {}}
 	}
 	cfg := &container.Config{Image: img, Labels: labels, Hostname: hostname}
 	// Not cancelled with the activity: a cancelled request does not stop the
@@ -565,7 +613,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		return fmt.Errorf("deploy: creating container from image %s: %w", img, err)
 	}
 	for _, at := range attaches[min(1, len(attaches)):] {
-		if err := s.docker.NetworkConnect(context.WithoutCancel(act.ctx), at.netName, created.ID, &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: at.ip}}); err != nil {
+		if err := s.docker.NetworkConnect(context.WithoutCancel(act.ctx), at.netName, created.ID, &network.EndpointSettings{}); err != nil {
 			s.removeContainers(context.Background(), []string{created.ID})
 			return fmt.Errorf("deploy: joining network %s at %s: %w", at.vpnID, at.ip, err)
 		}
@@ -578,8 +626,10 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	}
 	act.containerID = created.ID
 	act.state = "Deployed"
+	act.vpnAddrs = nil
 	for _, at := range attaches {
 		act.nets[at.vpnID] = at.ip
+		act.vpnAddrs = append(act.vpnAddrs, vpnAddr{vpnID: at.vpnID, netName: at.netName, cidr: fmt.Sprintf("%s/%d", at.ip, at.bits)})
 	}
 	s.notify()
 	return nil

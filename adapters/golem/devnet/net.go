@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -19,14 +21,18 @@ import (
 
 const netPrefix = "/net-api/v1"
 
-// vpn is a Net API network, backed by an internal Docker bridge network with exactly its address range.
-// The Docker bridge takes the last usable address as its gateway (so that the low addresses, which
-// requestors hand out first, stay free), and, when the devnet runs in a container, the devnet joins the
-// network at the address before it so that TCP tunnels can dial the nodes.
+// vpn is a Net API network, backed by an internal Docker bridge network of its own. The bridge does not
+// carry the VPN's range: real yagna lets any number of requestors (and apps) use one range, say
+// 192.168.77.0/24, at once, and Docker refuses two networks with overlapping ranges ("Pool overlaps").
+// So the bridge gets a free /24 of bridgeRange, each node's container is given its VPN address on the
+// bridge's interface when it starts (the VPN's range is then a connected route inside it, and nodes
+// reach each other on the shared link), and TCP tunnels dial a node's bridge address. When the devnet
+// runs in a container, it joins each bridge so that it can dial them.
 type vpn struct {
 	id, ip, mask string
 	gateway      string
 	prefix       netip.Prefix
+	bridge       netip.Prefix // the Docker network's own range, from bridgeRange
 	dockerName   string
 	dockerID     string
 	addresses    []string
@@ -103,6 +109,42 @@ func dottedMask(bits int) string {
 	return net.IP(m).String()
 }
 
+// bridgeRange holds the devnet's Docker bridges, one /24 each; a /16 that home and office networks
+// rarely use (10.199.x.y).
+var bridgeRange = netip.MustParsePrefix("10.199.0.0/16")
+
+// createBridge creates the internal Docker network behind a VPN on a free /24 of bridgeRange that does
+// not overlap the VPN's own range; Docker refuses a range in use, so it tries others.
+func (s *Server) createBridge(ctx context.Context, name string, vpnRange netip.Prefix, labels map[string]string) (string, netip.Prefix, error) {
+	base := bridgeRange.Addr().As4()
+	start := rand.IntN(256)
+	var lastErr error
+	for i := 0; i < 256; i++ {
+		third := byte((start + i) % 256)
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{base[0], base[1], third, 0}), 24)
+		if p.Overlaps(vpnRange) {
+			continue
+		}
+		// Not Internal: Docker drops what an internal bridge forwards unless source and destination are in
+		// the bridge's own range, which VPN addresses are not. Without masquerading, and without the
+		// default route that joinVPNs deletes in each node, nothing leaves it for the outside world.
+		resp, err := s.docker.NetworkCreate(ctx, name, network.CreateOptions{
+			Driver:  "bridge",
+			IPAM:    &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
+			Options: map[string]string{"com.docker.network.bridge.enable_ip_masquerade": "false"},
+			Labels:  labels,
+		})
+		if err == nil {
+			return resp.ID, p, nil
+		}
+		lastErr = err
+		if !strings.Contains(err.Error(), "overlaps") {
+			break
+		}
+	}
+	return "", netip.Prefix{}, fmt.Errorf("no free /24 in %s: %w", bridgeRange, lastErr)
+}
+
 func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		IP      string `json:"ip"`
@@ -120,22 +162,15 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 	id := newID()
 	v := &vpn{id: id, ip: prefix.Addr().String(), mask: dottedMask(prefix.Bits()), gateway: body.Gateway, prefix: prefix,
 		dockerName: fmt.Sprintf("gcompose-devnet-%s-%s", s.cfg.Instance, id[:12]), nodes: map[string][]string{}, conns: map[*tcpConn]struct{}{}}
-	gw := lastHost(prefix)
-	resp, err := s.docker.NetworkCreate(r.Context(), v.dockerName, network.CreateOptions{
-		Driver:   "bridge",
-		Internal: true,
-		IPAM:     &network.IPAM{Config: []network.IPAMConfig{{Subnet: prefix.String(), Gateway: gw.String()}}},
-		Labels:   s.labels(map[string]string{labelInstance + ".net": id}),
-	})
+	resp, bridge, err := s.createBridge(r.Context(), v.dockerName, prefix, s.labels(map[string]string{labelInstance + ".net": id}))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "creating Docker network for %s: %v", prefix, err)
 		return
 	}
-	v.dockerID = resp.ID
+	v.dockerID, v.bridge = resp, bridge
 	if s.self != "" {
-		selfIP := gw.Prev()
-		if err := s.docker.NetworkConnect(r.Context(), resp.ID, s.self, &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: selfIP.String()}}); err != nil {
-			_ = s.docker.NetworkRemove(context.Background(), resp.ID)
+		if err := s.docker.NetworkConnect(r.Context(), resp, s.self, &network.EndpointSettings{}); err != nil {
+			_ = s.docker.NetworkRemove(context.Background(), resp)
 			writeError(w, http.StatusInternalServerError, "joining the devnet container to network %s: %v", prefix, err)
 			return
 		}
@@ -144,7 +179,7 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 	v.created = s.now()
 	s.networks[id] = v
 	s.mu.Unlock()
-	s.log.Info("network created", "net", id, "range", prefix.String(), "docker", v.dockerName)
+	s.log.Info("network created", "net", id, "range", prefix.String(), "docker", v.dockerName, "bridge", bridge.String())
 	writeJSON(w, http.StatusOK, v.json())
 }
 
@@ -341,6 +376,7 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 		if act.providerID == node && slices.Contains(ips, act.nets[v.id]) && act.containerID != "" && act.state != "Terminated" {
 			detach = append(detach, act.containerID)
 			delete(act.nets, v.id)
+			delete(act.bridgeIPs, v.id)
 		}
 	}
 	s.mu.Unlock()
@@ -348,6 +384,17 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 		_ = s.docker.NetworkDisconnect(r.Context(), v.dockerID, cid, true)
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// bridgeAddress is the Docker bridge address of the running node that holds VPN address ip, or "";
+// the caller holds s.mu.
+func (s *Server) bridgeAddress(v *vpn, ip string) string {
+	for _, act := range s.activities {
+		if act.state != "Terminated" && act.nets[v.id] == ip && act.bridgeIPs[v.id] != "" {
+			return act.bridgeIPs[v.id]
+		}
+	}
+	return ""
 }
 
 func (s *Server) getConnections(w http.ResponseWriter, r *http.Request) {
@@ -375,10 +422,14 @@ func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	v, ok := s.networkOr404(w, r.PathValue("id"))
 	var addr netip.Addr
+	var bridgeIP string
 	if ok {
 		addr, err = netip.ParseAddr(r.PathValue("ip"))
 		if err != nil || !v.prefix.Contains(addr) {
 			writeError(w, http.StatusNotFound, "%s is not an address of network %s", r.PathValue("ip"), v.id)
+			ok = false
+		} else if bridgeIP = s.bridgeAddress(v, addr.String()); bridgeIP == "" {
+			writeError(w, http.StatusNotFound, "connecting to %s in network %s: no running node has that address", addr, v.id)
 			ok = false
 		}
 	}
@@ -386,13 +437,13 @@ func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	target := netip.AddrPortFrom(addr, uint16(port)).String()
+	target := net.JoinHostPort(bridgeIP, strconv.Itoa(port))
 	dctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	var d net.Dialer
 	tcp, err := d.DialContext(dctx, "tcp", target)
 	cancel()
 	if err != nil {
-		writeError(w, http.StatusNotFound, "connecting to %s in network %s: %v", target, v.id, err)
+		writeError(w, http.StatusNotFound, "connecting to %s:%d in network %s: %v", addr, port, v.id, err)
 		return
 	}
 	defer tcp.Close()
