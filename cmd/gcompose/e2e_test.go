@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -89,6 +91,11 @@ func (e *env) must(args ...string) result {
 		e.t.Fatalf("gcompose %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}
 	return r
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func (e *env) read(name string) string {
@@ -201,11 +208,11 @@ func TestE2EDeployRedeployUpdateDestroy(t *testing.T) {
 	if !(bStart.Before(cEnd) && cStart.Before(bEnd)) {
 		t.Fatalf("independent b and c did not overlap: b %v-%v c %v-%v", bStart, bEnd, cStart, cEnd)
 	}
-	sum := strings.TrimSpace(e.read("a.txt"))
-	if got := e.read("b.txt"); !strings.HasPrefix(got, "a is ") || len(got) < 20 {
-		t.Fatalf("b.txt = %q, want a's sha256 resolved in", got)
+	// b's content is a's sha256 as the file adapter reports it: the sum of
+	// a.txt. A prefix check would also pass an unresolved ${...}.
+	if got, want := e.read("b.txt"), "a is "+sha256Hex(e.read("a.txt")); got != want {
+		t.Fatalf("b.txt = %q, want %q (a's sha256 resolved in)", got, want)
 	}
-	_ = sum
 
 	// Re-deploy: nothing to do, no action runs.
 	r = e.must("deploy", f, "--yes")
@@ -238,6 +245,9 @@ func TestE2EDeployRedeployUpdateDestroy(t *testing.T) {
 	}
 	if e.read("a.txt") != "alpha-2" || e.read("b.txt") == bBefore {
 		t.Fatalf("files not updated: a=%q b=%q", e.read("a.txt"), e.read("b.txt"))
+	}
+	if got, want := e.read("b.txt"), "a is "+sha256Hex("alpha-2"); got != want {
+		t.Fatalf("b.txt after the update = %q, want %q", got, want)
 	}
 
 	// state list / show.
