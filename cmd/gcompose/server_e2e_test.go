@@ -54,37 +54,37 @@ func TestE2EServerDoesNotOutliveGcompose(t *testing.T) {
 	f := e.sdkApp("release")
 
 	cmd, out := e.start("deploy", f, "--yes")
-	e.waitFor("the create to be under way", func() bool { return e.exists("resources.r") })
+	e.waitFor("the create to be under way", func() bool { return e.exists("r") })
 	if n := len(e.containers()); n != 1 {
 		t.Fatalf("%d containers while the create runs, want the one server", n)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	e.waitFor("the server to go away", func() bool { return len(e.containers()) == 0 })
-	if !e.exists("resources.r.rolled-back") || e.exists("resources.r") {
-		t.Fatalf("the cancelled create did not roll back (rolled-back %t, file %t)\n%s", e.exists("resources.r.rolled-back"), e.exists("resources.r"), out)
+	if !e.exists("r.rolled-back") || e.exists("r") {
+		t.Fatalf("the cancelled create did not roll back (rolled-back %t, file %t)\n%s", e.exists("r.rolled-back"), e.exists("r"), out)
 	}
-	os.Remove(filepath.Join(e.files, "resources.r.rolled-back"))
+	os.Remove(filepath.Join(e.files, "r.rolled-back"))
 
 	os.WriteFile(filepath.Join(e.files, "release"), nil, 0o644)
 	r := e.must("deploy", f, "--yes")
-	if e.read("resources.r") != "hello" || !strings.Contains(r.stderr, "interrupted create") {
+	if e.read("r") != "hello" || !strings.Contains(r.stderr, "interrupted create") {
 		t.Fatalf("recovery deploy:\n%s%s", r.stdout, r.stderr)
 	}
 
 	// A delete left running when gcompose dies goes on to its end.
 	os.Remove(filepath.Join(e.files, "release"))
 	cmd, out = e.start("destroy", f, "--yes")
-	e.waitFor("the delete to be under way", func() bool { return e.exists("resources.r.deleting") })
+	e.waitFor("the delete to be under way", func() bool { return e.exists("r.deleting") })
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	time.Sleep(time.Second)
-	if !e.exists("resources.r") || len(e.containers()) != 1 {
-		t.Fatalf("the delete did not go on after gcompose died (file %t, containers %v)\n%s", e.exists("resources.r"), e.containers(), out)
+	if !e.exists("r") || len(e.containers()) != 1 {
+		t.Fatalf("the delete did not go on after gcompose died (file %t, containers %v)\n%s", e.exists("r"), e.containers(), out)
 	}
 	os.WriteFile(filepath.Join(e.files, "release"), nil, 0o644)
 	e.waitFor("the server to finish the delete and go away", func() bool { return len(e.containers()) == 0 })
-	if e.exists("resources.r") {
+	if e.exists("r") {
 		t.Fatal("the delete did not finish")
 	}
 	e.must("destroy", f, "--yes")

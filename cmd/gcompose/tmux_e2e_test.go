@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,8 @@ func TestE2ETerminalPromptAndLiveProgress(t *testing.T) {
 // configuration), 100 columns by 30 lines.
 type tmux struct {
 	t    *testing.T
+	dir  string
+	runs int
 	sock string
 }
 
@@ -76,7 +79,7 @@ func newTmux(t *testing.T) *tmux {
 		}
 		t.Skip("tmux is not installed (apt-get install -y tmux)")
 	}
-	tm := &tmux{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock")}
+	tm := &tmux{t: t, dir: t.TempDir()}
 	t.Cleanup(func() { exec.Command("tmux", "-S", tm.sock, "kill-server").Run() })
 	return tm
 }
@@ -101,7 +104,13 @@ func (tm *tmux) run(dir string, argv ...string) {
 	// NO_COLOR: the screen is compared as text; colour has its own golden
 	// test (internal/progress).
 	script := "clear; NO_COLOR=1 " + strings.Join(q, " ") + "; rc=$?; echo; echo exit=$rc; sleep 600"
-	tm.exec("kill-server")
+	// A server of its own per run: a new session on the socket of a server
+	// that is still exiting fails with "server exited unexpectedly" (seen in CI).
+	if tm.sock != "" {
+		tm.exec("kill-server")
+	}
+	tm.runs++
+	tm.sock = filepath.Join(tm.dir, fmt.Sprintf("tmux-%d.sock", tm.runs))
 	tm.cmd("new-session", "-d", "-x", "100", "-y", "30", "-c", dir, "sh", "-c", script)
 }
 
