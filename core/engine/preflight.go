@@ -67,9 +67,10 @@ func typesOf(desired map[string]*plan.Resource, doc *state.Document) ([]string, 
 // work at all (plan.Adapters.Check). Identical problems from several types
 // are one line. A check call that itself failed is a problem too: nothing
 // could be planned reliably past it.
-func (e *Engine) preflight(ctx context.Context, app string, desired map[string]*plan.Resource, doc *state.Document) error {
-	types, first := typesOf(desired, doc)
-	problems := make([]string, len(types))
+// eachType calls fn for every adapter type, at most e.Parallelism at a
+// time (one call per adapter, as preflight and sweep make), and returns when
+// all are done; fn writes its answer at index i.
+func (e *Engine) eachType(types []string, fn func(i int, typ string)) {
 	limit := make(chan struct{}, max(e.Parallelism, 1))
 	var wg sync.WaitGroup
 	for i, typ := range types {
@@ -78,17 +79,25 @@ func (e *Engine) preflight(ctx context.Context, app string, desired map[string]*
 			defer wg.Done()
 			limit <- struct{}{}
 			defer func() { <-limit }()
-			res, err := e.Adapters.Check(ctx, plan.CheckCall{App: app, Lineage: doc.Lineage, Type: typ, Resource: first[typ]})
-			switch {
-			case errors.Is(err, plan.ErrNoCheck):
-			case err != nil:
-				problems[i] = fmt.Sprintf("the check call failed: %v", err)
-			case !res.OK:
-				problems[i] = res.Problem
-			}
+			fn(i, typ)
 		}()
 	}
 	wg.Wait()
+}
+
+func (e *Engine) preflight(ctx context.Context, app string, desired map[string]*plan.Resource, doc *state.Document) error {
+	types, first := typesOf(desired, doc)
+	problems := make([]string, len(types))
+	e.eachType(types, func(i int, typ string) {
+		res, err := e.Adapters.Check(ctx, plan.CheckCall{App: app, Lineage: doc.Lineage, Type: typ, Resource: first[typ]})
+		switch {
+		case errors.Is(err, plan.ErrNoCheck):
+		case err != nil:
+			problems[i] = fmt.Sprintf("the check call failed: %v", err)
+		case !res.OK:
+			problems[i] = res.Problem
+		}
+	})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

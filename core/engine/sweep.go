@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
@@ -76,37 +75,27 @@ func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan
 
 	results := make([][]Swept, len(types))
 	errs := make([]error, len(types))
-	limit := make(chan struct{}, max(e.Parallelism, 1))
-	var wg sync.WaitGroup
-	for i, typ := range types {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			limit <- struct{}{}
-			defer func() { <-limit }()
-			ks := known[typ]
-			sort.Slice(ks, func(a, b int) bool { return ks[a].Name < ks[b].Name })
-			res, err := e.Adapters.Sweep(ctx, plan.SweepCall{App: app, Lineage: doc.Lineage, Type: typ, Resource: first[typ], Known: ks, Terminate: terminate})
-			if errors.Is(err, plan.ErrNoSweep) {
-				// Nothing to sweep; an adapter that cannot even init fails
-				// its resources' planning, which says why.
+	e.eachType(types, func(i int, typ string) {
+		ks := known[typ]
+		sort.Slice(ks, func(a, b int) bool { return ks[a].Name < ks[b].Name })
+		res, err := e.Adapters.Sweep(ctx, plan.SweepCall{App: app, Lineage: doc.Lineage, Type: typ, Resource: first[typ], Known: ks, Terminate: terminate})
+		if errors.Is(err, plan.ErrNoSweep) {
+			// Nothing to sweep; an adapter that cannot even init fails
+			// its resources' planning, which says why.
+			return
+		}
+		if err != nil {
+			errs[i] = &SweepError{Type: typ, Err: err}
+			return
+		}
+		for _, o := range res.Found {
+			if !terminate && o.Action == protocol.OrphanTerminated {
+				errs[i] = &SweepError{Type: typ, Err: fmt.Errorf("asked to report only, the adapter says it terminated %s %s: the adapter is broken", o.Kind, o.ID)}
 				return
 			}
-			if err != nil {
-				errs[i] = &SweepError{Type: typ, Err: err}
-				return
-			}
-			for _, o := range res.Found {
-				if !terminate && o.Action == protocol.OrphanTerminated {
-					errs[i] = &SweepError{Type: typ, Err: fmt.Errorf("asked to report only, the adapter says it terminated %s %s: the adapter is broken", o.Kind, o.ID)}
-					return
-				}
-				results[i] = append(results[i], Swept{Type: typ, Orphan: o})
-			}
-
-		}()
-	}
-	wg.Wait()
+			results[i] = append(results[i], Swept{Type: typ, Orphan: o})
+		}
+	})
 	// What the sweeps that worked terminated is reported even when another
 	// failed: it is gone either way.
 	var out []Swept
