@@ -118,6 +118,9 @@ func runOutput(c *cli.Context) error {
 	if want := c.Args().First(); want != "" {
 		v, ok := values[want]
 		if !ok {
+			if len(values) == 0 {
+				return withCode(exitError, fmt.Errorf("no output named %q: the descriptor declares no outputs (an outputs: section)", want))
+			}
 			return withCode(exitError, fmt.Errorf("no output named %q; the descriptor declares: %s", want, strings.Join(sortedNames(values), ", ")))
 		}
 		for _, m := range missing {

@@ -87,12 +87,14 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 		all = append(all, n)
 	}
 	sort.Strings(all)
+	// A --replace or --target that names nothing is a mistake in the
+	// command, not a plan with no changes: no plan at all.
 	replace, err := matchAll("--replace", in.Replace, all)
 	if err != nil {
-		return pl, err
+		return nil, err
 	}
 	if deps, err = scope(deps, in.Targets, in.Mode); err != nil {
-		return pl, err
+		return nil, err
 	}
 	pl.Targets = in.Targets
 
