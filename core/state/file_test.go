@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,9 +18,8 @@ import (
 
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/core/state/statetest"
+	"github.com/gcompose/gcompose/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 const helperEnv = "GCOMPOSE_STATE_TEST_HELPER"
 
@@ -102,18 +100,12 @@ func TestDocumentFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "document.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
+	path := filepath.Join("testdata", "document.golden.json")
+	// A difference is a change of the document format: docs/state.md too.
+	golden.Check(t, path, append(got, '\n'))
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !bytes.Equal(append(got, '\n'), want) {
-		t.Fatalf("document JSON changed (run with -update if intended, and update docs/state.md):\n%s", got)
 	}
 	var back state.Document
 	if err := json.Unmarshal(want, &back); err != nil {
