@@ -3,17 +3,15 @@ package protocol_test
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gcompose/gcompose/internal/golden"
 	"github.com/gcompose/gcompose/protocol"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func newValidator(t testing.TB) *protocol.Validator {
 	t.Helper()
@@ -63,26 +61,9 @@ func TestMessages(t *testing.T) {
 				if verr == nil {
 					t.Fatal("want an error, got none")
 				}
-				golden(t, strings.TrimSuffix(f, ".json")+".golden", verr.Error()+"\n")
+				golden.CheckString(t, strings.TrimSuffix(f, ".json")+".golden", verr.Error()+"\n")
 			})
 		}
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if got != string(want) {
-		t.Errorf("error differs from %s:\n got: %s\nwant: %s", path, got, want)
 	}
 }
 

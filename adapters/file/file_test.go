@@ -3,7 +3,6 @@ package file_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,11 +11,10 @@ import (
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/file"
+	"github.com/gcompose/gcompose/internal/golden"
 	"github.com/gcompose/gcompose/protocol"
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 type call struct {
 	args      []string
@@ -96,7 +94,7 @@ func TestInit(t *testing.T) {
 	if err := v.ValidateInitResult([]byte(out)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/init.golden", out)
+	golden.CheckString(t, "testdata/init.golden", out)
 	var ir protocol.InitResult
 	if err := json.Unmarshal([]byte(out), &ir); err != nil {
 		t.Fatal(err)
@@ -291,22 +289,5 @@ func assertFile(t *testing.T, dir, p, content string, mode fs.FileMode) {
 	}
 	if string(data) != content || fi.Mode().Perm() != mode {
 		t.Errorf("%s: %q %04o, want %q %04o", p, data, fi.Mode().Perm(), content, mode)
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if got != string(want) {
-		t.Errorf("differs from %s:\n got: %s\nwant: %s", path, got, want)
 	}
 }

@@ -2,7 +2,6 @@ package descriptor
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,9 +9,8 @@ import (
 	"testing"
 
 	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func newTestLoader(t testing.TB, opts Options) *Loader {
 	t.Helper()
@@ -21,28 +19,6 @@ func newTestLoader(t testing.TB, opts Options) *Loader {
 		t.Fatal(err)
 	}
 	return l
-}
-
-// golden compares got with testdata/<name>, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update to create it): %v", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the golden file\n--- got:\n%s\n--- want:\n%s", path, got, want)
-	}
 }
 
 // report renders a load result: every diagnostic, then the canonical form.
@@ -102,7 +78,7 @@ func TestCases(t *testing.T) {
 			}
 			sort.Slice(srcs, func(i, j int) bool { return srcs[i].Name < srcs[j].Name })
 			app, ds := newTestLoader(t, opts).LoadSources(context.Background(), srcs...)
-			golden(t, filepath.Join("cases", filepath.Base(dir)+".golden"), report(t, app, ds))
+			golden.Check(t, filepath.Join("testdata", "cases", filepath.Base(dir)+".golden"), report(t, app, ds))
 		})
 	}
 }
@@ -130,7 +106,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			rel := strings.TrimSuffix(strings.TrimPrefix(f, "testdata/conformance/"), ".yaml")
-			golden(t, filepath.Join("golden", "conformance", rel+".canonical.yaml"), out)
+			golden.Check(t, filepath.Join("testdata", "golden", "conformance", rel+".canonical.yaml"), out)
 
 			again, ds := l.LoadSources(context.Background(), Source{Name: "canonical.yaml", Data: out})
 			if ds.HasErrors() {
@@ -168,7 +144,7 @@ func TestExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("golden", "examples", name+".canonical.yaml"), out)
+			golden.Check(t, filepath.Join("testdata", "golden", "examples", name+".canonical.yaml"), out)
 		})
 	}
 }

@@ -3,17 +3,14 @@ package graph
 import (
 	"bytes"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // build makes a graph from "a->b" specs (a depends on b); every name becomes a vertex.
 func build(t testing.TB, specs ...string) *Graph {
@@ -143,24 +140,7 @@ func TestOutputs(t *testing.T) {
 			if err := write(&b); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata", name), b.Bytes())
+			golden.Check(t, filepath.Join("testdata", name), b.Bytes())
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }

@@ -3,8 +3,6 @@ package plan_test
 import (
 	"bytes"
 	"context"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/golden"
 	"github.com/gcompose/gcompose/internal/memadapter"
 )
 
@@ -72,7 +71,7 @@ func TestPlanShowsUpdateVersusRebuild(t *testing.T) {
 			}
 			var b bytes.Buffer
 			pl.Render(&b, plan.RenderOptions{})
-			golden(t, tc.golden, b.Bytes())
+			golden.Check(t, filepath.Join("testdata", tc.golden), b.Bytes())
 		})
 	}
 }
@@ -114,23 +113,6 @@ func TestAllows(t *testing.T) {
 				t.Errorf("approved %s, actual %s: allowed %v, want %v", approved, actual, got, want)
 			}
 		}
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
 

@@ -2,16 +2,13 @@ package plan
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gcompose/gcompose/internal/golden"
 	"github.com/gcompose/gcompose/protocol"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestRender(t *testing.T) {
 	p := &Plan{Mode: Deploy, Steps: []*Step{
@@ -30,11 +27,11 @@ func TestRender(t *testing.T) {
 	p.finish()
 	var b bytes.Buffer
 	p.Render(&b, RenderOptions{})
-	golden(t, "render.golden", b.Bytes())
+	golden.Check(t, "testdata/render.golden", b.Bytes())
 
 	b.Reset()
 	(&Plan{Mode: Deploy, Steps: []*Step{{Resource: "resources.same", Op: NoOp}}}).finishAndRender(&b, RenderOptions{})
-	golden(t, "render-nochange.golden", b.Bytes())
+	golden.Check(t, "testdata/render-nochange.golden", b.Bytes())
 }
 
 // A plan whose only news is a failure must not read as "No changes".
@@ -44,7 +41,7 @@ func TestRenderFailedIsNotNoChanges(t *testing.T) {
 		{Resource: "resources.config", Op: Failed, Error: "resources.config: plug \"files\": directory /x does not exist"},
 		{Resource: "resources.same", Op: NoOp},
 	}}).finishAndRender(&b, RenderOptions{})
-	golden(t, "render-failed.golden", b.Bytes())
+	golden.Check(t, "testdata/render-failed.golden", b.Bytes())
 }
 
 // Values are shown as typed (no \u003e for ">") and whole: wrapped at the
@@ -59,7 +56,7 @@ func TestRenderLongValues(t *testing.T) {
 		(&Plan{Mode: Deploy, Steps: []*Step{
 			{Resource: "services.web", Op: Create, After: map[string]any{"init": []any{map[string]any{"run": long}}}},
 		}}).finishAndRender(&b, RenderOptions{Width: tc.width})
-		golden(t, tc.name, b.Bytes())
+		golden.Check(t, filepath.Join("testdata", tc.name), b.Bytes())
 		for _, l := range bytes.Split(b.Bytes(), []byte("\n")) {
 			if tc.width > 0 && len([]rune(string(l))) > tc.width {
 				t.Errorf("%s: line longer than %d: %q", tc.name, tc.width, l)
@@ -82,23 +79,6 @@ func TestRenderLongValues(t *testing.T) {
 
 func (p *Plan) finishAndRender(b *bytes.Buffer, opt RenderOptions) { p.finish(); p.Render(b, opt) }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
-
 // TestRenderCost: each step's cost under its line, and the plan's total by
 // currency, of what stays present (a deleted resource costs nothing).
 func TestRenderCost(t *testing.T) {
@@ -114,5 +94,5 @@ func TestRenderCost(t *testing.T) {
 	}
 	var b bytes.Buffer
 	p.Render(&b, RenderOptions{ShowUnchanged: true})
-	golden(t, "render-cost.golden", b.Bytes())
+	golden.Check(t, "testdata/render-cost.golden", b.Bytes())
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,9 +13,8 @@ import (
 
 	"github.com/gcompose/gcompose/core/descriptor"
 	"github.com/gcompose/gcompose/core/graph"
+	"github.com/gcompose/gcompose/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // header reads "# vars: k=v k=v" and "# env: K=V" comment lines at the top of
 // a test descriptor into Options.
@@ -105,32 +103,15 @@ func TestGolden(t *testing.T) {
 			if len(loadDiags) > 0 {
 				got = "load:\n" + loadDiags.Error() + "\n" + got
 			}
-			golden(t, filepath.Join("testdata", name+".golden"), []byte(got))
+			golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(got))
 			if !diags.HasErrors() { // what `gcompose graph` prints
 				var dot bytes.Buffer
 				if err := r.Graph.WriteDOT(&dot); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, filepath.Join("testdata", name+".dot"), dot.Bytes())
+				golden.Check(t, filepath.Join("testdata", name+".dot"), dot.Bytes())
 			}
 		})
-	}
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update after checking):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
 

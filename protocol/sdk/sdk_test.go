@@ -5,17 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gcompose/gcompose/internal/golden"
 	"github.com/gcompose/gcompose/protocol"
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // example is a small adapter: its resource is VALID when config.want equals
 // "have", STALE with a create action otherwise; absent means delete.
@@ -130,26 +128,9 @@ func TestRun(t *testing.T) {
 				t.Errorf("failed call wrote stdout: %q", stdout.String())
 			}
 			if tt.golden {
-				golden(t, filepath.Join("testdata", strings.ReplaceAll(tt.name, " ", "-")+".golden"), stdout.String())
+				golden.CheckString(t, filepath.Join("testdata", strings.ReplaceAll(tt.name, " ", "-")+".golden"), stdout.String())
 			}
 		})
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if got != string(want) {
-		t.Errorf("stdout differs from %s:\n got: %s\nwant: %s", path, got, want)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,9 +13,8 @@ import (
 
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // clock is a fake time source the tests move by hand.
 type clock struct{ t time.Time }
@@ -70,23 +68,6 @@ func renderLive(t *testing.T, mode Mode, color, live bool) (string, *Renderer) {
 	return buf.String(), r
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s--- want\n%s", name, got, want)
-	}
-}
-
 func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -102,7 +83,7 @@ func TestGolden(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, _ := renderLive(t, tc.mode, tc.color, tc.live)
-			golden(t, tc.name, got)
+			golden.CheckString(t, filepath.Join("testdata", tc.name), got)
 		})
 	}
 }
