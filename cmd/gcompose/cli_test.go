@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,30 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with dir/name.golden (dir absolute: tests may chdir).
-func golden(t *testing.T, dir, name, got string) {
-	t.Helper()
-	path := filepath.Join(dir, name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -run %s -update rewrites it):\n--- got\n%s\n--- want\n%s", path, t.Name(), got, want)
-	}
-}
 
 // The help people read and the errors they get for a wrong command line:
 // golden files, so a change to either is a reviewed change.
@@ -78,7 +55,7 @@ func TestHelpAndUsageErrors(t *testing.T) {
 			if r.code != tc.code {
 				t.Errorf("gcompose %s: exit %d, want %d\n%s%s", strings.Join(tc.args, " "), r.code, tc.code, r.stdout, r.stderr)
 			}
-			golden(t, dir, tc.name, "$ gcompose "+strings.Join(tc.args, " ")+"\n--- stdout\n"+r.stdout+"--- stderr\n"+r.stderr)
+			golden.CheckString(t, filepath.Join(dir, tc.name+".golden"), "$ gcompose "+strings.Join(tc.args, " ")+"\n--- stdout\n"+r.stdout+"--- stderr\n"+r.stderr)
 			if tc.code == exitUsage && len(strings.Split(strings.TrimSpace(r.stderr), "\n")) > 4 {
 				t.Errorf("a usage error is a few lines, not the whole help:\n%s", r.stderr)
 			}

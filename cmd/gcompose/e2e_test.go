@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
@@ -337,15 +338,41 @@ func chain(n int) string {
 	return b.String()
 }
 
+// TestE2EKillDuringDeployConverges SIGKILLs a deploy of a chain of six
+// twice, each time the moment the adapter has created a given file (r1, then
+// r3), and shows the kill landed mid-deploy: the resources before it are
+// Active in the state, the one just created is Active or pending, the last
+// is not done. Then a deploy converges, creating each file once.
 func TestE2EKillDuringDeployConverges(t *testing.T) {
 	e := newEnv(t)
 	f := e.write("app.yaml", chain(6))
-	for _, after := range []time.Duration{1500 * time.Millisecond, 3 * time.Second} {
+	journal := filepath.Join(e.files, ".file-adapter.log")
+	for _, at := range []int{1, 3} {
 		cmd, out := e.start("deploy", f, "--yes")
-		time.Sleep(after)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		line := fmt.Sprintf("create r%d.txt\n", at)
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			b, _ := os.ReadFile(journal)
+			if strings.Contains(string(b), line) {
+				break
+			}
+			select {
+			case err := <-exited:
+				t.Fatalf("the deploy ended (%v) before the adapter created r%d.txt:\n%s", err, at, out.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				<-exited
+				t.Fatalf("r%d.txt not created in 2 minutes:\n%s", at, out.String())
+			}
+		}
 		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		t.Logf("killed after %s; output so far:\n%s", after, out.String())
+		<-exited
+		t.Logf("killed once r%d.txt was created; output so far:\n%s", at, out.String())
+		checkKilledMidDeploy(t, e, at, 6)
 	}
 	r := e.must("deploy", f, "--yes")
 	for i := 0; i < 6; i++ {
@@ -363,6 +390,45 @@ func TestE2EKillDuringDeployConverges(t *testing.T) {
 		t.Fatalf("not converged after recovery:\n%s", r.stdout)
 	}
 	e.must("destroy", f, "--yes")
+}
+
+// checkKilledMidDeploy reads the state a killed deploy of chain(n) left:
+// r0..r(at-1) Active, r(at) Active or with its create pending (the kill came
+// right after the adapter wrote its file), the last not Active.
+func checkKilledMidDeploy(t *testing.T, e *env, at, n int) {
+	t.Helper()
+	st, err := state.NewFileStore(e.state, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	doc, err := st.Load(context.Background(), e.app)
+	if err != nil {
+		t.Fatalf("state after the kill: %v", err)
+	}
+	var seen []string
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("resources.r%d", i)
+		r := doc.Resources[name]
+		switch {
+		case r == nil:
+			seen = append(seen, name+" absent")
+		case r.Pending != nil:
+			seen = append(seen, fmt.Sprintf("%s %s, %s pending", name, r.Status, r.Pending.Kind))
+		default:
+			seen = append(seen, fmt.Sprintf("%s %s", name, r.Status))
+		}
+		active := r != nil && r.Status == state.StatusActive && r.Pending == nil
+		switch {
+		case i < at && !active:
+			t.Errorf("%s was done before the kill but is not Active", name)
+		case i == at && !active && (r == nil || r.Pending == nil):
+			t.Errorf("%s: its file was created before the kill, yet the state records neither it nor its pending create", name)
+		case i == n-1 && active:
+			t.Errorf("%s is Active: the kill did not land mid-deploy", name)
+		}
+	}
+	t.Logf("state after the kill: %s", strings.Join(seen, "; "))
 }
 
 func TestE2EConcurrentDeployIsRefusedByTheLock(t *testing.T) {
