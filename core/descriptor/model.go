@@ -30,6 +30,9 @@ type App struct {
 	// Outputs are values printed after deploy (name -> value, usually a
 	// ${...} reference to what a resource reports).
 	Outputs map[string]any
+	// Budget caps what the application may spend (budget:); nil when the
+	// descriptor sets none. gcompose reconcile enforces it.
+	Budget *Budget
 
 	// Files are the descriptor files merged, in merge order.
 	Files []string
@@ -40,6 +43,16 @@ type App struct {
 	// Warnings found while loading (unknown keys under --ignore-unknown,
 	// ignored package sub-folders, ...).
 	Warnings source.Diagnostics
+}
+
+// Budget is the descriptor's spend limits in GLM; zero means no limit.
+type Budget struct {
+	// PerHour caps the application's cost per hour once a replacement runs.
+	PerHour float64
+	// Total caps what the application has spent plus a replacement's whole
+	// agreement.
+	Total float64
+	Pos   source.Pos
 }
 
 // Payload is what a service runs (GAP-16 payloads).

@@ -59,7 +59,7 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 	}}
 	app := n.app
 	n.rec("", tree)
-	for _, section := range []string{"meta", "payloads", "networks", "nodes", "services", "plugs", "resources", "secrets", "outputs"} {
+	for _, section := range []string{"meta", "payloads", "networks", "nodes", "services", "plugs", "resources", "secrets", "outputs", "budget"} {
 		if v := tree.get(section); v != nil {
 			n.rec("/"+strings.Replace(section, "nodes", "services", 1), v)
 		}
@@ -88,8 +88,32 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 		app.Outputs, _ = outs.plain().(map[string]any)
 		n.recTree("/outputs", outs)
 	}
+	n.budget(tree.get("budget"))
 	n.implicitNetwork(tree.get("networks"))
 	return app, n.diags
+}
+
+// budget reads budget: (the schema has checked its keys and that each is a
+// non-negative number or decimal string).
+func (n *normalizer) budget(v *value) {
+	if v == nil || v.kind != kindMap {
+		return
+	}
+	b := &Budget{Pos: v.at()}
+	for key, dst := range map[string]*float64{"per_hour": &b.PerHour, "total": &b.Total} {
+		x := v.get(key)
+		if x == nil {
+			continue
+		}
+		n.rec("/budget/"+key, x)
+		f, err := strconv.ParseFloat(strings.TrimSpace(scalarString(x.scalar)), 64)
+		if err != nil || f <= 0 {
+			n.diags.Errorf(x.at(), "budget.%s: %s is not a GLM amount above 0 (leave budget.%s out for no limit)", key, x.text(), key)
+			continue
+		}
+		*dst = f
+	}
+	n.app.Budget = b
 }
 
 func entries(section *value) []string {

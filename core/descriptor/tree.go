@@ -12,7 +12,7 @@ import (
 
 // Tree returns the app in canonical form as a generic tree: what `gcompose
 // config` prints, and what App.Positions' JSON pointers point into. Top-level
-// keys are meta, payloads, networks, services, plugs, resources and secrets
+// keys are meta, payloads, networks, services, plugs, resources, secrets, outputs and budget
 // (where each value is read from, never the value); empty
 // sections are omitted. The tree round-trips: loading it gives the same App.
 func (a *App) Tree() map[string]any {
@@ -22,6 +22,18 @@ func (a *App) Tree() map[string]any {
 	}
 	if len(a.Outputs) > 0 {
 		t["outputs"] = a.Outputs
+	}
+	if b := a.Budget; b != nil {
+		e := map[string]any{}
+		if b.PerHour > 0 {
+			e["per_hour"] = b.PerHour
+		}
+		if b.Total > 0 {
+			e["total"] = b.Total
+		}
+		if len(e) > 0 {
+			t["budget"] = e
+		}
 	}
 	if len(a.Payloads) > 0 {
 		m := make(map[string]any, len(a.Payloads))
