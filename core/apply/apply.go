@@ -16,6 +16,7 @@ import (
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -364,7 +365,7 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 	}
 	if ans.Status == protocol.Valid {
 		changed := old == nil || old.Status != state.StatusActive || old.Pending != nil ||
-			!plan.SameJSON(old.Config, cfg) || !plan.SameJSON(old.State, ans.State)
+			!jsonvalue.Equal(old.Config, cfg) || !jsonvalue.Equal(old.State, ans.State)
 		if changed {
 			if err := r.put(ctx, activeResource(want, cfg, ans, old)); err != nil {
 				return false, err
@@ -394,7 +395,7 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 // holds: asked for this very config about the record that is still there,
 // in this run (not Recheck). Otherwise the adapter is asked again.
 func (r *run) approvedAnswer(step *plan.Step, cfg map[string]any, old *state.Resource) *protocol.StateResult {
-	if r.e.Recheck || step.Answer == nil || step.KnownAfterApply || !plan.SameJSON(step.After, cfg) {
+	if r.e.Recheck || step.Answer == nil || step.KnownAfterApply || !jsonvalue.Equal(step.After, cfg) {
 		return nil
 	}
 	if prior := r.priorOf(step.Resource); (prior == nil) != (old == nil) {
@@ -492,7 +493,7 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 func mergeIdentity(res *state.Resource, identity map[string]any) bool {
 	changed := false
 	for k, v := range identity {
-		if old, ok := res.Identity[k]; ok && plan.SameJSON(old, v) {
+		if old, ok := res.Identity[k]; ok && jsonvalue.Equal(old, v) {
 			continue
 		}
 		if res.Identity == nil {

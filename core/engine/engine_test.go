@@ -13,6 +13,7 @@ import (
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/internal/memadapter"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -338,7 +339,7 @@ func (c *recordChecker) Action(ctx context.Context, call plan.Call, a protocol.A
 			c.reports++
 			c.mu.Unlock()
 			doc := c.check(call)
-			if r := doc.Resources[call.Name]; r == nil || !plan.SameJSON(r.Identity["id"], identity["id"]) {
+			if r := doc.Resources[call.Name]; r == nil || !jsonvalue.Equal(r.Identity["id"], identity["id"]) {
 				c.t.Errorf("%s: identity %v reported, the store holds %+v", call.Name, identity, r)
 			}
 		}

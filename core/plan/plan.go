@@ -15,6 +15,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/source"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -302,7 +303,7 @@ func InputsHash(desired map[string]*Resource) string {
 	for _, n := range names {
 		r := desired[n]
 		// Pos is where the resource was written, not what it is.
-		_ = enc.Encode([]any{r.Name, r.Type, normalizeJSON(map[string]any(r.Config)), r.DependsOn})
+		_ = enc.Encode([]any{r.Name, r.Type, jsonvalue.Normalize(map[string]any(r.Config)), r.DependsOn})
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

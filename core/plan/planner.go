@@ -9,6 +9,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -372,6 +373,23 @@ func (p *Planner) planAbsent(ctx context.Context, app appRef, name string, old *
 
 // planRefresh asks whether a persisted resource still matches what the state
 // recorded, without planning any change to it (gcompose refresh).
+// diffKeys lists the top-level keys whose values differ.
+func diffKeys(a, b map[string]any) []string {
+	var out []string
+	for k := range a {
+		if !jsonvalue.Equal(a[k], b[k]) {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func (p *Planner) planRefresh(ctx context.Context, app appRef, name string, old *state.Resource) (*Step, error) {
 	s := &Step{Resource: name, Type: old.Type, Before: old.State, Op: NoOp}
 	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, AdapterName: AdapterNameOf(name, old), Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Present)
@@ -381,7 +399,7 @@ func (p *Planner) planRefresh(ctx context.Context, app appRef, name string, old 
 	s.Answer = ans
 	if ans.Status == protocol.Valid {
 		s.After = ans.State
-		if !SameJSON(ans.State, old.State) {
+		if !jsonvalue.Equal(ans.State, old.State) {
 			s.Drift = "changed"
 			s.Reason = "outputs changed: " + strings.Join(diffKeys(old.State, ans.State), ", ")
 		}

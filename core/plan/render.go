@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gcompose/gcompose/core/jsondiff"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -126,7 +127,7 @@ func (p *Plan) SummaryLine() string {
 // apply shown as such. Both sides are normalized as JSON first, so a number
 // read from YAML equals the same number read back from the state.
 func renderDiff(w io.Writer, s *Step, width int) {
-	before, after := normalizeJSON(map[string]any(s.Before)), normalizeJSON(map[string]any(s.After))
+	before, after := jsonvalue.Normalize(map[string]any(s.Before)), jsonvalue.Normalize(map[string]any(s.After))
 	if s.Before == nil {
 		before = map[string]any{}
 	}

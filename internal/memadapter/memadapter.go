@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -180,10 +181,10 @@ func (a *Adapter) State(ctx context.Context, c plan.Call, desired string) (*prot
 		return stale(protocol.ChangeCreate, "create", "does not exist", nil), nil
 	}
 	cfg := configOf(obj)
-	if !plan.SameJSON(cfg, c.Config) {
+	if !jsonvalue.Equal(cfg, c.Config) {
 		var forces []string
 		for _, k := range a.Rebuild {
-			if !plan.SameJSON(cfg[k], c.Config[k]) {
+			if !jsonvalue.Equal(cfg[k], c.Config[k]) {
 				forces = append(forces, "/"+k)
 			}
 		}
