@@ -20,6 +20,16 @@ func IdentityLine(identity map[string]any) (string, error) {
 	return IdentityPrefix + string(raw) + "\n", nil
 }
 
+// StateLine formats a state answer as the line that ends an action asked
+// for it (RequestExt.AnswerState): StatePrefix, compact JSON, newline.
+func StateLine(res StateResult) (string, error) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return "", fmt.Errorf("state line: %w", err)
+	}
+	return StatePrefix + string(raw) + "\n", nil
+}
+
 // ParseIdentityLines splits an action's stdout into the free text shown to the
 // user and the identifying attributes reported on lines starting with
 // IdentityPrefix (merged in order: a later line overrides a key of an earlier
@@ -27,6 +37,32 @@ func IdentityLine(identity map[string]any) (string, error) {
 // text and identity still hold everything else. identity is nil when no line
 // reported any.
 func ParseIdentityLines(stdout []byte) (text string, identity map[string]any, err error) {
+	out, err := parseAction(stdout, false)
+	return out.Text, out.Identity, err
+}
+
+// ActionOutput is an action's stdout, read.
+type ActionOutput struct {
+	// Text is the free text for the user: every line but identity and
+	// state lines.
+	Text string
+	// Identity merges the IdentityPrefix lines (nil: none).
+	Identity map[string]any
+	// State is the JSON of the StatePrefix line (nil: none), not yet
+	// checked against the state answer's schema.
+	State json.RawMessage
+}
+
+// ParseActionOutput is ParseIdentityLines that also takes the StatePrefix
+// line out of the text: an action asked to answer its resource's state
+// (RequestExt.AnswerState) ends with one. A malformed line, or a second
+// state line, is reported in err; the output still holds everything else.
+func ParseActionOutput(stdout []byte) (ActionOutput, error) {
+	return parseAction(stdout, true)
+}
+
+func parseAction(stdout []byte, withState bool) (ActionOutput, error) {
+	var res ActionOutput
 	var out strings.Builder
 	var errs []error
 	sc := bufio.NewScanner(bytes.NewReader(stdout))
@@ -35,6 +71,19 @@ func ParseIdentityLines(stdout []byte) (text string, identity map[string]any, er
 	for sc.Scan() {
 		n++
 		line := sc.Text()
+		if withState {
+			if rest, ok := strings.CutPrefix(line, StatePrefix); ok {
+				switch {
+				case res.State != nil:
+					errs = append(errs, fmt.Errorf("stdout line %d: a second state line (want at most one)", n))
+				case !isJSONObject(rest):
+					errs = append(errs, fmt.Errorf("stdout line %d: state: want a JSON object (the state answer) after %q", n, StatePrefix))
+				default:
+					res.State = json.RawMessage(rest)
+				}
+				continue
+			}
+		}
 		rest, ok := strings.CutPrefix(line, IdentityPrefix)
 		if !ok {
 			out.WriteString(line)
@@ -49,17 +98,23 @@ func ParseIdentityLines(stdout []byte) (text string, identity map[string]any, er
 			errs = append(errs, fmt.Errorf("stdout line %d: identity: %w", n, e))
 			continue
 		}
-		if identity == nil {
-			identity = map[string]any{}
+		if res.Identity == nil {
+			res.Identity = map[string]any{}
 		}
-		maps.Copy(identity, m)
+		maps.Copy(res.Identity, m)
 	}
 	if e := sc.Err(); e != nil {
 		errs = append(errs, fmt.Errorf("read action stdout: %w", e))
 	}
-	text = out.String()
+	res.Text = out.String()
 	if len(stdout) > 0 && stdout[len(stdout)-1] != '\n' {
-		text = strings.TrimSuffix(text, "\n")
+		res.Text = strings.TrimSuffix(res.Text, "\n")
 	}
-	return text, identity, errors.Join(errs...)
+	return res, errors.Join(errs...)
+}
+
+// isJSONObject says whether s is exactly one JSON object.
+func isJSONObject(s string) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal([]byte(s), &m) == nil && m != nil
 }

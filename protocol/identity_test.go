@@ -58,3 +58,60 @@ func TestIdentityLineRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %v %v", id, err)
 	}
 }
+
+func TestParseActionOutput(t *testing.T) {
+	id, st := protocol.IdentityPrefix, protocol.StatePrefix
+	valid := `{"status":"VALID","state":{"path":"a"}}`
+	tests := []struct {
+		name     string
+		stdout   string
+		text     string
+		identity map[string]any
+		state    string
+		wantErr  string
+	}{
+		{"no state", "wrote a\n", "wrote a\n", nil, "", ""},
+		{"state last", "wrote a\n" + id + `{"path":"a"}` + "\n" + st + valid + "\n", "wrote a\n", map[string]any{"path": "a"}, valid, ""},
+		{"state without final newline", st + valid, "", nil, valid, ""},
+		{"state before text", st + valid + "\ndone\n", "done\n", nil, valid, ""},
+		{"two state lines", st + valid + "\n" + st + valid + "\n", "", nil, valid, "stdout line 2: a second state line"},
+		{"not JSON", "x\n" + st + "{oops\n", "x\n", nil, "", "stdout line 2: state: want a JSON object"},
+		{"not an object", st + "[1]\n", "", nil, "", "state: want a JSON object"},
+		{"null", st + "null\n", "", nil, "", "state: want a JSON object"},
+		{"prefix must start the line", " " + st + valid + "\n", " " + st + valid + "\n", nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := protocol.ParseActionOutput([]byte(tt.stdout))
+			if out.Text != tt.text {
+				t.Errorf("text = %q, want %q", out.Text, tt.text)
+			}
+			if !reflect.DeepEqual(out.Identity, tt.identity) {
+				t.Errorf("identity = %#v, want %#v", out.Identity, tt.identity)
+			}
+			if string(out.State) != tt.state {
+				t.Errorf("state = %s, want %s", out.State, tt.state)
+			}
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+	// Without state lines in mind, a state line is text (a plain
+	// Deployster engine shows it, too).
+	text, _, err := protocol.ParseIdentityLines([]byte(st + valid + "\n"))
+	if err != nil || text != st+valid+"\n" {
+		t.Errorf("ParseIdentityLines: %q %v; want the state line as text", text, err)
+	}
+}
+
+func TestStateLineRoundTrip(t *testing.T) {
+	line, err := protocol.StateLine(protocol.StateResult{Status: protocol.Valid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := protocol.ParseActionOutput([]byte("done\n" + line))
+	if err != nil || string(out.State) != `{"status":"VALID","state":{}}` || out.Text != "done\n" {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+}

@@ -79,6 +79,12 @@ type RequestExt struct {
 	// config may still hold ${...} references known after apply, and the
 	// answer's status and actions are ignored (InitExt.Estimate).
 	Estimate bool `json:"estimate,omitempty"`
+	// AnswerState, on the last action call of a STALE answer to an
+	// adapter that declared InitExt.ActionState, asks the action to end
+	// with the answer the verifying state call would give (a StatePrefix
+	// line); Desired then says which state call that is. gcompose asks the
+	// state call itself when the action does not answer.
+	AnswerState bool `json:"answer_state,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.
@@ -196,6 +202,10 @@ type InitExt struct {
 	// others may reference: gcompose refuses a reference to any other at
 	// plan time, before the resource exists.
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// ActionState says the adapter's last action can end with the
+	// resource's state as the verifying state call would answer it
+	// (RequestExt.AnswerState, StatePrefix), which saves that call.
+	ActionState bool `json:"action_state,omitempty"`
 }
 
 // CheckResult is the check answer: OK, or the Problem in one line for
@@ -291,3 +301,8 @@ const (
 // attributes as a JSON object; gcompose persists them at once. Every other
 // line of action stdout is free text, as in Deployster.
 const IdentityPrefix = "gcompose:identity "
+
+// StatePrefix starts the action stdout line that answers a request's
+// AnswerState: the prefix, then the state answer (StateResult) as compact
+// JSON on the same line.
+const StatePrefix = "gcompose:state "
