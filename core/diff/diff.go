@@ -4,9 +4,9 @@
 package diff
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/gcompose/gcompose/core/jsondiff"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"io"
 	"reflect"
 	"sort"
@@ -141,22 +141,14 @@ func sortedCopy(s []string) []string {
 	return c
 }
 
-// normalize turns Go values into their JSON forms (numbers as float64,
-// structs as maps) so that equal JSON compares equal.
+// normalize is v in its JSON form (jsonvalue.Normalize), with an empty map
+// or a nil list as nothing: a config written {} and one left out are the same.
 func normalize(v any) any {
 	if v == nil || reflect.ValueOf(v).Kind() == reflect.Map && reflect.ValueOf(v).Len() == 0 ||
 		reflect.ValueOf(v).Kind() == reflect.Slice && reflect.ValueOf(v).IsNil() {
 		return nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return v
-	}
-	return out
+	return jsonvalue.Normalize(v)
 }
 
 // Render writes the result for people:

@@ -6,12 +6,12 @@ package jsondiff
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/gcompose/gcompose/internal/jsonpointer"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 )
 
 // Op of a change.
@@ -93,7 +93,7 @@ func walk(path string, a, b any, out *[]Change) {
 		}
 		return
 	}
-	if !reflect.DeepEqual(a, b) {
+	if !jsonvalue.Equal(a, b) {
 		*out = append(*out, Change{Op: Changed, Path: path, From: a, To: b})
 	}
 }

@@ -13,6 +13,9 @@ func TestValues(t *testing.T) {
 		want []Change
 	}{
 		{"equal", map[string]any{"x": 1.0}, map[string]any{"x": 1.0}, nil},
+		{"a number from YAML equals the same from JSON", map[string]any{"x": 1, "l": []any{int64(2)}}, map[string]any{"x": 1.0, "l": []any{2.0}}, nil},
+		{"a number changed", map[string]any{"x": 1}, map[string]any{"x": 1.5},
+			[]Change{{Op: Changed, Path: "/x", From: 1, To: 1.5}}},
 		{"changed leaf", map[string]any{"x": map[string]any{"y": "1"}}, map[string]any{"x": map[string]any{"y": "2"}},
 			[]Change{{Op: Changed, Path: "/x/y", From: "1", To: "2"}}},
 		{"list grows", map[string]any{"l": []any{"a"}}, map[string]any{"l": []any{"a", "b"}},

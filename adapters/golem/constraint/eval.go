@@ -1,12 +1,13 @@
 package constraint
 
 import (
-	"encoding/json"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 )
 
 // lookup finds key in flat props, or by walking nested maps along its dots.
@@ -115,7 +116,7 @@ func compareTyped(kind byte, v any, op Op, want string) Result {
 				return Undefined
 			}
 			pd = r
-		} else if f, isNum := toFloat(v); isNum && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		} else if f, isNum := jsonvalue.Number(v); isNum && !math.IsNaN(f) && !math.IsInf(f, 0) {
 			pd = new(big.Rat).SetFloat64(f)
 		} else {
 			return Undefined
@@ -127,40 +128,6 @@ func compareTyped(kind byte, v any, op Op, want string) Result {
 		return fromCmp(op, pd.Cmp(wd))
 	}
 	return Undefined
-}
-
-// toFloat converts the numeric types a property can hold.
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int8:
-		return float64(n), true
-	case int16:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint:
-		return float64(n), true
-	case uint8:
-		return float64(n), true
-	case uint16:
-		return float64(n), true
-	case uint32:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 func compareValue(v any, op Op, want string) Result {
@@ -196,7 +163,7 @@ func compareValue(v any, op Op, want string) Result {
 	case map[string]any:
 		return Undefined
 	}
-	if f, ok := toFloat(v); ok {
+	if f, ok := jsonvalue.Number(v); ok {
 		w, err := strconv.ParseFloat(want, 64)
 		if err != nil || math.IsNaN(w) || math.IsNaN(f) {
 			return False

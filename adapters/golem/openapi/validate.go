@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 )
 
 // direction tells readOnly/writeOnly rules which side is checked.
@@ -145,17 +147,17 @@ func (v *validator) check(x any, s map[string]any, at string, dispatched bool) m
 		}
 	case json.Number:
 		f, _ := val.Float64()
-		if m, ok := number(s["minimum"]); ok && f < m {
+		if m, ok := jsonvalue.Number(s["minimum"]); ok && f < m {
 			v.addf(at, "%v is below the minimum %v", val, m)
 		}
-		if m, ok := number(s["maximum"]); ok && f > m {
+		if m, ok := jsonvalue.Number(s["maximum"]); ok && f > m {
 			v.addf(at, "%v is above the maximum %v", val, m)
 		}
 	case []any:
-		if m, ok := number(s["minItems"]); ok && float64(len(val)) < m {
+		if m, ok := jsonvalue.Number(s["minItems"]); ok && float64(len(val)) < m {
 			v.addf(at, "%d items, at least %v wanted", len(val), m)
 		}
-		if m, ok := number(s["maxItems"]); ok && float64(len(val)) > m {
+		if m, ok := jsonvalue.Number(s["maxItems"]); ok && float64(len(val)) > m {
 			v.addf(at, "%d items, at most %v wanted", len(val), m)
 		}
 		if items, ok := s["items"].(map[string]any); ok {
@@ -324,23 +326,6 @@ func (v *validator) discriminated(file string, d map[string]any, val string) map
 func boolOf(m map[string]any, k string) bool {
 	b, _ := m[k].(bool)
 	return b
-}
-
-func number(x any) (float64, bool) {
-	switch n := x.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
 }
 
 // checkParam validates a path or query parameter's raw string value.
