@@ -17,6 +17,7 @@ func (s *Server) routeAdmin(handle func(string, func(http.ResponseWriter, *http.
 	handle("GET "+AdminPrefix+"/summary", s.summary)
 	handle("GET "+AdminPrefix+"/providers", s.listProviders)
 	handle("PUT "+AdminPrefix+"/providers/{id}", s.putProvider)
+	s.routeKill(handle)
 }
 
 func (s *Server) getFaults(w http.ResponseWriter, r *http.Request) {
