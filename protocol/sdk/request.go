@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -22,6 +23,10 @@ type Request struct {
 
 	out    io.Writer
 	report func(map[string]any) error
+	// reported merges what the action reported with ReportIdentity: the
+	// state the action answers at its end (AnswerState) is asked with it,
+	// as gcompose's verifying state call would be.
+	reported map[string]any
 }
 
 // Out is where an action writes free text for the user (its stdout). In a
@@ -41,6 +46,10 @@ func (r *Request) Printf(format string, args ...any) {
 // engine shows the line as text); served, it writes an interim line
 // {id, identity} at once when gcompose asked for them.
 func (r *Request) ReportIdentity(identity map[string]any) error {
+	if r.reported == nil {
+		r.reported = map[string]any{}
+	}
+	maps.Copy(r.reported, identity)
 	if r.report != nil {
 		if identity == nil {
 			identity = map[string]any{}
@@ -64,6 +73,33 @@ func (r *Request) Persisted() protocol.Persisted {
 		return protocol.Persisted{}
 	}
 	return *r.Gcompose.Persisted
+}
+
+// verifyRequest is the state request gcompose's verifying state call would
+// send after this action: the same resource and config, desired as the
+// action request says, the record as it is now (this action's operation
+// still pending, the identity it reported merged in).
+func (r *Request) verifyRequest() protocol.Request {
+	req := r.Request
+	req.StaleState = nil
+	ext := *r.Gcompose
+	ext.Call, ext.Action, ext.AnswerState, ext.Operation = protocol.CallState, "", false, nil
+	p := protocol.Persisted{}
+	if ext.Persisted != nil {
+		p = *ext.Persisted
+	}
+	p.Pending = r.Gcompose.Operation
+	if len(r.reported) > 0 {
+		id := maps.Clone(p.Identity)
+		if id == nil {
+			id = map[string]any{}
+		}
+		maps.Copy(id, r.reported)
+		p.Identity = id
+	}
+	ext.Persisted = &p
+	req.Gcompose = &ext
+	return req
 }
 
 // Env returns the value of an environment variable the adapter named in

@@ -85,6 +85,13 @@ type Adapter struct {
 	// NoServe keeps the adapter out of serve mode (the init answer will not
 	// offer it), e.g. when its actions must run in separate containers.
 	NoServe bool
+	// NoActionState keeps the init answer from offering action_state. By
+	// default the last action of a STALE answer ends, when gcompose asks,
+	// with what State answers right after it (the SDK calls State in the
+	// same process, with the request gcompose's verifying state call would
+	// send), which saves gcompose that call. Set it when State must not run
+	// in the action's container.
+	NoActionState bool
 	// DeleteGrace is how long a served adapter lets delete actions in
 	// flight run on once gcompose is gone (its stdin closed), before it
 	// cancels them too; every other call is cancelled at once, so that a
@@ -167,7 +174,7 @@ func Run(ctx context.Context, a Adapter, args []string, stdin io.Reader, stdout,
 			return 1
 		}
 	}
-	result, err := a.handle(ctx, v, inv, req, out, newLogger(stderr, req.Verbose), nil)
+	result, err := a.handle(ctx, v, inv, req, out, stderr, newLogger(stderr, req.Verbose), nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
@@ -218,7 +225,10 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 // bad request does not take a served container down.
 // report, when set, sends identity reports at once (serve mode with
 // streaming); otherwise they are identity lines on out.
-func (a Adapter) handle(ctx context.Context, v *protocol.Validator, inv invocation, req protocol.Request, out io.Writer, log *slog.Logger, report func(map[string]any) error) (result []byte, err error) {
+//
+// errOut is the call's stderr: what State prints when an action answers
+// its resource's state goes there.
+func (a Adapter) handle(ctx context.Context, v *protocol.Validator, inv invocation, req protocol.Request, out, errOut io.Writer, log *slog.Logger, report func(map[string]any) error) (result []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%s call panicked: %v\n%s", inv.call, p, debug.Stack())
@@ -246,9 +256,41 @@ func (a Adapter) handle(ctx context.Context, v *protocol.Validator, inv invocati
 		if err := fn(ctx, r); err != nil {
 			return nil, fmt.Errorf("action %s: %w", inv.action, err)
 		}
+		if a.answersState(req) {
+			a.answerState(ctx, v, r, errOut)
+		}
 		return nil, nil
 	}
 	return nil, fmt.Errorf("unknown call %q", inv.call)
+}
+
+// answersState says whether an action request asks for the resource's
+// state at its end and the adapter offers it.
+func (a Adapter) answersState(req protocol.Request) bool {
+	return !a.NoActionState && a.State != nil && req.Gcompose != nil && req.Gcompose.AnswerState
+}
+
+// answerState ends a successful action with the StatePrefix line: what
+// State answers now, asked as gcompose's verifying state call would ask.
+// When State fails or its answer breaks the protocol, the line is left
+// out and gcompose makes the state call itself, which reports the problem
+// as it always has.
+func (a Adapter) answerState(ctx context.Context, v *protocol.Validator, r *Request, errOut io.Writer) {
+	sr := &Request{Request: r.verifyRequest(), Call: protocol.CallState, Log: r.Log, out: errOut}
+	raw, err := a.state(ctx, sr)
+	if err == nil && v == nil {
+		v, err = protocol.NewValidator()
+	}
+	if err == nil {
+		_, err = checked(raw, nil, v.ValidateStateResult)
+	}
+	if err != nil {
+		r.Log.Warn("the state after the action is left to gcompose's state call", "err", err)
+		return
+	}
+	if _, err := fmt.Fprintf(r.out, "%s%s\n", protocol.StatePrefix, raw); err != nil {
+		r.Log.Warn("writing the state after the action", "err", err)
+	}
 }
 
 // checked validates an answer before it goes out, so an adapter bug is
@@ -283,6 +325,7 @@ func (a Adapter) init(ctx context.Context) ([]byte, error) {
 	ext.Serve = !a.NoServe
 	ext.Sweep = a.Sweep != nil
 	ext.Check = a.Check != nil
+	ext.ActionState = !a.NoActionState && a.State != nil
 	res.Gcompose = &ext
 	raw, err := json.Marshal(res)
 	if err != nil {

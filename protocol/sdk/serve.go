@@ -129,7 +129,7 @@ func (a Adapter) serveOne(ctx context.Context, v *protocol.Validator, sr protoco
 			return nil
 		}
 	}
-	result, err := a.handle(ctx, v, inv, sr.Request, o, log, report)
+	result, err := a.handle(ctx, v, inv, sr.Request, o, syncwriter.Writer{Mu: logMu, W: stderr}, log, report)
 	if err != nil {
 		resp.Error = err.Error()
 	} else if result != nil {
