@@ -77,6 +77,11 @@ type Options struct {
 	// NoServe keeps every call in its own container even when an adapter
 	// offers serve mode.
 	NoServe bool
+	// NoActionState never asks an action for its resource's state
+	// (protocol.RequestExt.AnswerState), even of an adapter that offers it:
+	// the caller then makes the verifying state call as for any adapter.
+	// For comparison (benchmarks) and to rule the extension out.
+	NoActionState bool
 	// LookupEnv reads the environment variables an adapter asks for in its
 	// init answer (gcompose.env); their values go on stdin only. nil:
 	// os.LookupEnv.
@@ -131,6 +136,12 @@ type Target struct {
 	// Estimate marks a state call made only for the cost estimate
 	// (protocol.RequestExt.Estimate).
 	Estimate bool
+	// AnswerState, on the last action call of a STALE answer, asks an
+	// adapter that offers it (InitExt.ActionState) to end the action with
+	// the state the verifying state call for this desired presence
+	// (protocol.Present, Absent) would answer: ActionResult.State. "":
+	// not asked.
+	AnswerState string
 	// ReportIdentity, if set, is called on action calls of gcompose
 	// adapters with each identity report as soon as the adapter makes it,
 	// while the action still runs (in order, before Action returns), so
@@ -154,6 +165,10 @@ type ActionResult struct {
 	// Identity are the identifying attributes the action reported (nil if
 	// none), to be persisted at once.
 	Identity map[string]any
+	// State is the state answer the action ended with when the call asked
+	// for it (Target.AnswerState) and the adapter gave it, checked against
+	// the state answer's schema; nil otherwise: make the state call.
+	State *protocol.StateResult
 }
 
 // Client is the protocol client. It is safe for concurrent use.
@@ -262,9 +277,13 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 	if len(strings.TrimSpace(string(staleState))) == 0 || string(staleState) == "null" {
 		req.StaleState = json.RawMessage("{}")
 	}
+	answer := c.asksState(info, t)
 	if info.Ext {
 		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallAction, Action: a.Name, Persisted: persisted, Env: c.env(info),
 			Lineage: t.Lineage, Operation: t.Operation}
+		if answer {
+			req.Gcompose.AnswerState, req.Gcompose.Desired = true, t.AnswerState
+		}
 	}
 	call := protocol.CallAction
 	if a.Name != "" {
@@ -314,12 +333,43 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 	if !info.Ext {
 		return &ActionResult{Output: string(res.Stdout)}, nil
 	}
-	text, identity, err := protocol.ParseIdentityLines(res.Stdout)
-	out := &ActionResult{Output: text, Identity: withStreamed(identity)}
+	if !answer {
+		text, identity, err := protocol.ParseIdentityLines(res.Stdout)
+		out := &ActionResult{Output: text, Identity: withStreamed(identity)}
+		if err != nil {
+			return out, fmt.Errorf("%s: %s call: %w; %s", t.Name, call, err, runner.FormatTail(res.StderrTail))
+		}
+		return out, nil
+	}
+	parsed, err := protocol.ParseActionOutput(res.Stdout)
+	out := &ActionResult{Output: parsed.Text, Identity: withStreamed(parsed.Identity)}
+	if err == nil && parsed.State != nil {
+		out.State, err = c.actionState(parsed.State)
+	}
 	if err != nil {
-		return out, fmt.Errorf("%s: %s call: %w; %s", t.Name, call, err, runner.FormatTail(res.StderrTail))
+		return out, fmt.Errorf("%s: %s call: %w (adapter %s); %s", t.Name, call, err, t.Image, runner.FormatTail(res.StderrTail))
 	}
 	return out, nil
+}
+
+// asksState says whether an action call asks the adapter for its
+// resource's state at its end: the caller wants it, the adapter offers it
+// and the client may ask.
+func (c *Client) asksState(info *Info, t Target) bool {
+	return t.AnswerState != "" && !c.opts.NoActionState && info.Ext && info.Init.Gcompose != nil && info.Init.Gcompose.ActionState
+}
+
+// actionState checks the state line of an action as the answer of a state
+// call is checked.
+func (c *Client) actionState(raw json.RawMessage) (*protocol.StateResult, error) {
+	if err := c.v.ValidateStateResult(raw); err != nil {
+		return nil, fmt.Errorf("state line: %w", err)
+	}
+	var sr protocol.StateResult
+	if err := json.Unmarshal(raw, &sr); err != nil {
+		return nil, fmt.Errorf("state line: %w", err)
+	}
+	return &sr, nil
 }
 
 // Sweep asks a sweep-capable adapter (InitExt.Sweep) for the objects it made
