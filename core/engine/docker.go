@@ -36,7 +36,7 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 
 func (a *ContainerAdapters) target(c plan.Call) adapter.Target {
 	return adapter.Target{App: c.App, Lineage: c.Lineage, Name: c.Name, AdapterName: c.AdapterName, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
-		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate}
+		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate, AnswerState: c.AnswerState}
 }
 
 func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {
@@ -69,7 +69,7 @@ func (a *ContainerAdapters) Action(ctx context.Context, c plan.Call, act protoco
 	if res == nil {
 		return nil, err
 	}
-	return &plan.ActionOutcome{Output: res.Output, Identity: res.Identity}, err
+	return &plan.ActionOutcome{Output: res.Output, Identity: res.Identity, State: res.State}, err
 }
 
 // RunnerCleanup is Engine.Cleanup for the adapter containers r runs: it

@@ -103,6 +103,11 @@ type Call struct {
 	// Estimate marks a state call made only for the cost estimate of a
 	// resource whose config still holds references known after apply.
 	Estimate bool
+	// AnswerState, on the last action call of a STALE answer, asks the
+	// adapter to end the action with the state the verifying state call
+	// for this desired presence would answer (ActionOutcome.State), if it
+	// can (protocol extension action_state). "": not asked.
+	AnswerState string
 }
 
 // SweepCall is one sweep of an adapter type.
@@ -120,6 +125,9 @@ type SweepCall struct {
 type ActionOutcome struct {
 	Output   string
 	Identity map[string]any
+	// State is the state the action ended with when the call asked for it
+	// (Call.AnswerState) and the adapter answered; nil: ask the state call.
+	State *protocol.StateResult
 }
 
 // AdapterNameOf is the name the adapter of the resource at addr receives:
