@@ -108,20 +108,21 @@ reads back from devnet-db across the VPN. Both have busybox (/bin/sh), e.g. for 
 
 # VPNs and the TCP tunnel
 
-A Net API network is an internal Docker bridge network with exactly the requested range (ip + mask, or
-CIDR). The Docker bridge gateway takes the last usable address (x.x.x.254 in a /24) so that the low
-addresses requestors hand out stay free; addresses and nodes are bookkeeping. As in yagna
-(core/vpn/src/network.rs), adding a node at an address already taken answers 200 and the holder keeps it,
-a node may hold several addresses, and removing a node removes them all; a second requestor address at a
-taken IP is a 409. deploy with net attaches the container with exactly its nodeIp (else the first address
-given to addNode for the provider), and refuses a nodeIp that the node map gives another node: yagna routes
-by that map, so its traffic would never arrive.
+A Net API network is bookkeeping (range, addresses, nodes) over a Docker bridge network of its own on a
+free /24 of 10.199.0.0/16, so any number of VPNs, of any devnet on the host, may use the same range, as on
+yagna. A node's container gets its VPN address on that bridge's interface at start, and loses its default
+route; the bridge has masquerading off, so nothing leaves it. As in yagna (core/vpn/src/network.rs),
+adding a node at an address already taken answers 200 and the holder keeps it, a node may hold several
+addresses, and removing a node removes them all; a second requestor address at a taken IP is a 409.
+deploy with net attaches the container with exactly its nodeIp (else the first address given to addNode
+for the provider), and refuses a nodeIp that the node map gives another node: yagna routes by that map,
+so its traffic would never arrive.
 
-The tunnel dials ip:port directly. When the devnet runs in a container (the compose service), it joins
-every VPN network it creates at the address before the gateway (x.x.x.253 in a /24), found with
--self-container (auto: the container's hostname); on the Docker host it reaches the bridge directly.
-Docker refuses two networks with overlapping ranges: two VPNs (of any devnet on the host) cannot use the
-same range at once (createNetwork answers 500 with Docker's message).
+The tunnel dials the node's address on the bridge. When the devnet runs in a container (the compose
+service), found with -self-container (auto: the container's hostname), it joins every VPN's bridge; on
+the Docker host it reaches the bridges directly. The bridges are named so that they sort after the
+container's own networks: Docker gives a container's default gateway and published ports to the network
+that sorts first, and moving the port cuts every open connection to the API (selfnet.go).
 
 # Payments
 

@@ -161,7 +161,7 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 	}
 	id := newID()
 	v := &vpn{id: id, ip: prefix.Addr().String(), mask: dottedMask(prefix.Bits()), gateway: body.Gateway, prefix: prefix,
-		dockerName: fmt.Sprintf("gcompose-devnet-%s-%s", s.cfg.Instance, id[:12]), nodes: map[string][]string{}, conns: map[*tcpConn]struct{}{}}
+		dockerName: s.vpnPrefix + "-" + id[:12], nodes: map[string][]string{}, conns: map[*tcpConn]struct{}{}}
 	resp, bridge, err := s.createBridge(r.Context(), v.dockerName, prefix, s.labels(map[string]string{labelInstance + ".net": id}))
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "creating Docker network for %s: %v", prefix, err)
@@ -169,7 +169,10 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 	}
 	v.dockerID, v.bridge = resp, bridge
 	if s.self != "" {
-		if err := s.docker.NetworkConnect(r.Context(), resp, s.self, &network.EndpointSettings{}); err != nil {
+		// Below the container's own network in the choice of its default gateway (vpnNetPrefix): by
+		// priority on engines that have one (API 1.48), by name on all.
+		if err := s.docker.NetworkConnect(r.Context(), resp, s.self, &network.EndpointSettings{GwPriority: -1}); err != nil {
+			_ = s.docker.NetworkDisconnect(context.Background(), resp, s.self, true)
 			_ = s.docker.NetworkRemove(context.Background(), resp)
 			writeError(w, http.StatusInternalServerError, "joining the devnet container to network %s: %v", prefix, err)
 			return

@@ -41,6 +41,8 @@ type Server struct {
 	log    *slog.Logger
 	match  Matcher
 	self   string
+	// vpnPrefix names the Docker networks behind VPNs (vpnNetPrefix).
+	vpnPrefix string
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -112,6 +114,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err := s.cleanupDocker(ctx); err != nil {
 		return nil, fmt.Errorf("devnet: removing leftovers of instance %s: %w", cfg.Instance, err)
 	}
+	selfNets, err := s.selfNetworks(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("devnet: %w", err)
+	}
+	s.vpnPrefix = vpnNetPrefix(cfg.Instance, selfNets)
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.bg.Add(1)
 	go s.providerLoop()

@@ -1,0 +1,173 @@
+package devnet_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+// TestInContainerKeepsItsPort runs the devnet as `make demo` and the doc test do: in a container on a
+// network of its own, its API published on a host port. Creating a VPN joins that container to the VPN's
+// Docker network; when the VPN network took the container's default gateway, Docker moved the published
+// port to it by restarting its port proxy, and the request that created the VPN got EOF (the tutorial's
+// first deploy failed so on a devnet whose compose project sorts after "gcompose-devnet-", such as the
+// doc test's). The container's network is named as compose names it, after the instance.
+func TestInContainerKeepsItsPort(t *testing.T) {
+	testimage.RequireDocker(t)
+	docker := testimage.Client(t)
+	ctx := ctxT(t, 5*time.Minute)
+	image := "gcompose/devnet:test"
+	testimage.Build(t, ctx, "./cmd/devnet", image)
+	instance := "test-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-")) // sorts after "gcompose-devnet-"
+	labels := testimage.Labels(t)
+
+	cfg := filepath.Join(t.TempDir(), "devnet.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("labels:\n  gcompose.test: %q\n", labels["gcompose.test"])), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docker.NetworkCreate(ctx, instance, network.CreateOptions{Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = docker.NetworkRemove(ctx, instance)
+	})
+	port := nat.Port("7465/tcp")
+	c, err := docker.ContainerCreate(ctx,
+		&container.Config{Image: image, Cmd: []string{"-listen", ":7465", "-config", "/devnet.yaml"}, Labels: labels,
+			Env: []string{"YAGNA_APPKEY=" + testKey, "DEVNET_INSTANCE=" + instance}, ExposedPorts: nat.PortSet{port: {}}},
+		&container.HostConfig{NetworkMode: container.NetworkMode(instance),
+			Binds:        []string{"/var/run/docker.sock:/var/run/docker.sock", cfg + ":/devnet.yaml:ro"},
+			PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1"}}}},
+		nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// SIGTERM: the devnet removes its VPN networks (leaving itself out of them) before it exits.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		timeout := 60
+		if err := docker.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &timeout}); err != nil {
+			t.Errorf("stopping the devnet: %v", err)
+		}
+		if t.Failed() {
+			if logs, err := docker.ContainerLogs(ctx, c.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true}); err == nil {
+				var out bytes.Buffer
+				_, _ = stdcopy.StdCopy(&out, &out, logs)
+				t.Logf("devnet logs:\n%s", out.String())
+			}
+		}
+		_ = docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		left, err := docker.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))})
+		for _, n := range left {
+			t.Errorf("the devnet left network %s", n.Name)
+			_ = docker.NetworkRemove(ctx, n.ID)
+		}
+		if err != nil {
+			t.Errorf("listing networks: %v", err)
+		}
+	})
+	if err := docker.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	insp, err := docker.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binds := insp.NetworkSettings.Ports[port]
+	if len(binds) == 0 {
+		t.Fatalf("port %s is not published: %+v", port, insp.NetworkSettings.Ports)
+	}
+	url := "http://127.0.0.1:" + binds[0].HostPort
+
+	// One client, as an adapter has: the VPN is created on a connection already open.
+	hc := &http.Client{Timeout: 30 * time.Second}
+	call := func(method, path string, body any) (int, []byte, error) {
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, url+path, rd)
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+testKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, b, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, _, err := call("GET", "/me", nil)
+		if err == nil && code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the devnet does not answer on %s: %d %v", url, code, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	var ids []string
+	for i, rng := range []string{"192.168.77.0", "192.168.78.0"} {
+		code, body, err := call("POST", "/net-api/v1/net", map[string]string{"ip": rng, "mask": "255.255.255.0"})
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("creating VPN %d (%s/24): %d %s %v", i+1, rng, code, body, err)
+		}
+		var n struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(body, &n); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n.ID)
+		if code, _, err := call("GET", "/me", nil); err != nil || code != http.StatusOK {
+			t.Fatalf("after creating VPN %d: GET /me: %d %v", i+1, code, err)
+		}
+	}
+	// The devnet's container is on its own network and on both VPNs; its own network stays first.
+	insp, err = docker.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(insp.NetworkSettings.Networks); n != 3 {
+		t.Errorf("the devnet's container is on %d networks, want its own and 2 VPNs", n)
+	}
+	for name := range insp.NetworkSettings.Networks {
+		if name != instance && name <= instance {
+			t.Errorf("VPN network %s sorts before the container's own network %s: it would take the container's gateway and published port", name, instance)
+		}
+	}
+	for _, id := range ids {
+		if code, body, err := call("DELETE", "/net-api/v1/net/"+id, nil); err != nil || code != http.StatusOK {
+			t.Fatalf("removing VPN %s: %d %s %v", id, code, body, err)
+		}
+	}
+	if code, _, err := call("GET", "/me", nil); err != nil || code != http.StatusOK {
+		t.Fatalf("after removing the VPNs: GET /me: %d %v", code, err)
+	}
+}
