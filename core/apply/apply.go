@@ -427,7 +427,10 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 	}
 	res.AdapterName = call.AdapterName
 	res.Dependencies = deps
-	for _, a := range ans.Actions {
+	// The state the last action ended with, when its adapter answers it
+	// (protocol extension action_state): then no verifying call is made.
+	var answered *protocol.StateResult
+	for i, a := range ans.Actions {
 		res.Pending = &state.Operation{ID: state.NewID(), Kind: kind, Action: a.Name, StartedAt: time.Now().UTC(), Holder: r.e.Holder}
 		if err := r.put(ctx, res); err != nil {
 			return nil, err
@@ -437,6 +440,9 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 		act := call
 		act.Operation = plan.OperationOf(res.Pending)
 		act.Persisted = actionPersisted(res)
+		if i == len(ans.Actions)-1 {
+			act.AnswerState = desired
+		}
 		// Identity reported while the action runs is persisted at once:
 		// a kill later in the action must not lose what it made.
 		var perr error
@@ -473,14 +479,19 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 			return nil, fmt.Errorf("action %s: %w", a.Name, err)
 		}
 		r.emit(Event{Resource: call.Name, Phase: PhaseActionDone, Message: actionLabel(a), Duration: time.Since(start), Output: out.Output})
+		answered = out.State
 	}
-	// The verifying state call sees the record as it is: the last action's
-	// operation still pending until this answer confirms it.
-	call.Persisted = plan.PersistedOf(res)
-	r.emit(Event{Resource: call.Name, Phase: PhaseVerify})
-	final, err := r.e.Adapters.State(ctx, call, desired)
-	if err != nil {
-		return nil, fmt.Errorf("state after actions: %w", err)
+	final := answered
+	if final == nil {
+		// The verifying state call sees the record as it is: the last
+		// action's operation still pending until this answer confirms it.
+		// (An action that answered was asked with that same record.)
+		call.Persisted = plan.PersistedOf(res)
+		r.emit(Event{Resource: call.Name, Phase: PhaseVerify})
+		var err error
+		if final, err = r.e.Adapters.State(ctx, call, desired); err != nil {
+			return nil, fmt.Errorf("state after actions: %w", err)
+		}
 	}
 	if final.Status != protocol.Valid {
 		return nil, fmt.Errorf("adapter %s answered %s again after its actions ran (it must answer VALID once its actions succeeded): the adapter is broken", typ, final.Status)
