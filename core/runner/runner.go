@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
@@ -191,6 +190,11 @@ type Runner struct {
 	opts Options
 	log  *slog.Logger
 
+	// local: the engine is on this machine (a unix socket or named pipe);
+	// probes: what a remote one answered about each host directory.
+	local  bool
+	probes sync.Map // host directory -> *probe
+
 	mu       sync.Mutex
 	sessions map[*Session]struct{} // started and not yet stopped
 	owner    *owner                // the lock this run holds (Own)
@@ -238,7 +242,7 @@ func NewWithClient(cli *client.Client, opts Options) *Runner {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Runner{cli: cli, opts: opts, log: log, sessions: map[*Session]struct{}{}}
+	return &Runner{cli: cli, opts: opts, log: log, local: localEngine(cli.DaemonHost()), sessions: map[*Session]struct{}{}}
 }
 
 // Close releases the Engine client if the Runner created it.
@@ -303,6 +307,12 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancel()
 
+	if err := r.checkMounts(callCtx, s); err != nil {
+		if callCtx.Err() != nil {
+			return nil, ctxErr(callCtx, "")
+		}
+		return nil, fail(KindEngine, "create container", err, "")
+	}
 	cfg, hc := r.containerConfig(s)
 	created, err := r.cli.ContainerCreate(callCtx, cfg, hc, nil, nil, "")
 	if err != nil {
@@ -319,12 +329,13 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	defer func() {
 		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer rmCancel()
-		if err := r.cli.ContainerRemove(rmCtx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) && !cerrdefs.IsConflict(err) {
-			r.log.Warn("remove adapter container", "container", id, "resource", s.Resource, "call", s.Call, "err", err)
+		if err := r.remove(rmCtx, id); err != nil {
+			r.log.Warn("an adapter container could not be removed; gcompose removes it on the next run of this application, or remove it yourself",
+				"container", id[:min(12, len(id))], "resource", s.Resource, "call", s.Call, "err", err)
 		}
 	}()
 
-	hj, err := r.cli.ContainerAttach(callCtx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	hj, err := r.attach(callCtx, id)
 	if err != nil {
 		if callCtx.Err() != nil {
 			return nil, ctxErr(callCtx, "")
@@ -488,6 +499,7 @@ func (r *Runner) containerConfig(s Spec) (*container.Config, *container.HostConf
 			MemorySwap: memory,
 			NanoCPUs:   int64(cpus * 1e9),
 			PidsLimit:  &pids,
+			Ulimits:    Ulimits(),
 		},
 	}
 	return cfg, hc
@@ -498,7 +510,54 @@ func (r *Runner) containerConfig(s Spec) (*container.Config, *container.HostConf
 // (the Golem payments keeper, local proxies) get the same.
 func DefaultResources() container.Resources {
 	pids := int64(DefaultPids)
-	return container.Resources{Memory: DefaultMemory, MemorySwap: DefaultMemory, NanoCPUs: int64(DefaultCPUs * 1e9), PidsLimit: &pids}
+	return container.Resources{Memory: DefaultMemory, MemorySwap: DefaultMemory, NanoCPUs: int64(DefaultCPUs * 1e9), PidsLimit: &pids, Ulimits: Ulimits()}
+}
+
+// Resource limits every adapter container gets, set explicitly because an
+// engine's own choice may be one its runtime cannot apply: Podman asks for
+// 1048576 open files and processes, which a root without CAP_SYS_RESOURCE
+// (a rootless engine, many CI sandboxes) cannot raise to, and every call
+// then fails. These are the kernel's own defaults, below any hard limit an
+// engine runs with, so lowering to them needs no privilege.
+const (
+	NofileSoft = 1024
+	NofileHard = 4096
+	// Nproc counts the processes of the container's user across the user
+	// namespace; the PID limit (DefaultPids) bounds the container itself.
+	Nproc = 1024
+)
+
+// Ulimits are the open-file and process limits of an adapter container.
+func Ulimits() []*container.Ulimit {
+	return []*container.Ulimit{
+		{Name: "nofile", Soft: NofileSoft, Hard: NofileHard},
+		{Name: "nproc", Soft: Nproc, Hard: Nproc},
+	}
+}
+
+// remove force-removes a container and returns once it is gone. An engine
+// may refuse while the container is exiting or already being removed
+// (Docker: "removal already in progress"; Podman: "container state
+// improper"), so it retries until the container is gone or ctx ends; the
+// last refusal is the error.
+func (r *Runner) remove(ctx context.Context, id string) error {
+	wait := 50 * time.Millisecond
+	for {
+		err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || client.IsErrNotFound(err) {
+			return nil
+		}
+		if _, ierr := r.cli.ContainerInspect(ctx, id); client.IsErrNotFound(ierr) {
+			return nil // removed meanwhile (auto-remove, another run)
+		}
+		r.log.Debug("remove container: retrying", "container", id, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("remove container %s: %w", id[:min(12, len(id))], err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // ImageID resolves an image reference to its local image ID. A missing image
@@ -591,7 +650,7 @@ func (r *Runner) Cleanup(ctx context.Context, app string) (int, error) {
 		if c.LockScope != o.scope || c.Lock == "" || c.Lock == o.lockID {
 			continue
 		}
-		if err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) && !cerrdefs.IsConflict(err) {
+		if err := r.remove(ctx, c.ID); err != nil {
 			errs = append(errs, fmt.Errorf("remove container %s (%s %s): %w", c.ID[:12], c.Resource, c.Call, err))
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -247,6 +248,8 @@ func TestRunLockedDown(t *testing.T) {
 		CapEff         string          `json:"CapEff"`
 		NoNewPrivs     string          `json:"NoNewPrivs"`
 		Mounts         map[string]bool `json:"mounts"`
+		Nofile         string          `json:"nofile"`
+		Nproc          string          `json:"nproc"`
 	}
 	if err := json.Unmarshal(res.Stdout, &p); err != nil {
 		t.Fatalf("probe answer %q: %v", res.Stdout, err)
@@ -268,6 +271,16 @@ func TestRunLockedDown(t *testing.T) {
 	}
 	if want := map[string]bool{"/data": true, "/ro": false}; !equalMounts(p.Mounts, want) {
 		t.Errorf("mounts (path: writable) %v, want %v", p.Mounts, want)
+	}
+	// The same limits on every engine, not the engine's own (Podman's
+	// 1048576 is more than an unprivileged runtime may set). A Go program
+	// raises its soft open-files limit towards the hard one by itself.
+	var soft, hard int
+	if _, err := fmt.Sscan(p.Nofile, &soft, &hard); err != nil || hard != runner.NofileHard || soft < runner.NofileSoft || soft > hard {
+		t.Errorf("open files limit (soft hard) %q, want a hard limit of %d", p.Nofile, runner.NofileHard)
+	}
+	if want := fmt.Sprintf("%d %d", runner.Nproc, runner.Nproc); p.Nproc != want {
+		t.Errorf("process limit (soft hard) %q, want %q", p.Nproc, want)
 	}
 }
 
@@ -436,5 +449,22 @@ func TestRunConcurrent(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// A container its runtime refuses to start fails the call with the
+// runtime's reason, whichever step the engine reports it at (Docker: start;
+// Podman, which starts the runtime when attached to: attach).
+func TestRuntimeRefusalIsExplained(t *testing.T) {
+	ctx, r, img := setup(t)
+	s := spec(img)
+	s.Entrypoint = []string{"/no-such-binary"}
+	_, err := r.Run(ctx, s)
+	var ce *runner.CallError
+	if !errors.As(err, &ce) || ce.Kind != runner.KindEngine {
+		t.Fatalf("want an engine CallError, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "no-such-binary") || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("the runtime's reason is missing: %v", err)
 	}
 }

@@ -7,10 +7,8 @@ import (
 	"sync"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
@@ -40,6 +38,9 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Session, error) {
 	fail := func(step string, err error) error {
 		return &CallError{Image: s.Image, Call: s.Call, Resource: s.Resource, Kind: KindEngine, Step: step, Err: err}
 	}
+	if err := r.checkMounts(ctx, s); err != nil {
+		return nil, fail("create container", err)
+	}
 	cfg, hc := r.containerConfig(s)
 	hc.AutoRemove = true
 	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
@@ -50,9 +51,11 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Session, error) {
 	remove := func() {
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		_ = r.cli.ContainerRemove(rmCtx, id, container.RemoveOptions{Force: true})
+		if err := r.remove(rmCtx, id); err != nil {
+			r.log.Warn("an adapter server container could not be removed", "container", id[:min(12, len(id))], "resource", s.Resource, "err", err)
+		}
 	}
-	hj, err := r.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	hj, err := r.attach(ctx, id)
 	if err != nil {
 		remove()
 		return nil, fail("attach container", err)
@@ -164,27 +167,16 @@ func (s *Session) kill(ctx context.Context) error {
 	}()
 	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	err := s.r.cli.ContainerRemove(rmCtx, s.id, container.RemoveOptions{Force: true})
-	if cerrdefs.IsConflict(err) {
-		// The Engine is auto-removing it already: wait until it is gone.
-		waitC, errC := s.r.cli.ContainerWait(rmCtx, s.id, container.WaitConditionRemoved)
-		select {
-		case <-waitC:
-			err = nil
-		case werr := <-errC:
-			if client.IsErrNotFound(werr) {
-				err = nil
-			}
-		}
-	}
+	// The Engine may be auto-removing it already: remove waits until it is gone.
+	err := s.r.remove(rmCtx, s.id)
 	s.hj.Close()
 	// Wait for the copy to end so that the tail is final.
 	select {
 	case <-s.done:
 	case <-time.After(5 * time.Second):
 	}
-	if err != nil && !client.IsErrNotFound(err) {
-		return fmt.Errorf("remove adapter %s server container %s: %w", s.spec.Image, s.id[:12], err)
+	if err != nil {
+		return fmt.Errorf("adapter %s server for %s: %w", s.spec.Image, s.spec.Resource, err)
 	}
 	return nil
 }

@@ -120,6 +120,17 @@ func probe() {
 			out[k] = strings.TrimSpace(v)
 		}
 	}
+	// "Max open files  1024  4096  files": soft and hard.
+	limits, _ := os.ReadFile("/proc/self/limits")
+	for _, line := range strings.Split(string(limits), "\n") {
+		for key, name := range map[string]string{"nofile": "Max open files", "nproc": "Max processes"} {
+			if rest, ok := strings.CutPrefix(line, name); ok {
+				if f := strings.Fields(rest); len(f) >= 2 {
+					out[key] = f[0] + " " + f[1]
+				}
+			}
+		}
+	}
 	mounts := map[string]bool{}
 	for _, p := range []string{"/data", "/ro", "/var/run/docker.sock"} {
 		if _, err := os.Stat(p); err == nil {

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/docker/docker/client"
+)
+
+// ErrRemoteEngine is the cause of a call refused because it mounts host
+// paths (plugs) into a container of an engine that does not see this
+// machine's files.
+var ErrRemoteEngine = errors.New("the engine does not see this machine's files")
+
+// probePath is where a probe container mounts the probe directory.
+const probePath = "/gcompose-engine-probe"
+
+// probe is the verdict on one host directory, computed once per Runner.
+type probe struct {
+	mu   sync.Mutex
+	done bool
+	err  error // nil: the engine sees the directory as this machine does
+}
+
+// localEngine says whether the engine is reached through a local socket,
+// and so runs on this machine and resolves bind mounts in its filesystem.
+func localEngine(daemonHost string) bool {
+	u, err := client.ParseHostURL(daemonHost)
+	return err == nil && (u.Scheme == "unix" || u.Scheme == "npipe")
+}
+
+// checkMounts makes sure the engine will mount what s names, as it is on
+// this machine: a bind mount's source is a path of the engine's machine,
+// so an engine elsewhere (DOCKER_HOST=tcp://... or ssh://...) would mount
+// whatever has that path there, or an empty directory it creates (Podman).
+// A remote engine is asked once per directory whether it sees this
+// machine's files (a probe container, never started); if it does not, the
+// call is refused. Sources are then checked here, since Podman creates a
+// missing one where Docker refuses it.
+func (r *Runner) checkMounts(ctx context.Context, s Spec) error {
+	for _, m := range s.Mounts {
+		if !r.local {
+			if err := r.sharesFiles(ctx, s, filepath.Dir(m.HostPath)); err != nil {
+				return fmt.Errorf("host path %s: %w", m.HostPath, err)
+			}
+		}
+		if _, err := os.Stat(m.HostPath); err != nil {
+			return fmt.Errorf("mount source %s: %w", m.HostPath, err)
+		}
+	}
+	return nil
+}
+
+// sharesFiles asks the engine whether it sees dir as this machine does: it
+// creates a container (not started) that mounts a fresh directory made in
+// dir holding a marker file, and asks the engine for the marker.
+func (r *Runner) sharesFiles(ctx context.Context, s Spec, dir string) error {
+	v, _ := r.probes.LoadOrStore(dir, &probe{})
+	p := v.(*probe)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return p.err
+	}
+	err := r.probeDir(ctx, s, dir)
+	// A canceled probe, or one without its image, is no verdict: the next
+	// call asks again.
+	if ctx.Err() == nil && !client.IsErrNotFound(err) {
+		p.done, p.err = true, err
+	}
+	return err
+}
+
+func (r *Runner) probeDir(ctx context.Context, s Spec, dir string) error {
+	tmp, err := os.MkdirTemp(dir, ".gcompose-engine-probe-")
+	if err != nil {
+		// Nothing to probe with (a directory gcompose may not write);
+		// the engine is trusted, as it was before probes.
+		r.log.Debug("engine probe skipped", "dir", dir, "err", err)
+		return nil
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.WriteFile(filepath.Join(tmp, "marker"), nil, 0o644); err != nil {
+		return nil
+	}
+	ps := Spec{Image: s.Image, App: s.App, Resource: s.Resource, Call: "engine-probe",
+		Mounts: []Mount{{HostPath: tmp, ContainerPath: probePath, ReadOnly: true}}}
+	cfg, hc := r.containerConfig(ps)
+	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	if err != nil {
+		if ctx.Err() != nil || client.IsErrNotFound(err) {
+			return err // not a verdict: canceled, or no such image
+		}
+		// Docker refuses a bind whose source it does not find.
+		return fmt.Errorf("%w: the engine at %s runs elsewhere (it cannot mount %s: %v); gcompose does not copy plugs to a remote engine: run gcompose on the engine's machine (docs/engines.md)",
+			ErrRemoteEngine, r.cli.DaemonHost(), tmp, err)
+	}
+	defer func() {
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if err := r.remove(rmCtx, created.ID); err != nil {
+			r.log.Warn("an engine probe container could not be removed", "container", created.ID[:12], "err", err)
+		}
+	}()
+	if _, err := r.cli.ContainerStatPath(ctx, created.ID, probePath+"/marker"); err != nil {
+		if !client.IsErrNotFound(err) {
+			return fmt.Errorf("probe whether the engine at %s sees this machine's files: %w", r.cli.DaemonHost(), err)
+		}
+		// Podman creates a missing bind source: an empty directory there.
+		return fmt.Errorf("%w: the engine at %s runs elsewhere (it does not see %s); gcompose does not copy plugs to a remote engine: run gcompose on the engine's machine (docs/engines.md)",
+			ErrRemoteEngine, r.cli.DaemonHost(), tmp)
+	}
+	return nil
+}
