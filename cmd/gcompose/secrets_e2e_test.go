@@ -280,3 +280,186 @@ func excerpt(text, s string) string {
 	from, to := max(0, i-200), min(len(text), i+len(s)+200)
 	return text[from:to]
 }
+
+// otherCommandsApp: creds keeps a secret in its config; web's adapter
+// (testdata/logs-adapter) echoes its message, a secret, in its create
+// action's output and in the command output it reports in its state (logs).
+const otherCommandsApp = `
+meta:
+  name: APP
+secrets:
+  db_password: {env: E2E_DB_PASSWORD}
+  api_key: {file: ./api.key}
+plugs:
+  files:
+    path: ./out
+resources:
+  creds:
+    type: IMAGE
+    config: {path: creds.txt, content: "user=app password=${secret.db_password}"}
+  web:
+    type: LOGS
+    config: {message: "MESSAGE"}
+`
+
+// TestE2ESecretsNeverShownByOtherCommands runs, on an app whose config and
+// outputs hold two secrets, what TestE2ESecretsNeverShown does not: action
+// output echoing a secret (plain and JSON progress), logs and logs -f (with
+// the descriptor and with --app alone), diff (state against descriptor,
+// state file against descriptor, two states, all fields, JSON, no key),
+// graph (from the descriptor and --deployed, every format), and state
+// pull, push and mv to other backends. Every output, every file of the
+// three state directories and docker inspect of every container are
+// searched for the two values: zero hits.
+func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
+	e := newEnv(t)
+	const logsTag = "gcompose-test/logs-adapter:e2e"
+	testimage.Build(t, context.Background(), "./cmd/gcompose/testdata/logs-adapter", logsTag)
+	password, apiKey := randomSecret("pw-"), randomSecret("ak-")
+	secrets := []string{password, apiKey}
+	t.Setenv("E2E_DB_PASSWORD", password)
+	if err := os.WriteFile(filepath.Join(e.dir, "api.key"), []byte(apiKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv(secret.EnvKey, "")
+	t.Setenv(secret.EnvPassphrase, "")
+	t.Setenv(secret.EnvKeyFile, "")
+	keyFile := filepath.Join(t.TempDir(), "state.key")
+	os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600)
+	kf := "--state-key-file=" + keyFile
+
+	app := strings.ReplaceAll(otherCommandsApp, "LOGS", logsTag)
+	f := e.write("app.yaml", strings.Replace(app, "MESSAGE", "${secret.api_key}", 1))
+	// v2 changes both secret-bearing values, so that diff has them to show.
+	f2 := e.write("app-v2.yaml", strings.NewReplacer("MESSAGE", "v2 ${secret.api_key}", "password=", "v2 password=").Replace(app))
+	other, third := filepath.Join(e.dir, "state-other"), filepath.Join(e.dir, "state-third")
+
+	var got captured
+	stop, done := make(chan struct{}), make(chan int, 1)
+	go got.watch(t, e.app, e.state, stop, done)
+	stopped := false
+	stopWatch := func() int {
+		if stopped {
+			return 0
+		}
+		stopped = true
+		close(stop)
+		return <-done
+	}
+	t.Cleanup(func() { stopWatch() })
+
+	// gcAt runs gcompose on the state at dir (every command names its
+	// state), for at most timeout when given (logs -f).
+	gcAt := func(dir string, timeout time.Duration, wantCode int, args ...string) result {
+		t.Helper()
+		ctx := context.Background()
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		var out, errb strings.Builder
+		full := append(append([]string{"gcompose"}, args...), "--state", dir)
+		r := result{run(ctx, full, strings.NewReader(""), &out, &errb), out.String(), errb.String()}
+		got.result("gcompose "+strings.Join(args, " ")+" --state "+dir, r)
+		if r.code != wantCode {
+			t.Fatalf("gcompose %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, wantCode, r.stdout, r.stderr)
+		}
+		return r
+	}
+	gc := func(wantCode int, args ...string) result {
+		t.Helper()
+		return gcAt(e.state, 0, wantCode, args...)
+	}
+	shows := func(r result, what string, wants ...string) {
+		t.Helper()
+		for _, w := range wants {
+			if !strings.Contains(r.stdout+r.stderr, w) {
+				t.Errorf("%s does not show %q:\nstdout:\n%s\nstderr:\n%s", what, w, r.stdout, r.stderr)
+			}
+		}
+	}
+
+	// Action output that echoes a secret, in plain and JSON progress.
+	r := gc(0, "deploy", f, "--yes", "--verbose", "--progress", "plain", kf)
+	shows(r, "deploy --verbose", "ran echo "+secret.Mask)
+	if c := e.read("creds.txt"); c != "user=app password="+password {
+		t.Fatalf("creds.txt = %q", c)
+	}
+	r = gc(0, "deploy", f2, "--yes", "--verbose", "--json", kf)
+	shows(r, "deploy --json --verbose", "resources.web")
+	gc(0, "deploy", f, "--yes", "--verbose", "--json", kf)
+
+	// logs: from the state, then following the adapter.
+	r = gc(0, "logs", "--app", e.app, kf)
+	// The command is masked as a whole: "echo S" was stored as one
+	// secret-bearing value. The line after the masked stdout stays apart.
+	shows(r, "logs --app", "==> resources.web init[0] "+secret.Mask+" (exit 0)", "resources.web | stdout: "+secret.Mask+"\n==> resources.web poll")
+	r = gc(0, "logs", "-f", f, kf)
+	shows(r, "logs -f FILE", "resources.web | stdout: "+secret.Mask)
+	gc(1, "logs", "--app", e.app)
+	for _, by := range [][]string{{"--file", f}, {"--app", e.app}} {
+		r = gcAt(e.state, 4*time.Second, 0, append(append([]string{"logs"}, by...), "--follow", "--interval", "500ms", "web", kf)...)
+		if n := strings.Count(r.stdout, "==> resources.web poll"); n < 2 {
+			t.Errorf("logs --follow %s showed %d poll entries, want the persisted one and a new one:\n%s%s", by[0], n, r.stdout, r.stderr)
+		}
+		shows(r, "logs --follow "+by[0], "resources.web | stdout: "+secret.Mask)
+	}
+
+	// diff: the state against both descriptors, with and without the key,
+	// as text and JSON.
+	r = gc(0, "diff", "-f", f, kf)
+	shows(r, "diff (no change)", "No differences")
+	r = gc(0, "diff", "-f", f2, kf)
+	shows(r, "diff v2", "~ resources.web", "/config/message")
+	gc(0, "diff", "-f", f2, "--json", kf)
+	gc(0, "diff", "-f", f2)
+	gc(0, "diff", "--from", "file:"+filepath.Join(e.state, e.app+".json"), "--to", f2, kf)
+	gc(0, "diff", "--from", "file:"+filepath.Join(e.state, e.app+".json"), "--to", f2, "--json")
+
+	// graph, from the descriptor and from the state.
+	for _, format := range []string{"dot", "json", "mermaid"} {
+		gc(0, "graph", f, "--format", format)
+		gc(0, "graph", "--deployed", "--app", e.app, "--format", format)
+	}
+
+	// pull, push to another backend, mv to a third; the copies compare
+	// equal with the key (values) and without (envelopes).
+	pulled := gc(0, "state", "pull", "--app", e.app)
+	doc := filepath.Join(e.dir, "pulled.json")
+	if err := os.WriteFile(doc, []byte(pulled.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = gcAt(other, 0, 0, "state", "push", doc, "--app", e.app)
+	shows(r, "state push", "pushed 2 resources")
+	gc(0, "state", "push", doc, "--app", e.app)
+	gc(0, "state", "mv", "--app", e.app, "--to", third)
+	r = gcAt(other, 0, 0, "diff", "--from", "state:"+other+"#"+e.app, "--to", "state:"+third+"#"+e.app, "--all", kf)
+	shows(r, "diff of the pushed and the moved copies", "No differences")
+	gcAt(other, 0, 0, "diff", "--from", "state:"+e.state+"#"+e.app, "--to", "state:"+third+"#"+e.app, "--all", "--json", kf)
+	gcAt(third, 0, 0, "logs", "--app", e.app, kf)
+	r = gcAt(other, 0, 0, "state", "show", "resources.web", "--app", e.app, kf)
+	shows(r, "state show of the pushed copy", secret.Mask)
+
+	gc(0, "destroy", f, "--yes", "--verbose", kf)
+	containers := stopWatch()
+	for _, dir := range []string{e.state, other, third} {
+		got.readDir("state file "+filepath.Base(dir), dir)
+	}
+	got.add("pulled document", pulled.stdout)
+	if containers == 0 {
+		t.Error("no adapter container was seen: docker inspect was not exercised")
+	}
+	hits := 0
+	for name, text := range got.items {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				hits++
+				t.Errorf("%s shows a secret value:\n%s", name, excerpt(text, s))
+			}
+		}
+	}
+	t.Logf("searched %d outputs, state files and inspections (%d adapter containers): %d hits", len(got.items), containers, hits)
+}

@@ -40,12 +40,17 @@ func NewRedactor() *Redactor {
 
 // Add registers secret values. Besides each value itself, its JSON-escaped
 // form (as it appears inside JSON output) and each line of a multi-line
-// value are masked. Empty values are ignored.
+// value are masked. Line breaks at either end are not part of the value;
+// empty values are ignored.
 func (r *Redactor) Add(values ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, v := range values {
-		if v == "" {
+		// Line breaks around a value are where it stood, not what it is:
+		// masking them too would join the lines around it (a command's
+		// stdout "S\n", learnt from the state, made "stdout: S\nnext"
+		// print as "stdout: (sensitive)next").
+		if v = strings.Trim(v, "\r\n"); v == "" {
 			continue
 		}
 		r.addPattern(v)

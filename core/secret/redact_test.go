@@ -30,6 +30,24 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// A value learnt with a line break at either end (a command's stdout read
+// back from the state) masks the value, and the lines around it stay apart,
+// in plain text and in JSON.
+func TestRedactKeepsLineBreaksAroundAValue(t *testing.T) {
+	r := NewRedactor()
+	r.Add("tail-secret\n", "\r\nhead-secret", "\n")
+	for _, tt := range []struct{ in, want string }{
+		{"stdout: tail-secret\n==> next", "stdout: (sensitive)\n==> next"},
+		{"a\r\nhead-secret\r\nb", "a\r\n(sensitive)\r\nb"},
+		{`{"stdout":"tail-secret\n"}`, `{"stdout":"(sensitive)\n"}`},
+		{"one\ntwo\n", "one\ntwo\n"},
+	} {
+		if got := r.Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 // Every way of splitting the output into writes gives the same masked text.
 func TestWriterSplitWrites(t *testing.T) {
 	r := NewRedactor()
