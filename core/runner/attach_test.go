@@ -53,3 +53,19 @@ func TestEngineError(t *testing.T) {
 		})
 	}
 }
+
+func TestLocalName(t *testing.T) {
+	for ref, want := range map[string]string{
+		"gcompose/file-adapter:dev":           "localhost/gcompose/file-adapter:dev",
+		"busybox":                             "localhost/busybox",
+		"localhost/gcompose/file-adapter:dev": "",
+		"docker.io/library/busybox":           "",
+		"registry:5000/x":                     "",
+		"sha256:0123abcd":                     "",
+		"gcompose/x@sha256:0123abcd":          "",
+	} {
+		if got := localName(ref); got != want {
+			t.Errorf("localName(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}

@@ -90,7 +90,7 @@ func (r *Runner) probeDir(ctx context.Context, s Spec, dir string) error {
 	ps := Spec{Image: s.Image, App: s.App, Resource: s.Resource, Call: "engine-probe",
 		Mounts: []Mount{{HostPath: tmp, ContainerPath: probePath, ReadOnly: true}}}
 	cfg, hc := r.containerConfig(ps)
-	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	created, err := r.create(ctx, cfg, hc)
 	if err != nil {
 		if ctx.Err() != nil || client.IsErrNotFound(err) {
 			return err // not a verdict: canceled, or no such image

@@ -314,7 +314,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		return nil, fail(KindEngine, "create container", err, "")
 	}
 	cfg, hc := r.containerConfig(s)
-	created, err := r.cli.ContainerCreate(callCtx, cfg, hc, nil, nil, "")
+	created, err := r.create(callCtx, cfg, hc)
 	if err != nil {
 		if callCtx.Err() != nil {
 			return nil, ctxErr(callCtx, "")
@@ -565,6 +565,9 @@ func (r *Runner) remove(ctx context.Context, id string) error {
 // built or loaded locally.
 func (r *Runner) ImageID(ctx context.Context, ref string) (string, error) {
 	ins, err := r.cli.ImageInspect(ctx, ref)
+	if client.IsErrNotFound(err) && localName(ref) != "" {
+		ins, err = r.cli.ImageInspect(ctx, localName(ref))
+	}
 	if err == nil {
 		return ins.ID, nil
 	}
@@ -572,6 +575,34 @@ func (r *Runner) ImageID(ctx context.Context, ref string) (string, error) {
 		return "", fmt.Errorf("inspect image %s: %w", ref, err)
 	}
 	return "", fmt.Errorf("image %s not found locally; build it (make images) or docker load it — gcompose never pulls", ref)
+}
+
+// localName is the name Podman gives an image built or tagged without a
+// registry in its name: gcompose/x:dev is localhost/gcompose/x:dev there,
+// and keeps that name when saved and loaded into Docker. "" when ref names
+// a registry, a digest or an ID.
+func localName(ref string) string {
+	if strings.HasPrefix(ref, "sha256:") || strings.Contains(ref, "@") {
+		return ""
+	}
+	if first, _, ok := strings.Cut(ref, "/"); ok && (first == "localhost" || strings.ContainsAny(first, ".:")) {
+		return ""
+	}
+	return "localhost/" + ref
+}
+
+// create creates the container of cfg, under the image's localhost/ name
+// when the engine knows it only by that (localName).
+func (r *Runner) create(ctx context.Context, cfg *container.Config, hc *container.HostConfig) (container.CreateResponse, error) {
+	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	if client.IsErrNotFound(err) && localName(cfg.Image) != "" {
+		if _, ierr := r.cli.ImageInspect(ctx, localName(cfg.Image)); ierr == nil {
+			alt := *cfg
+			alt.Image = localName(cfg.Image)
+			return r.cli.ContainerCreate(ctx, &alt, hc, nil, nil, "")
+		}
+	}
+	return created, err
 }
 
 // Container is a gcompose container found on the Engine.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/image"
+
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
@@ -466,5 +468,31 @@ func TestRuntimeRefusalIsExplained(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "no-such-binary") || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("the runtime's reason is missing: %v", err)
+	}
+}
+
+// An image known only by Podman's localhost/ name (built by podman, or
+// saved there and loaded into Docker) is found by its short name.
+func TestLocalhostImageName(t *testing.T) {
+	ctx, r, img := setup(t)
+	cli := testimage.Client(t)
+	local := "localhost/gcompose-test/alias:" + strings.ToLower(t.Name())
+	if err := cli.ImageTag(ctx, img, local); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = cli.ImageRemove(context.Background(), local, image.RemoveOptions{}) })
+	short := strings.TrimPrefix(local, "localhost/")
+	id, err := r.ImageID(ctx, short)
+	if err != nil || id != img {
+		t.Fatalf("ImageID(%s) = %s, %v; want %s", short, id, err, img)
+	}
+	s := spec(short, "echo")
+	s.Stdin = []byte("hello")
+	res, err := r.Run(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Stdout) != "hello" {
+		t.Errorf("stdout %q", res.Stdout)
 	}
 }

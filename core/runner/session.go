@@ -43,7 +43,7 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Session, error) {
 	}
 	cfg, hc := r.containerConfig(s)
 	hc.AutoRemove = true
-	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	created, err := r.create(ctx, cfg, hc)
 	if err != nil {
 		return nil, fail("create container", err)
 	}
