@@ -2,22 +2,25 @@ package main
 
 import (
 	"io"
-	"log/slog"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/adapter"
-	"github.com/gcompose/gcompose/core/engine"
-	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/core/project"
 )
 
-// newAdapters connects to the Docker Engine and returns the engine's
-// adapters; the descriptor (if any) contributes its plugs.
-func newAdapters(c *cli.Context, app string, p *project) (*engine.ContainerAdapters, *runner.Runner, func(), error) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r, err := runner.New(c.Context, runner.Options{Timeout: c.Duration("call-timeout"), Logger: log})
+// openSession assembles what runs the application from the command's
+// flags (core/project: the state with secrets encrypted, the guarded
+// adapters). p is nil when no descriptor was given (--app alone). info and
+// warn receive notes for people; nil drops them.
+func openSession(c *cli.Context, app string, p *project.Project, info, warn func(string)) (*project.Session, error) {
+	codec, err := stateCodec(c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return nil, err
 	}
 	cache, err := adapter.DefaultCacheDir()
 	if err != nil {
@@ -27,34 +30,28 @@ func newAdapters(c *cli.Context, app string, p *project) (*engine.ContainerAdapt
 	if c.Bool("verbose") {
 		stderr = c.App.ErrWriter
 	}
-	cl, err := adapter.New(adapter.Options{
-		Runner:   r,
-		CacheDir: cache,
-		Version:  version,
-		Verbose:  c.Bool("verbose"),
-		Stderr:   stderr,
-		// Credentials sent to adapters on stdin are secrets of the run.
-		LookupEnv: credentialEnv(redactor(c)),
-		Timeout:   c.Duration("call-timeout"),
-		Logger:    log,
+	s, err := project.Open(c.Context, project.Options{
+		Project:       p,
+		App:           app,
+		Lowering:      lowerer(c),
+		Store:         st,
+		Codec:         codec,
+		Redactor:      redactor(c),
+		Version:       version,
+		CallTimeout:   c.Duration("call-timeout"),
+		CacheDir:      cache,
+		Verbose:       c.Bool("verbose"),
+		Stderr:        stderr,
+		Wrap:          withCrashPoint,
+		Parallelism:   c.Int("parallelism"),
+		LockTimeout:   c.Duration("lock-timeout"),
+		OutputTimeout: c.Duration("output-timeout"),
+		Info:          info,
+		Warn:          warn,
 	})
 	if err != nil {
-		r.Close()
-		return nil, nil, nil, err
+		st.Close()
+		return nil, withCode(exitError, err)
 	}
-	plugs := map[string]adapter.Plug{}
-	if p != nil {
-		for name, pl := range p.app.Plugs {
-			path := plugHostPath(p, name)
-			plugs[name] = adapter.Plug{Path: path, ReadOnly: pl.ReadOnly, ResourceNames: pl.ResourceNames, ResourceTypes: pl.ResourceTypes}
-		}
-	}
-	// The Golem adapters that run long-lived containers get the Docker
-	// socket without the descriptor naming it (adapters/golem/lowering, docs/golem.md).
-	for name, pl := range lowerer(c).Plugs() {
-		if _, ok := plugs[name]; !ok {
-			plugs[name] = pl
-		}
-	}
-	return &engine.ContainerAdapters{Client: cl, Plugs: plugs}, r, func() { r.Close() }, nil
+	return s, nil
 }

@@ -96,7 +96,7 @@ func completeResources(c *cli.Context) {
 		if err != nil {
 			return
 		}
-		name = p.app.Name
+		name = p.App.Name
 	}
 	st, err := openStore(c)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/gcompose/gcompose/core/descriptor"
 	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/lower"
+	"github.com/gcompose/gcompose/core/project"
 )
 
 func validateCommand() *cli.Command {
@@ -22,7 +23,7 @@ func validateCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "%s: valid: %s\n", p.app.Name, p.resolved.Summary())
+			fmt.Fprintf(c.App.Writer, "%s: valid: %s\n", p.App.Name, p.Resolved.Summary())
 			return nil
 		},
 	}
@@ -40,9 +41,9 @@ func configCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				return printJSON(c.App.Writer, p.app.Tree())
+				return printJSON(c.App.Writer, p.App.Tree())
 			}
-			b, err := descriptor.Canonical(p.app)
+			b, err := descriptor.Canonical(p.App)
 			if err != nil {
 				return err
 			}
@@ -93,12 +94,12 @@ func graphCommand() *cli.Command {
 // that the descriptor does not name (a Golem app's payments, the local
 // proxies of its services), marked implicit, with their dependencies: the
 // graph deploy really walks.
-func withImplicit(p *project, l lower.Lowering) (*graph.Graph, error) {
-	want, err := l.Resources(p.resolved)
+func withImplicit(p *project.Project, l lower.Lowering) (*graph.Graph, error) {
+	want, err := l.Resources(p.Resolved)
 	if err != nil {
 		return nil, err
 	}
-	dg := p.resolved.Graph
+	dg := p.Resolved.Graph
 	g := graph.New()
 	for _, v := range dg.Vertices() {
 		g.AddVertex(v.ID, v.Kind, v.Attrs)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/diff"
 	"github.com/gcompose/gcompose/core/graph"
+	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/state"
 )
 
@@ -161,7 +162,7 @@ func loadSnapshot(c *cli.Context, spec string) (diff.Snapshot, error) {
 	}
 	switch kind {
 	case "descriptor", "desc":
-		var p *project
+		var p *project.Project
 		var err error
 		if rest != "" {
 			p, err = loadFiles(c, []string{rest})
@@ -171,11 +172,11 @@ func loadSnapshot(c *cli.Context, spec string) (diff.Snapshot, error) {
 		if err != nil {
 			return diff.Snapshot{}, err
 		}
-		want, err := lowerer(c).Resources(p.resolved)
+		want, err := lowerer(c).Resources(p.Resolved)
 		if err != nil {
 			return diff.Snapshot{}, withCode(exitError, err)
 		}
-		label := "descriptor:" + strings.Join(p.app.Files, ",")
+		label := "descriptor:" + strings.Join(p.App.Files, ",")
 		return diff.FromDesired(label, want), nil
 	case "file":
 		doc, err := readStateFile(c, rest)

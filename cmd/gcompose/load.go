@@ -9,9 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/core/descriptor"
-	"github.com/gcompose/gcompose/core/plugpath"
-	"github.com/gcompose/gcompose/core/resolve"
+	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/source"
 )
 
@@ -76,17 +74,9 @@ func descriptorFiles(c *cli.Context) ([]string, error) {
 	return nil, withCode(exitUsage, fmt.Errorf("no descriptor given: name one (gcompose %s app.yaml, or -f app.yaml) or create %s", c.Command.Name, defaultFiles[0]))
 }
 
-// project is a loaded, validated and resolved descriptor.
-type project struct {
-	app      *descriptor.App
-	resolved *resolve.Resolved
-	// plugPaths are the plugs' host paths, checked (core/plugpath).
-	plugPaths map[string]string
-}
-
 // loadProject loads, validates and resolves the descriptors named on the
 // command line, printing every diagnostic. It fails when any is an error.
-func loadProject(c *cli.Context) (*project, error) {
+func loadProject(c *cli.Context) (*project.Project, error) {
 	files, err := descriptorFiles(c)
 	if err != nil {
 		return nil, err
@@ -94,7 +84,7 @@ func loadProject(c *cli.Context) (*project, error) {
 	return loadFiles(c, files)
 }
 
-func loadFiles(c *cli.Context, files []string) (*project, error) {
+func loadFiles(c *cli.Context, files []string) (*project.Project, error) {
 	if len(files) == 0 {
 		for _, f := range defaultFiles {
 			if _, err := os.Stat(f); err == nil {
@@ -106,27 +96,21 @@ func loadFiles(c *cli.Context, files []string) (*project, error) {
 	if len(files) == 0 {
 		return nil, withCode(exitUsage, fmt.Errorf("which application? pass --app NAME or -f DESCRIPTOR"))
 	}
-	app, diags := descriptor.Load(c.Context, descriptor.Options{IgnoreUnknown: c.Bool("ignore-unknown")}, files...)
-	if diags.HasErrors() || app == nil {
-		return nil, reportDiagnostics(c.App.ErrWriter, diags)
-	}
 	vars, err := loadVars(c)
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
-	res, rdiags := resolve.Resolve(app, resolve.Options{Vars: vars, Outputs: lowerer(c).Outputs()})
-	registerSecrets(c, res.Secrets)
 	pol, err := plugPolicy(c)
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
-	plugs, pdiags := plugpath.Resolve(app, pol)
-	all := append(append(append(source.Diagnostics{}, diags...), rdiags...), pdiags...)
-	if all.HasErrors() {
-		return nil, reportDiagnostics(c.App.ErrWriter, all)
+	p, diags := project.Load(c.Context, project.LoadOptions{Files: files, IgnoreUnknown: c.Bool("ignore-unknown"),
+		Vars: vars, Plugs: pol, Lowering: lowerer(c), Redactor: redactor(c)})
+	if diags.HasErrors() || p == nil {
+		return nil, reportDiagnostics(c.App.ErrWriter, diags)
 	}
-	printWarnings(c.App.ErrWriter, all)
-	return &project{app: app, resolved: res, plugPaths: plugs}, nil
+	printWarnings(c.App.ErrWriter, diags)
+	return p, nil
 }
 
 func printWarnings(w io.Writer, ds source.Diagnostics) {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -120,22 +121,28 @@ func selectResources(doc *state.Document, args []string) ([]*state.Resource, err
 }
 
 func runLogs(c *cli.Context) error {
-	var name string
-	if c.String("app") != "" {
-		name = c.String("app")
-	} else {
-		p, err := loadFiles(c, fileArgs(c))
-		if err != nil {
+	var p *project.Project
+	name := c.String("app")
+	if fs := fileArgs(c); name == "" || len(fs) > 0 {
+		var err error
+		if p, err = loadFiles(c, fs); err != nil {
 			return err
 		}
-		name = p.app.Name
+		if name == "" {
+			name = p.Name()
+		}
 	}
-	// Through the secret wrapper: secret values are decrypted and learnt,
-	// so output that quotes them is masked.
-	st, err := openSecretStore(c, nil, false)
+	// Through the secret guard: secret values are decrypted and learnt, so
+	// output that quotes them is masked.
+	codec, err := stateCodec(c)
 	if err != nil {
 		return err
 	}
+	raw, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	st := project.GuardStore(raw, codec, redactor(c))
 	doc, err := st.Load(c.Context, name)
 	st.Close()
 	if err != nil {
@@ -162,7 +169,14 @@ func runLogs(c *cli.Context) error {
 	if !c.Bool("follow") {
 		return nil
 	}
-	return followLogs(c, name, rs, seen)
+	// The same session as a deploy's: its state calls learn the secret
+	// fields adapters declare, and what they print is redacted.
+	sess, err := openSession(c, name, p, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	return followLogs(c, sess, rs, seen)
 }
 
 func printEntries(c *cli.Context, res string, es []logEntry, seen map[string]bool) {
@@ -193,25 +207,12 @@ func printEntries(c *cli.Context, res string, es []logEntry, seen map[string]boo
 // followLogs asks each resource's adapter for its state every interval and
 // prints the log entries not seen yet. It changes nothing: only state calls
 // with desired "present" and the persisted config.
-func followLogs(c *cli.Context, app string, rs []*state.Resource, seen map[string]map[string]bool) error {
-	var p *project
-	if fs := fileArgs(c); len(fs) > 0 {
-		var err error
-		if p, err = loadFiles(c, fs); err != nil {
-			return err
+func followLogs(c *cli.Context, sess *project.Session, rs []*state.Resource, seen map[string]map[string]bool) error {
+	if sess.Project != nil {
+		if err := sess.Project.EnsurePlugDirs(func(msg string) { fmt.Fprintln(c.App.ErrWriter, "note:", msg) }); err != nil {
+			return withCode(exitError, err)
 		}
 	}
-	if err := ensurePlugDirs(p, func(msg string) { fmt.Fprintln(c.App.ErrWriter, "note:", msg) }); err != nil {
-		return withCode(exitError, err)
-	}
-	ad, _, closeAdapters, err := newAdapters(c, app, p)
-	if err != nil {
-		return withCode(exitError, err)
-	}
-	defer closeAdapters()
-	// The same guards as a deploy's: the secret fields an adapter declares
-	// are learned and redacted from what its answers print.
-	guarded := withSecretFields(c, ad, ad.Client)
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
 	t := time.NewTicker(c.Duration("interval"))
 	defer t.Stop()
@@ -222,9 +223,9 @@ func followLogs(c *cli.Context, app string, rs []*state.Resource, seen map[strin
 		case <-t.C:
 		}
 		for _, r := range rs {
-			call := plan.Call{App: app, Name: r.Name, AdapterName: r.CalledAs(), Type: r.Type, Config: r.Config,
+			call := plan.Call{App: sess.App, Name: r.Name, AdapterName: r.CalledAs(), Type: r.Type, Config: r.Config,
 				Persisted: &protocol.Persisted{State: r.State, Identity: r.Identity, Config: r.Config}}
-			ans, err := guarded.State(c.Context, call, protocol.Present)
+			ans, err := sess.Adapters.State(c.Context, call, protocol.Present)
 			if c.Context.Err() != nil {
 				return nil
 			}

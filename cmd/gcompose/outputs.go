@@ -9,43 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/jsondiff"
-	"github.com/gcompose/gcompose/core/plan"
-	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/project"
 )
-
-// appOutputs evaluates the descriptor's outputs section against what the
-// state records each resource reports. An output whose reference is not
-// reported (the resource is not deployed, or does not report that field)
-// keeps its ${...} text and is listed in missing.
-func appOutputs(doc *state.Document, outputs map[string]any) (values map[string]any, missing []string, err error) {
-	if len(outputs) == 0 {
-		return nil, nil, nil
-	}
-	outs := func(name string) (map[string]any, bool) {
-		if name == plan.AppOutputs {
-			return plan.AppOutputsOf(doc.App, doc.Lineage)
-		}
-		r := doc.Resources[name]
-		if r == nil || r.Status != state.StatusActive {
-			return nil, false
-		}
-		return r.State, true
-	}
-	values, unknown, err := plan.ResolveConfig(outputs, outs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("outputs: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, u := range unknown {
-		name := strings.SplitN(strings.TrimPrefix(u.Pointer, "/"), "/", 2)[0]
-		if !seen[name] {
-			seen[name] = true
-			missing = append(missing, name+" ("+u.Ref.Text()+" is not reported)")
-		}
-	}
-	sort.Strings(missing)
-	return values, missing, nil
-}
 
 // printOutputs ends a deploy with the application's outputs.
 func printOutputs(w io.Writer, values map[string]any) {
@@ -94,24 +59,31 @@ func runOutput(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	name := p.app.Name
+	name := p.Name()
 	if c.String("app") != "" {
 		name = c.String("app")
 	}
-	st, err := openSecretStore(c, p, false)
+	codec, err := stateCodec(c)
 	if err != nil {
-		return withCode(exitError, err)
+		return err
 	}
+	raw, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	// Through the secret guard: secret values are decrypted and learnt, so
+	// an output that holds one is masked.
+	st := project.GuardStore(raw, codec, redactor(c))
 	doc, err := st.Load(c.Context, name)
 	st.Close()
 	if err != nil {
 		return withCode(exitError, err)
 	}
-	values, missing, err := appOutputs(doc, p.resolved.Outputs)
-	if err != nil {
-		return withCode(exitError, err)
+	outs := project.AppOutputs(doc, p.Outputs())
+	if outs.Err != nil {
+		return withCode(exitError, outs.Err)
 	}
-	values = redactor(c).MaskMap(values)
+	values, missing := redactor(c).MaskMap(outs.Values), outs.Missing
 	if c.NArg() > 1 {
 		return withCode(exitUsage, fmt.Errorf("output takes at most one NAME, got %d", c.NArg()))
 	}

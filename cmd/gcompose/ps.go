@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -9,41 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/display"
-	"github.com/gcompose/gcompose/core/state"
-	"github.com/gcompose/gcompose/protocol"
 )
-
-// summaries asks each adapter image once for the outputs it wants shown;
-// one that cannot be asked shows none (warn says so once).
-func summaries(ctx context.Context, cl initer, warn func(string)) display.Summaries {
-	seen := map[string]*protocol.Summary{}
-	return func(image string) *protocol.Summary {
-		if s, ok := seen[image]; ok {
-			return s
-		}
-		var s *protocol.Summary
-		info, err := cl.Init(ctx, image, image)
-		switch {
-		case err != nil:
-			if warn != nil {
-				warn(fmt.Sprintf("adapter %s did not answer init, so its resources show no provider, address or URL: %v", image, err))
-			}
-		case info.Ext && info.Init.Gcompose != nil:
-			s = info.Init.Gcompose.Summary
-		}
-		seen[image] = s
-		return s
-	}
-}
-
-// endpoints are the URLs of the application's state after a deploy.
-func endpoints(c *cli.Context, st state.Store, app string, cl initer) []display.Endpoint {
-	doc, err := st.Load(c.Context, app)
-	if err != nil {
-		return nil
-	}
-	return display.Endpoints(doc, summaries(c.Context, cl, nil))
-}
 
 func psCommand() *cli.Command {
 	return &cli.Command{
@@ -75,13 +40,13 @@ func runPs(c *cli.Context) error {
 	if err != nil {
 		return withCode(exitError, err)
 	}
-	cl, _, closeAdapters, err := newAdapters(c, name, nil)
+	sess, err := openSession(c, name, nil, nil, nil)
 	if err != nil {
 		return withCode(exitError, fmt.Errorf("asking the adapters what to show: %w", err))
 	}
-	defer closeAdapters()
+	defer sess.Close()
 	warn := func(msg string) { fmt.Fprintln(c.App.ErrWriter, "note:", msg) }
-	rows := display.Rows(doc, summaries(c.Context, cl.Client, warn))
+	rows := display.Rows(doc, sess.Summaries(c.Context, warn))
 	if c.Bool("json") {
 		if rows == nil {
 			rows = []display.Row{}

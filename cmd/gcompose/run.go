@@ -14,10 +14,10 @@ import (
 	"github.com/gcompose/gcompose/adapters/golem/lowering"
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
 	"github.com/gcompose/gcompose/core/apply"
-	"github.com/gcompose/gcompose/core/display"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/lower"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/core/state"
 )
@@ -160,7 +160,7 @@ func refreshCommand() *cli.Command {
 }
 
 // appName picks the application: --app, else the descriptor's name.
-func appName(c *cli.Context, needDescriptor bool) (string, *project, error) {
+func appName(c *cli.Context, needDescriptor bool) (string, *project.Project, error) {
 	if files, _ := splitPositional(c); !needDescriptor && c.String("app") != "" && len(files) == 0 && len(fileArgs(c)) == 0 {
 		return c.String("app"), nil, nil
 	}
@@ -168,13 +168,15 @@ func appName(c *cli.Context, needDescriptor bool) (string, *project, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	name := p.app.Name
+	name := p.Name()
 	if c.String("app") != "" {
 		name = c.String("app")
 	}
 	return name, p, nil
 }
 
+// runEngine parses the command's arguments, runs the engine through
+// core/project and renders what happened.
 func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, error) {
 	command := string(mode)
 	if planOnly && mode != plan.Refresh {
@@ -193,7 +195,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		return nil, err
 	}
 	var name string
-	var p *project
+	var p *project.Project
 	saved, savedPath, err := savedPlanArg(c)
 	switch {
 	case err != nil:
@@ -216,61 +218,28 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			return fail("", err)
 		}
 	}
-	var want map[string]*plan.Resource
-	// Destroy lowers the descriptor too, when there is one: protect: true
-	// guards against it as well.
-	if mode == plan.Deploy || (mode == plan.Destroy && p != nil) {
-		want, err = lowerer(c).Resources(p.resolved)
-		if err != nil {
-			return fail(name, withCode(exitError, err))
-		}
-	}
-	st, err := openSecretStore(c, p, !planOnly && mode == plan.Deploy)
+	sess, err := openSession(c, name, p,
+		func(msg string) { prog.Note(progress.Info, msg) },
+		func(msg string) { prog.Note(progress.Warn, msg) })
 	if err != nil {
 		return fail(name, err)
 	}
-	defer st.Close()
-	if err := ensurePlugDirs(p, func(msg string) { prog.Note(progress.Info, msg) }); err != nil {
-		return fail(name, withCode(exitError, err))
-	}
-	ad, rn, closeAdapters, err := newAdapters(c, name, p)
-	if err != nil {
-		return fail(name, withCode(exitError, err))
-	}
-	defer closeAdapters()
+	defer sess.Close()
 
 	jsonOut := c.Bool("json")
-	e := &engine.Engine{
-		Adapters:      withSecretFields(c, withCrashPoint(ad), ad.Client),
-		Store:         st,
-		Parallelism:   c.Int("parallelism"),
-		LockTimeout:   c.Duration("lock-timeout"),
-		Version:       version,
-		OutputTimeout: c.Duration("output-timeout"),
-		Observer:      prog.Observe,
-		Cleanup:       engine.RunnerCleanup(rn),
-		Existing:      engine.RunnerExisting(rn),
-		Release:       ad.Client.Close,
-		Log: func(format string, args ...any) {
-			prog.Note(progress.Warn, fmt.Sprintf(format, args...))
-		},
-	}
 	// From here on, a first Ctrl-C lets what is under way finish.
 	it := interruptsOf(c.App.Metadata, c.Context)
 	defer it.engage(c.Duration("interrupt-grace"), func(s interruptStage, grace time.Duration) {
 		prog.Interrupt(interruptMessage(s, grace, prog.Running()))
 	})()
-	req := engine.Request{App: name, Mode: mode, Desired: want, PlanOnly: planOnly, ForceNewState: c.Bool("force-new-state"), Stop: it.soft,
+	run := project.Run{Mode: mode, Observer: prog.Observe, PlanOnly: planOnly, ForceNewState: c.Bool("force-new-state"), Stop: it.soft,
 		Targets: targetsOf(c), Replace: c.StringSlice("replace")}
-	if p != nil {
-		req.Outputs = p.resolved.Outputs
-	}
 	if saved != nil {
-		req.Saved = saved.Plan
+		run.Saved = saved.Plan
 		prog.SetPlan(saved.Plan)
 	}
 	if !planOnly {
-		req.Confirm = func(pl *plan.Plan) (bool, error) {
+		run.Confirm = func(pl *plan.Plan) (bool, error) {
 			prog.SetPlan(pl)
 			if !jsonOut {
 				maskPlan(c, pl).Render(c.App.Writer, renderOptions(c))
@@ -285,7 +254,8 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		}
 	}
 	start := time.Now()
-	out, err := e.Run(c.Context, req)
+	res, err := sess.Run(c.Context, run)
+	out := res.Outcome
 	if out != nil {
 		for _, r := range out.Pending {
 			if p := r.Pending; p.Failed != "" {
@@ -326,22 +296,13 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	case err != nil:
 		err = withCode(exitError, err)
 	}
-	var eps []display.Endpoint
-	var outputs map[string]any
-	if mode == plan.Deploy && !planOnly && err == nil {
-		eps = endpoints(c, st, name, ad.Client)
-		if doc, lerr := st.Load(c.Context, name); lerr == nil && p != nil {
-			vals, missing, oerr := appOutputs(doc, p.resolved.Outputs)
-			for _, m := range missing {
-				prog.Note(progress.Warn, "output "+m)
-			}
-			if oerr != nil {
-				prog.Note(progress.Warn, oerr.Error())
-			}
-			outputs = redactor(c).MaskMap(vals)
-		}
+	for _, m := range res.Outputs.Missing {
+		prog.Note(progress.Warn, "output "+m)
 	}
-	finishRun(c, prog, command, name, out, eps, outputs, !planOnly, time.Since(start), err)
+	if res.Outputs.Err != nil {
+		prog.Note(progress.Warn, res.Outputs.Err.Error())
+	}
+	finishRun(c, prog, command, name, out, res.Endpoints, res.Outputs.Values, !planOnly, time.Since(start), err)
 	return out, err
 }
 

@@ -1,29 +1,23 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/secret"
 	"github.com/gcompose/gcompose/core/state"
-	"github.com/gcompose/gcompose/internal/jsonpointer"
-	"github.com/gcompose/gcompose/protocol"
 )
 
 // Secrets (docs/secrets.md): run() makes one redactor per run and wraps
 // stdout and stderr with it, so nothing printed (plans, progress, errors,
 // adapter stderr echoes, notes) shows a secret value; every secret learnt
 // during the run (${secret.*} values, adapter secret fields, credentials
-// sent to adapters, values decrypted from the state) is added to it.
+// sent to adapters, values decrypted from the state) is added to it by the
+// guards of core/project, which every run of the engine goes through.
 
 // redactorKey is where the run's redactor lives in cli.App.Metadata.
 const redactorKey = "gcompose.redactor"
@@ -50,15 +44,6 @@ func redactor(c *cli.Context) *secret.Redactor {
 	return r
 }
 
-// registerSecrets adds the values of the descriptor's ${secret.*} to the
-// run's redactor.
-func registerSecrets(c *cli.Context, values map[string]string) {
-	red := redactor(c)
-	for _, v := range values {
-		red.Add(v)
-	}
-}
-
 func stateKeyFlag() cli.Flag {
 	return &cli.StringFlag{Name: "state-key-file", EnvVars: []string{secret.EnvKeyFile},
 		Usage: "`FILE` holding the key (base64 of 32 bytes) that encrypts secrets in the state; or set " + secret.EnvKey + " or " + secret.EnvPassphrase}
@@ -71,34 +56,6 @@ func stateCodec(c *cli.Context) (*secret.Codec, error) {
 		return nil, withCode(exitError, err)
 	}
 	return codec, nil
-}
-
-// openSecretStore opens the state store wrapped so that secrets are
-// encrypted in it and decrypted (and learnt by the redactor) on load. A
-// deploy whose descriptor uses secrets needs a key: refuse before anything
-// changes rather than fail after an action.
-func openSecretStore(c *cli.Context, p *project, writes bool) (state.Store, error) {
-	codec, err := stateCodec(c)
-	if err != nil {
-		return nil, err
-	}
-	if codec == nil && writes && p != nil && len(p.resolved.Secrets) > 0 {
-		names := make([]string, 0, len(p.resolved.Secrets))
-		for n := range p.resolved.Secrets {
-			names = append(names, n)
-		}
-		return nil, withCode(exitError, fmt.Errorf("the descriptor uses secrets (%s), which the state stores only encrypted: %s", strings.Join(sorted(names), ", "), secret.KeyHelp))
-	}
-	st, err := openStore(c)
-	if err != nil {
-		return nil, err
-	}
-	return &secret.Store{Store: st, Codec: codec, Redactor: redactor(c)}, nil
-}
-
-func sorted(s []string) []string {
-	sort.Strings(s)
-	return s
 }
 
 // maskPlan returns a copy of pl for printing: every config value holding a
@@ -131,91 +88,6 @@ func maskPlan(c *cli.Context, pl *plan.Plan) *plan.Plan {
 		cp.Steps[i] = &sc
 	}
 	return &cp
-}
-
-// credentialEnv looks up the environment variables adapters ask for
-// (RequestExt.Env); the values of credentials among them (YAGNA_APPKEY,
-// names holding KEY, TOKEN, SECRET, PASSWORD, PASSPHRASE, CREDENTIAL) become
-// secrets of the run.
-func credentialEnv(red *secret.Redactor) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		v, ok := os.LookupEnv(name)
-		if ok && isCredential(name) {
-			red.Add(v)
-		}
-		return v, ok
-	}
-}
-
-func isCredential(name string) bool {
-	n := strings.ToUpper(name)
-	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSPHRASE", "CREDENTIAL"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// secretFieldAdapters makes the config fields an adapter's init marks
-// secret (InitExt.SecretFields) secrets of the run before the adapter is
-// called (so before the plan is printed), and refuses an action whose
-// container arguments would carry a secret (docker inspect shows them).
-type secretFieldAdapters struct {
-	plan.Adapters
-	client initer
-	red    *secret.Redactor
-}
-
-// initer answers an adapter's init (cached): *adapter.Client.
-type initer interface {
-	Init(ctx context.Context, image, resourceName string) (*adapter.Info, error)
-}
-
-func withSecretFields(c *cli.Context, a plan.Adapters, client initer) plan.Adapters {
-	return &secretFieldAdapters{Adapters: a, client: client, red: redactor(c)}
-}
-
-func (a *secretFieldAdapters) learn(ctx context.Context, c plan.Call) {
-	info, err := a.client.Init(ctx, c.Type, c.Name)
-	if err != nil || !info.Ext || info.Init.Gcompose == nil {
-		return
-	}
-	for _, ptr := range info.Init.Gcompose.SecretFields {
-		a.learnAt(c.Config, ptr)
-		if c.Persisted != nil {
-			a.learnAt(c.Persisted.Config, ptr)
-		}
-	}
-}
-
-func (a *secretFieldAdapters) learnAt(cfg map[string]any, ptr string) {
-	v, ok := jsonpointer.Lookup(cfg, ptr)
-	if !ok || v == nil {
-		return
-	}
-	if s, ok := v.(string); ok {
-		a.red.Add(s)
-		return
-	}
-	if b, err := json.Marshal(v); err == nil {
-		a.red.Add(string(b))
-	}
-}
-
-func (a *secretFieldAdapters) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
-	a.learn(ctx, c)
-	return a.Adapters.State(ctx, c, desired)
-}
-
-func (a *secretFieldAdapters) Action(ctx context.Context, c plan.Call, act protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {
-	a.learn(ctx, c)
-	for _, arg := range append([]string{act.Image, act.Entrypoint}, act.Args...) {
-		if a.red.Contains(arg) {
-			return nil, fmt.Errorf("%s: the adapter asked to run action %q with a secret in its container arguments, which docker inspect and ps show: refused (adapters get secrets on stdin only)", c.Name, act.Name)
-		}
-	}
-	return a.Adapters.Action(ctx, c, act, stale)
 }
 
 func showSecretsFlag() cli.Flag {

@@ -110,7 +110,7 @@ func stateShow(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		name = p.app.Name
+		name = p.App.Name
 	}
 	st, err := openStore(c)
 	if err != nil {
@@ -150,7 +150,7 @@ func unlockCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				name = p.app.Name
+				name = p.App.Name
 			}
 			if err := st.ForceUnlock(c.Context, name, id); err != nil {
 				return withCode(exitError, err)

@@ -99,7 +99,7 @@ func stateAppName(c *cli.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return p.app.Name, nil
+	return p.App.Name, nil
 }
 
 func statePull(c *cli.Context) error {
