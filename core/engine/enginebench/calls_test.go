@@ -13,14 +13,17 @@ import (
 // (once for all resources of a run, never again in a later run: the answer
 // is cached by image ID on disk); state calls of the planning step run in
 // parallel, never more than the parallelism; and each resource costs
-// exactly the calls its answer needs: a deploy asks its state, runs its
-// action and asks again (verify); a re-deploy asks its state once.
+// exactly the calls its answer needs: a deploy asks its state and runs its
+// action, which answers the state it left (protocol extension
+// action_state), or, when the client does not ask for that, asks again
+// (verify); a re-deploy asks its state once.
 func TestCallsPerResource(t *testing.T) {
 	const n, par = 12, 4
 	h := newHarness(t, 5*time.Minute)
-	for _, mode := range []string{"served", "one-shot"} {
+	for _, mode := range []string{"served", "one-shot", "served-verify"} {
 		t.Run(mode, func(t *testing.T) {
 			noServe := mode == "one-shot"
+			verify := mode == "served-verify"
 			want := files(mode, n, 0, "content")
 			var ca *countingAdapters
 			wrap := func(ad plan.Adapters) plan.Adapters {
@@ -41,14 +44,14 @@ func TestCallsPerResource(t *testing.T) {
 				}
 			}
 			h.count.take()
-			out, _, err := h.run(mode, want, noServe, par, wrap)
+			out, _, err := h.runWith(mode, want, noServe, verify, par, wrap)
 			if err != nil || out.Plan.Summary.Create != n {
 				t.Fatalf("deploy: %v %+v", err, out.Plan.Summary)
 			}
 			checkFiles(t, h.files, want)
 			deployContainers := map[string]int{"serve": 1}
 			if noServe {
-				deployContainers = map[string]int{"state": 2 * n, "action create": n}
+				deployContainers = map[string]int{"state": n, "action create": n}
 			}
 			if mode == "served" { // the first run of the harness: init not cached yet
 				deployContainers["init"] = 1
@@ -57,9 +60,13 @@ func TestCallsPerResource(t *testing.T) {
 			// it declares (references to undeclared outputs fail at plan time).
 			// Both are answered from the init cache: the container counts below
 			// show no second init.
-			check("deploy", "action create=1, describe=2, state present=2", deployContainers)
+			wantCalls := "action create=1, describe=2, state present=1"
+			if verify {
+				wantCalls = "action create=1, describe=2, state present=2"
+			}
+			check("deploy", wantCalls, deployContainers)
 
-			out, _, err = h.run(mode, want, noServe, par, wrap)
+			out, _, err = h.runWith(mode, want, noServe, verify, par, wrap)
 			if err != nil || out.Plan.HasChanges() {
 				t.Fatalf("re-deploy: %v %+v", err, out.Plan.Summary)
 			}

@@ -66,8 +66,15 @@ func newHarness(tb testing.TB, timeout time.Duration) *harness {
 // client makes the protocol client of one run (a gcompose process): the
 // init cache on disk is the harness's, the in-memory one is new.
 func (h *harness) client(noServe bool) *adapter.Client {
+	return h.clientWith(h.count, noServe, false)
+}
+
+// clientWith is client through runner r; verify never asks an action for
+// its resource's state (adapter.Options.NoActionState): the engine then
+// verifies every resource with a state call, as before action_state.
+func (h *harness) clientWith(r adapter.Runner, noServe, verify bool) *adapter.Client {
 	h.tb.Helper()
-	c, err := adapter.New(adapter.Options{Runner: h.count, Validator: h.v, CacheDir: h.cache, Version: "bench", NoServe: noServe})
+	c, err := adapter.New(adapter.Options{Runner: r, Validator: h.v, CacheDir: h.cache, Version: "bench", NoServe: noServe, NoActionState: verify})
 	if err != nil {
 		h.tb.Fatal(err)
 	}
@@ -87,7 +94,12 @@ func (h *harness) engine(ad plan.Adapters, release func(context.Context) error, 
 // run deploys want through a fresh client (one gcompose run) and returns the
 // outcome and the wall time of Engine.Run.
 func (h *harness) run(app string, want map[string]*plan.Resource, noServe bool, parallelism int, wrap func(plan.Adapters) plan.Adapters) (*engine.Outcome, time.Duration, error) {
-	c := h.client(noServe)
+	return h.runWith(app, want, noServe, false, parallelism, wrap)
+}
+
+// runWith is run, verifying every resource with a state call when verify.
+func (h *harness) runWith(app string, want map[string]*plan.Resource, noServe, verify bool, parallelism int, wrap func(plan.Adapters) plan.Adapters) (*engine.Outcome, time.Duration, error) {
+	c := h.clientWith(h.count, noServe, verify)
 	var ad plan.Adapters = &engine.ContainerAdapters{Client: c, Plugs: h.plugs()}
 	if wrap != nil {
 		ad = wrap(ad)
@@ -289,8 +301,9 @@ type timing struct {
 
 	mu                      sync.Mutex
 	states, actions, writes stat
-	firstAnswer             time.Duration
+	firstAsk, firstAnswer   time.Duration
 	firstAction, lastAction time.Duration
+	serverStart, cleanup    time.Duration
 	compact, release        time.Duration
 }
 
@@ -312,8 +325,8 @@ func (tm *timing) String() string {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	return fmt.Sprintf("first state answer at %s (served: after starting the server); actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d); compact %s, release %s",
-		ms(tm.firstAnswer), ms(tm.firstAction), ms(tm.lastAction), ms(tm.states.mean()), tm.states.n,
+	return fmt.Sprintf("cleanup %s; first state call at %s, answered at %s (served: server start %s); actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d); compact %s, release %s",
+		ms(tm.cleanup), ms(tm.firstAsk), ms(tm.firstAnswer), ms(tm.serverStart), ms(tm.firstAction), ms(tm.lastAction), ms(tm.states.mean()), tm.states.n,
 		ms(tm.actions.mean()), tm.actions.n, ms(tm.writes.mean()), tm.writes.n, ms(tm.compact), ms(tm.release))
 }
 
@@ -324,6 +337,11 @@ type timedAdapters struct {
 
 func (a timedAdapters) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
 	start := time.Now()
+	a.tm.mu.Lock()
+	if a.tm.firstAsk == 0 {
+		a.tm.firstAsk = start.Sub(a.tm.t0)
+	}
+	a.tm.mu.Unlock()
 	res, err := a.Adapters.State(ctx, c, desired)
 	end := time.Since(a.tm.t0)
 	a.tm.mu.Lock()
@@ -373,10 +391,25 @@ func (s timedStore) Compact(ctx context.Context, l *state.Lock) error {
 	return err
 }
 
+// timedRunner times the start of served containers.
+type timedRunner struct {
+	*countingRunner
+	tm *timing
+}
+
+func (r timedRunner) Start(ctx context.Context, s runner.Spec) (*runner.Session, error) {
+	start := time.Now()
+	sess, err := r.countingRunner.Start(ctx, s)
+	r.tm.mu.Lock()
+	r.tm.serverStart += time.Since(start)
+	r.tm.mu.Unlock()
+	return sess, err
+}
+
 // timedRun is run with the time of each part measured.
-func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe bool, parallelism int) (*engine.Outcome, time.Duration, *timing, error) {
-	c := h.client(noServe)
+func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe, verify bool, parallelism int) (*engine.Outcome, time.Duration, *timing, error) {
 	tm := &timing{}
+	c := h.clientWith(timedRunner{h.count, tm}, noServe, verify)
 	e := h.engine(timedAdapters{Adapters: &engine.ContainerAdapters{Client: c, Plugs: h.plugs()}, tm: tm}, func(ctx context.Context) error {
 		start := time.Now()
 		err := c.Close(ctx)
@@ -386,6 +419,15 @@ func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe b
 		return err
 	}, parallelism)
 	e.Store = timedStore{Store: h.store, tm: tm}
+	cleanup := e.Cleanup
+	e.Cleanup = func(ctx context.Context, l *state.Lock) (int, error) {
+		start := time.Now()
+		n, err := cleanup(ctx, l)
+		tm.mu.Lock()
+		tm.cleanup = time.Since(start)
+		tm.mu.Unlock()
+		return n, err
+	}
 	tm.t0 = time.Now()
 	out, err := e.Run(h.ctx, engine.Request{App: app, Mode: plan.Deploy, Desired: want})
 	return out, time.Since(tm.t0), tm, err
