@@ -1,7 +1,6 @@
 package adapter_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/runner"
+	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -56,29 +56,12 @@ func (c *countingRunner) calls() []string {
 	return out
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type env struct {
 	ctx    context.Context
 	runner *runner.Runner
 	count  *countingRunner
 	client *adapter.Client
-	stderr *syncBuffer
+	stderr *syncwriter.Buffer
 	cache  string
 	app    string
 }
@@ -103,7 +86,7 @@ func setup(t *testing.T, mod func(*adapter.Options)) *env {
 		}
 		r.Close()
 	})
-	e := &env{ctx: ctx, runner: r, count: &countingRunner{Runner: r}, stderr: &syncBuffer{}, cache: t.TempDir(), app: "adaptertest"}
+	e := &env{ctx: ctx, runner: r, count: &countingRunner{Runner: r}, stderr: &syncwriter.Buffer{}, cache: t.TempDir(), app: "adaptertest"}
 	opts := adapter.Options{Runner: e.count, CacheDir: e.cache, Version: "test", Workspace: "/work", Stderr: e.stderr}
 	if mod != nil {
 		mod(&opts)

@@ -40,3 +40,23 @@ func TestConcurrentWritesStayWhole(t *testing.T) {
 		}
 	}
 }
+
+// Run with -race: a reader and writers at once.
+func TestBufferConcurrentWriteAndRead(t *testing.T) {
+	var b syncwriter.Buffer
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				_, _ = b.Write([]byte("ab\n"))
+				_ = b.String()
+			}
+		}()
+	}
+	wg.Wait()
+	if got := strings.Count(b.String(), "ab\n"); got != 400 {
+		t.Errorf("%d lines, want 400", got)
+	}
+}

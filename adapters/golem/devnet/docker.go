@@ -1,14 +1,12 @@
 package devnet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -17,6 +15,8 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/gcompose/gcompose/internal/syncwriter"
 )
 
 const (
@@ -147,23 +147,6 @@ func (s *Server) containerAlive(ctx context.Context, id string) (bool, string) {
 	return true, ""
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // execIn runs argv in a container through the Engine API and captures its output. It returns when the
 // process exits, even if a background child (`cmd &`) still holds the output streams open.
 func (s *Server) execIn(ctx context.Context, containerID string, argv []string) (stdout, stderr string, code int, err error) {
@@ -176,7 +159,7 @@ func (s *Server) execIn(ctx context.Context, containerID string, argv []string) 
 		return "", "", -1, fmt.Errorf("starting exec in %s: %w", containerID[:12], err)
 	}
 	defer att.Close()
-	var so, se syncBuffer
+	var so, se syncwriter.Buffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

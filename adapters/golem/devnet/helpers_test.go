@@ -58,7 +58,7 @@ func start(t testing.TB, cfg devnet.Config) *env {
 	cfg.Labels = testimage.Labels(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker, Logger: log})
 	if err != nil {
 		t.Fatalf("devnet.New: %v", err)
@@ -109,14 +109,6 @@ func start(t testing.TB, cfg devnet.Config) *env {
 		}
 	})
 	return e
-}
-
-// testLog sends the devnet's logs to t.Log (shown for failing tests and with -v).
-type testLog struct{ t testing.TB }
-
-func (l testLog) Write(p []byte) (int, error) {
-	l.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
 }
 
 // raw sends a request with the given key ("" for none) and returns status and body.

@@ -28,6 +28,7 @@ import (
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
 	"github.com/gcompose/gcompose/adapters/golem/openapi"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
@@ -58,25 +59,7 @@ type env struct {
 	dir      string
 	srv      *devnet.Server
 	// devnetLog is everything the devnet logged: searched for the app key.
-	devnetLog *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the devnet's concurrent logging.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Contains(x string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Contains(s.b.Bytes(), []byte(x))
+	devnetLog *syncwriter.Buffer
 }
 
 var unsafe = regexp.MustCompile(`[^a-z0-9]+`)
@@ -121,7 +104,7 @@ func startDevnet(t *testing.T, cfg devnet.Config) *env {
 			{Name: "large", Count: 3, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}},
 		}
 	}
-	devnetLog := &syncBuffer{}
+	devnetLog := &syncwriter.Buffer{}
 	logger := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, devnetLog), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: appKey, Docker: docker, Logger: logger})
 	if err != nil {
@@ -202,7 +185,7 @@ func (e *env) settle(ctx context.Context) {
 // the long-lived containers that docker inspect shows (env, args, labels).
 func (e *env) noKeyLeak(ctx context.Context) {
 	e.t.Helper()
-	if e.devnetLog.Contains(appKey) {
+	if strings.Contains(e.devnetLog.String(), appKey) {
 		e.t.Errorf("the devnet's log holds the app key")
 	}
 	err := filepath.WalkDir(e.state, func(path string, d os.DirEntry, err error) error {

@@ -14,15 +14,7 @@ import (
 
 // testLogger sends the store's log to the test's log.
 func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type tlogWriter struct{ t *testing.T }
-
-func (w tlogWriter) Write(b []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(b))
-	return len(b), nil
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // open returns a store on the cluster under prefix, closed with the test.

@@ -14,6 +14,7 @@ import (
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/internal/golden"
+	"github.com/gcompose/gcompose/internal/syncwriter"
 )
 
 // clock is a fake time source the tests move by hand.
@@ -203,7 +204,7 @@ func TestIsTerminal(t *testing.T) {
 
 // TestBackgroundHeartbeat runs the real ticker with a short interval.
 func TestBackgroundHeartbeat(t *testing.T) {
-	var buf syncBuffer
+	var buf syncwriter.Buffer
 	r := New(&buf, Options{Mode: Plain, Heartbeat: 50 * time.Millisecond})
 	r.Observe(apply.Event{Resource: "resources.x", Phase: apply.PhaseAction, Message: "create"})
 	// On a loaded machine the first tick may come late, and then reports a
