@@ -49,7 +49,14 @@ func (r *Request) ReportIdentity(identity map[string]any) error {
 	if r.reported == nil {
 		r.reported = map[string]any{}
 	}
-	maps.Copy(r.reported, identity)
+	// Kept as gcompose will hand it back, decoded from JSON (numbers
+	// float64, objects map[string]any), for the state the action answers.
+	if b, err := json.Marshal(identity); err == nil {
+		var back map[string]any
+		if json.Unmarshal(b, &back) == nil {
+			maps.Copy(r.reported, back)
+		}
+	}
 	if r.report != nil {
 		if identity == nil {
 			identity = map[string]any{}
