@@ -1,7 +1,9 @@
 // Package testimage makes tests that need Docker self-contained: it checks
 // that the Engine is reachable and builds a Go main package of this module
-// into a FROM scratch image through the Engine API, so `go test` needs
-// neither `make images` nor the docker CLI.
+// into a FROM scratch image through the Engine API (or one of the module's
+// Dockerfiles with the binaries it copies), so `go test` needs neither
+// `make images` nor the docker CLI; Binary builds a command to run as a
+// process.
 //
 // Images are cached twice: within one test binary run (each package/tag is
 // built once, whatever the number of tests asking), and across runs (the
@@ -10,19 +12,14 @@
 package testimage
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +30,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/gcompose/gcompose/internal/dockerbuild"
 )
 
 // Label is carried by every image and container tests create.
@@ -131,19 +130,9 @@ func deriveImage(ctx context.Context, dockerfile, tag string) (string, error) {
 		return "", fmt.Errorf("docker engine client: %w", err)
 	}
 	defer cli.Close()
-	tarball, err := tarOf(map[string][]byte{"Dockerfile": []byte(dockerfile)})
-	if err != nil {
-		return "", err
-	}
-	resp, err := cli.ImageBuild(ctx, tarball, build.ImageBuildOptions{
-		Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true,
-		Labels: map[string]string{Label: "derived"},
-	})
-	if err != nil {
-		return "", fmt.Errorf("image build: %w", err)
-	}
-	defer resp.Body.Close()
-	if err := readBuildStream(resp.Body); err != nil {
+	if err := dockerbuild.Build(ctx, cli, []byte(dockerfile), nil, build.ImageBuildOptions{
+		Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: map[string]string{Label: "derived"},
+	}); err != nil {
 		return "", err
 	}
 	ins, err := cli.ImageInspect(ctx, tag)
@@ -151,34 +140,6 @@ func deriveImage(ctx context.Context, dockerfile, tag string) (string, error) {
 		return "", fmt.Errorf("inspect built image %s: %w", tag, err)
 	}
 	return ins.ID, nil
-}
-
-// tarOf makes an in-memory build context (Dockerfile 0644, others 0755).
-func tarOf(files map[string][]byte) (*bytes.Buffer, error) {
-	var tarball bytes.Buffer
-	tw := tar.NewWriter(&tarball)
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		mode := int64(0o755)
-		if name == "Dockerfile" {
-			mode = 0o644
-		}
-		data := files[name]
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), ModTime: time.Unix(0, 0)}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return &tarball, nil
 }
 
 func buildImage(ctx context.Context, pkg, tag string) (string, error) {
@@ -192,13 +153,10 @@ func buildImage(ctx context.Context, pkg, tag string) (string, error) {
 	}
 	defer os.RemoveAll(dir)
 
-	name := path.Base(filepath.ToSlash(strings.TrimSuffix(pkg, "/")))
+	name := baseName(pkg)
 	bin := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	if err := goBuild(ctx, root, pkg, bin, true); err != nil {
+		return "", err
 	}
 	binary, err := os.ReadFile(bin)
 	if err != nil {
@@ -219,23 +177,9 @@ func buildImage(ctx context.Context, pkg, tag string) (string, error) {
 	}
 
 	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [\"/%s\"]\n", name, name, name)
-	tarball, err := tarOf(map[string][]byte{"Dockerfile": []byte(dockerfile), name: binary})
-	if err != nil {
-		return "", err
-	}
-
-	resp, err := cli.ImageBuild(ctx, tarball, build.ImageBuildOptions{
-		Tags:        []string{tag},
-		Dockerfile:  "Dockerfile",
-		Remove:      true,
-		ForceRemove: true,
-		Labels:      map[string]string{Label: pkg, labelHash: hash},
-	})
-	if err != nil {
-		return "", fmt.Errorf("image build: %w", err)
-	}
-	defer resp.Body.Close()
-	if err := readBuildStream(resp.Body); err != nil {
+	if err := dockerbuild.Build(ctx, cli, []byte(dockerfile), map[string]dockerbuild.File{name: {Data: binary}}, build.ImageBuildOptions{
+		Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: map[string]string{Label: pkg, labelHash: hash},
+	}); err != nil {
 		return "", err
 	}
 	ins, err := cli.ImageInspect(ctx, tag)
@@ -243,6 +187,139 @@ func buildImage(ctx context.Context, pkg, tag string) (string, error) {
 		return "", fmt.Errorf("inspect built image %s: %w", tag, err)
 	}
 	pruneOld(ctx, cli, pkg)
+	return ins.ID, nil
+}
+
+// goBuild compiles the Go main package pkg (relative to root, or an import
+// path) to out: static for Linux (an image's binary), or for this machine.
+func goBuild(ctx context.Context, root, pkg, out string, static bool) error {
+	args := []string{"build", "-o", out}
+	if static {
+		args = []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", out}
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+	cmd.Dir = root
+	if static {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// baseName is the name go build gives the binary of pkg.
+func baseName(pkg string) string {
+	return path.Base(filepath.ToSlash(strings.TrimSuffix(pkg, "/")))
+}
+
+// Binary compiles the Go main package pkg (relative to the module root, e.g.
+// "./cmd/gcompose", or an import path) for this machine, once per test binary
+// run, and returns the executable's path: for tests that run a command as a
+// process. Failures fail the test.
+func Binary(t testing.TB, ctx context.Context, pkg string) string {
+	t.Helper()
+	v, _ := builds.LoadOrStore("binary\x00"+pkg, &buildOnce{})
+	b := v.(*buildOnce)
+	b.once.Do(func() {
+		root, err := moduleRoot(ctx)
+		if err != nil {
+			b.err = err
+			return
+		}
+		// Not t.TempDir: the binary outlives the test that asked first.
+		dir, err := os.MkdirTemp("", "gcompose-testbin-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.id = filepath.Join(dir, baseName(pkg))
+		b.err = goBuild(ctx, root, pkg, b.id, false)
+	})
+	if b.err != nil {
+		t.Fatalf("build %s: %v", pkg, b.err)
+	}
+	return b.id
+}
+
+// Dockerfile is an image to build from one of the module's Dockerfiles.
+type Dockerfile struct {
+	// Path is the Dockerfile, relative to the module root
+	// ("images/devnet-db.Dockerfile").
+	Path string
+	// Mains are Go main packages built static into the context under their
+	// base names ("./cmd/devnet-init" as devnet-init).
+	Mains []string
+	// Files are other context files: name in the context -> host path.
+	Files map[string]string
+	// Labels go on the image, besides Label=<Path>.
+	Labels map[string]string
+}
+
+// BuildDockerfile builds d tagged tag through the Engine API, once per test
+// binary run, and returns the image ID. Failures fail the test.
+func BuildDockerfile(t testing.TB, ctx context.Context, d Dockerfile, tag string) string {
+	t.Helper()
+	v, _ := builds.LoadOrStore("dockerfile\x00"+d.Path+"\x00"+tag, &buildOnce{})
+	b := v.(*buildOnce)
+	b.once.Do(func() { b.id, b.err = buildDockerfile(ctx, d, tag) })
+	if b.err != nil {
+		t.Fatalf("build test image %s from %s: %v", tag, d.Path, b.err)
+	}
+	return b.id
+}
+
+func buildDockerfile(ctx context.Context, d Dockerfile, tag string) (string, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(root, d.Path))
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "gcompose-testimage-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	files := map[string]dockerbuild.File{}
+	for _, pkg := range d.Mains {
+		bin := filepath.Join(dir, baseName(pkg))
+		if err := goBuild(ctx, root, pkg, bin, true); err != nil {
+			return "", err
+		}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			return "", err
+		}
+		files[baseName(pkg)] = dockerbuild.File{Data: data}
+	}
+	for name, p := range d.Files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return "", fmt.Errorf("context file %s: %w", name, err)
+		}
+		files[name] = dockerbuild.File{Data: data}
+	}
+	labels := map[string]string{Label: d.Path}
+	for k, v := range d.Labels {
+		labels[k] = v
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return "", fmt.Errorf("docker engine client: %w", err)
+	}
+	defer cli.Close()
+	if err := dockerbuild.Build(ctx, cli, dockerfile, files, build.ImageBuildOptions{
+		Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: labels,
+	}); err != nil {
+		return "", err
+	}
+	ins, err := cli.ImageInspect(ctx, tag)
+	if err != nil {
+		return "", fmt.Errorf("inspect built image %s: %w", tag, err)
+	}
 	return ins.ID, nil
 }
 
@@ -263,31 +340,6 @@ func pruneOld(ctx context.Context, cli *client.Client, pkg string) {
 	for _, img := range list {
 		if time.Since(time.Unix(img.Created, 0)) > pruneAge {
 			_, _ = cli.ImageRemove(ctx, img.ID, image.RemoveOptions{PruneChildren: true})
-		}
-	}
-}
-
-// readBuildStream drains the build's JSON message stream and returns the
-// first error it reports.
-func readBuildStream(r io.Reader) error {
-	dec := json.NewDecoder(r)
-	var log strings.Builder
-	for {
-		var msg struct {
-			Stream      string `json:"stream"`
-			Error       string `json:"error"`
-			ErrorDetail *struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-		}
-		if err := dec.Decode(&msg); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("read image build output: %w", err)
-		}
-		log.WriteString(msg.Stream)
-		if msg.Error != "" {
-			return fmt.Errorf("image build: %s\n%s", msg.Error, log.String())
 		}
 	}
 }

@@ -10,24 +10,21 @@
 package main
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/client"
+
+	"github.com/gcompose/gcompose/internal/dockerbuild"
 )
 
 func main() {
@@ -55,7 +52,7 @@ func run(ctx context.Context, dockerfile, tag, dir string) error {
 	if err != nil {
 		return err
 	}
-	tarball, err := tarOf(dir, df, files)
+	sent, err := readFiles(dir, files)
 	if err != nil {
 		return err
 	}
@@ -64,14 +61,7 @@ func run(ctx context.Context, dockerfile, tag, dir string) error {
 		return fmt.Errorf("docker engine client: %w", err)
 	}
 	defer cli.Close()
-	resp, err := cli.ImageBuild(ctx, tarball, build.ImageBuildOptions{
-		Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true,
-	})
-	if err != nil {
-		return fmt.Errorf("image build: %w", err)
-	}
-	defer resp.Body.Close()
-	return readBuildStream(resp.Body)
+	return dockerbuild.Build(ctx, cli, df, sent, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true})
 }
 
 // contextFiles are the context files the Dockerfile copies, relative to
@@ -113,58 +103,20 @@ func allFiles(dir string) ([]string, error) {
 	return files, err
 }
 
-// tarOf is the build context: the Dockerfile and the files, with their
-// modes, at a fixed time so that the same files give the same layers.
-func tarOf(dir string, dockerfile []byte, files []string) (*bytes.Buffer, error) {
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile))}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(dockerfile); err != nil {
-		return nil, err
-	}
-	sort.Strings(files)
-	for _, name := range files {
-		if name == "Dockerfile" {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+// readFiles reads the context files, relative to dir, with their modes.
+func readFiles(dir string, names []string) (map[string]dockerbuild.File, error) {
+	files := make(map[string]dockerbuild.File, len(names))
+	for _, name := range names {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
-		fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name)))
+		fi, err := os.Stat(p)
 		if err != nil {
 			return nil, err
 		}
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: int64(fi.Mode().Perm()), Size: int64(len(data))}); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(data); err != nil {
-			return nil, err
-		}
+		files[name] = dockerbuild.File{Data: data, Mode: int64(fi.Mode().Perm())}
 	}
-	return &b, tw.Close()
-}
-
-// readBuildStream drains the build's JSON messages; on an error it returns
-// it with the build's output, which is otherwise not shown.
-func readBuildStream(r io.Reader) error {
-	dec := json.NewDecoder(r)
-	var log strings.Builder
-	for {
-		var msg struct {
-			Stream string `json:"stream"`
-			Error  string `json:"error"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("reading the build's output: %w", err)
-		}
-		log.WriteString(msg.Stream)
-		if msg.Error != "" {
-			return fmt.Errorf("%s\n%s", msg.Error, log.String())
-		}
-	}
+	return files, nil
 }

@@ -1,0 +1,4 @@
+FROM scratch
+COPY testadapter /testadapter
+COPY note.txt /note.txt
+ENTRYPOINT ["/testadapter"]
