@@ -1,0 +1,148 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/protocol"
+)
+
+// Currency the budget is counted in: what Golem adapters report costs in.
+const Currency = "GLM"
+
+// Budget caps what the application may spend, in GLM; zero is no cap.
+type Budget struct {
+	// PerHour caps the application's cost per hour once the replacement
+	// runs: the agreed prices of what runs plus the replacement's estimate.
+	PerHour float64 `json:"per_hour,omitempty"`
+	// Total caps what the application has spent plus the replacement's
+	// whole agreement (its estimate over the agreement's expiration).
+	Total float64 `json:"total,omitempty"`
+}
+
+// IsZero reports a budget with no cap.
+func (b Budget) IsZero() bool { return b.PerHour <= 0 && b.Total <= 0 }
+
+// Or is b with each cap it leaves unset taken from o: flags (b) win over
+// the descriptor (o).
+func (b Budget) Or(o Budget) Budget {
+	if b.PerHour <= 0 {
+		b.PerHour = o.PerHour
+	}
+	if b.Total <= 0 {
+		b.Total = o.Total
+	}
+	return b
+}
+
+// Spend is what an application has cost so far.
+type Spend struct {
+	// Total is the sum of what was accepted: each agreement's accepted
+	// invoice, or else its activities' last accepted debit notes.
+	Total float64 `json:"total"`
+	// ByResource splits Total by the resource each agreement was made for.
+	ByResource map[string]float64 `json:"by_resource"`
+	// Due is what providers ask and was not accepted yet.
+	Due float64 `json:"due"`
+}
+
+// Spender reads what the application has spent, from its payments (for
+// Golem: the debit notes and invoices accepted for its agreements).
+type Spender interface {
+	Spent(ctx context.Context, doc *state.Document) (*Spend, error)
+}
+
+// rates are the GLM per hour of each resource that runs at its agreed
+// price, from a refresh: what its adapter reported with a VALID state.
+func rates(refresh *plan.Plan) map[string]*protocol.Cost {
+	out := map[string]*protocol.Cost{}
+	for _, s := range refresh.Steps {
+		if a := s.Answer; a != nil && a.Status == protocol.Valid && a.Gcompose != nil {
+			if c := costOf(a.Gcompose.Cost, Currency); c != nil {
+				out[s.Resource] = c
+			}
+		}
+	}
+	return out
+}
+
+// priceOf sums the agreed rates, for the metrics.
+func priceOf(r map[string]*protocol.Cost) float64 {
+	sum := 0.0
+	for _, c := range r {
+		sum += c.PerHour
+	}
+	return sum
+}
+
+// checkBudget refuses a repair whose replacements would take the
+// application over its budget. spent is asked only when a total is set.
+func checkBudget(ctx context.Context, b Budget, refresh, repair *plan.Plan, spent func(context.Context) (*Spend, error)) error {
+	if b.IsZero() {
+		return nil
+	}
+	running := rates(refresh)
+	rate, whole := 0.0, 0.0
+	var parts, rented []string
+	names := map[string]bool{}
+	for n := range running {
+		names[n] = true
+	}
+	for _, s := range repair.Steps {
+		names[s.Resource] = true
+	}
+	for _, n := range sortedNames(names) {
+		s := repair.Step(n)
+		if s == nil || !s.Op.Changes() {
+			if c := running[n]; c != nil {
+				rate += c.PerHour
+				parts = append(parts, fmt.Sprintf("%s %s/h", n, glm(c.PerHour)))
+			}
+			continue
+		}
+		c := costOf(s.Cost, Currency)
+		basis := "estimated"
+		if c == nil {
+			// No estimate (a knock-on whose config is known only at
+			// apply): it goes on at about the price it had.
+			c, basis = running[n], "as before"
+		}
+		if c == nil {
+			continue
+		}
+		if c.Basis != "" && basis == "estimated" {
+			basis = c.Basis
+		}
+		rate += c.PerHour
+		parts = append(parts, fmt.Sprintf("%s %s/h (%s %s)", n, glm(c.PerHour), s.Op.Verb(), basis))
+		if s.Op == plan.Create || s.Op == plan.Rebuild {
+			whole += c.Total
+			rented = append(rented, fmt.Sprintf("%s %s over %gh", n, glm(c.Total), c.Hours))
+		}
+	}
+	if b.PerHour > 0 && rate > b.PerHour {
+		return &RefusedError{Budget: true, Reason: fmt.Sprintf("the application would cost %s GLM per hour after the repair (%s), above budget.per_hour %s: nothing rented",
+			glm(rate), strings.Join(parts, ", "), glm(b.PerHour))}
+	}
+	if b.Total > 0 && whole > 0 {
+		sp, err := spent(ctx)
+		if err != nil {
+			return &RefusedError{Budget: true, Reason: fmt.Sprintf("budget.total is %s GLM but what the application has spent cannot be read (%v): nothing rented", glm(b.Total), err)}
+		}
+		if sp.Total+whole > b.Total {
+			return &RefusedError{Budget: true, Reason: fmt.Sprintf("spent %s GLM + the replacements' whole agreements %s (%s) = %s, above budget.total %s: nothing rented",
+				glm(sp.Total), glm(whole), strings.Join(rented, ", "), glm(sp.Total+whole), glm(b.Total))}
+		}
+	}
+	return nil
+}
+
+// glm formats an amount without float noise.
+func glm(f float64) string {
+	s := fmt.Sprintf("%.6f", f)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}

@@ -1,0 +1,459 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+)
+
+// events collects what a reconciler reports.
+type events struct {
+	mu  sync.Mutex
+	all []Event
+}
+
+func (e *events) add(ev Event) {
+	e.mu.Lock()
+	e.all = append(e.all, ev)
+	e.mu.Unlock()
+}
+
+func (e *events) phases() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.all {
+		out = append(out, ev.Phase)
+	}
+	return out
+}
+
+func (e *events) last(phase string) *Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := len(e.all) - 1; i >= 0; i-- {
+		if e.all[i].Phase == phase {
+			ev := e.all[i]
+			return &ev
+		}
+	}
+	return nil
+}
+
+// metric reads one series from the reconciler's registry: name and the
+// labels other than app; a histogram gives its sample count.
+func metric(t *testing.T, r *Reconciler, name string, labels ...string) float64 {
+	t.Helper()
+	fams, err := r.Metrics().Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return -1
+}
+
+func counter(t *testing.T, r *Reconciler, name, label string) float64 {
+	t.Helper()
+	switch name {
+	case "repairs":
+		return metric(t, r, "gcompose_reconcile_repairs_total", "result", label)
+	case "cycles":
+		return metric(t, r, "gcompose_reconcile_cycles_total", "outcome", label)
+	case "resources":
+		return metric(t, r, "gcompose_reconcile_resources", "status", label)
+	case "failures":
+		return metric(t, r, "gcompose_reconcile_failures_total", "stage", label)
+	}
+	panic(name)
+}
+
+func TestCycleRepairsWhatDiedAndItsKnockOns(t *testing.T) {
+	b := newBed(t, state.NewMemoryStore())
+	ev := &events{}
+	r := b.reconciler(Config{Events: ev.add})
+	ctx := context.Background()
+
+	if res := r.Cycle(ctx, ctx); res.Outcome != Healthy || res.Err != nil {
+		t.Fatalf("first cycle on a healthy app: %+v", res)
+	}
+	if got := counter(t, r, "resources", "active"); got != 3 {
+		t.Fatalf("resources{active} = %v, want 3", got)
+	}
+	other, rentals := b.w.live("resources.other"), b.w.rented()
+	b.w.kill(t, "resources.db")
+
+	res := r.Cycle(ctx, ctx)
+	if res.Outcome != Repaired || res.Err != nil {
+		t.Fatalf("cycle after db died: %+v", res)
+	}
+	if len(res.Drifted) != 1 || res.Drifted[0].Resource != "resources.db" {
+		t.Fatalf("drifted: %+v", res.Drifted)
+	}
+	if !slices.Equal(res.Targets, []string{"resources.db", "resources.web"}) || !slices.Equal(res.KnockOns, []string{"resources.web"}) {
+		t.Fatalf("targets %v, knock-ons %v", res.Targets, res.KnockOns)
+	}
+	// db is rented again at a new address; web reads it, so it is updated.
+	if !slices.Equal(res.Changes, []string{"rebuild resources.db", "update resources.web"}) {
+		t.Fatalf("changes: %v", res.Changes)
+	}
+	if b.w.rented() != rentals+1 {
+		t.Fatalf("rentals %d → %d: want exactly one more", rentals, b.w.rented())
+	}
+	if b.w.live("resources.other") != other {
+		t.Fatal("the repair touched resources.other, which did not drift")
+	}
+	if b.w.live("resources.db") == "" {
+		t.Fatal("db is not running after the repair")
+	}
+	if got := counter(t, r, "repairs", "repaired"); got != 1 {
+		t.Fatalf("repairs{repaired} = %v", got)
+	}
+	if n := metric(t, r, "gcompose_reconcile_time_to_repair_seconds"); n != 1 {
+		t.Fatalf("time_to_repair has %v samples", n)
+	}
+	wantPhases := []string{PhaseDrift, PhaseRepair, PhaseRepaired}
+	if !slices.Equal(ev.phases(), wantPhases) {
+		t.Fatalf("events %v, want %v", ev.phases(), wantPhases)
+	}
+	if e := ev.last(PhaseRepaired); e.Duration <= 0 || !strings.Contains(e.Message, "rebuild resources.db") {
+		t.Fatalf("repaired event: %+v", e)
+	}
+	if res := r.Cycle(ctx, ctx); res.Outcome != Healthy {
+		t.Fatalf("cycle after the repair: %+v", res)
+	}
+	if b.w.rented() != rentals+1 {
+		t.Fatal("a healthy cycle rented")
+	}
+}
+
+func TestCycleRepairsNothingWhileTheDescriptorIsNotTheDeployedOne(t *testing.T) {
+	b := newBed(t, state.NewMemoryStore())
+	ev := &events{}
+	r := b.reconciler(Config{Events: ev.add})
+	ctx := context.Background()
+	changed := testIntent()
+	changed.Desired["resources.web"].Config = map[string]any{"db": "${resources.db.state.ip}", "replicas": 2}
+	b.setIntent(changed)
+	b.w.kill(t, "resources.db")
+	rentals := b.w.rented()
+
+	for i := range 3 {
+		res := r.Cycle(ctx, ctx)
+		if res.Outcome != Mismatch || len(res.Mismatches) != 1 || !strings.Contains(res.Mismatches[0], "resources.web: its config differs from the one deployed (replicas)") {
+			t.Fatalf("cycle %d with an undeployed change: %+v", i, res)
+		}
+	}
+	if b.w.rented() != rentals {
+		t.Fatal("a reconciler rented while the descriptor differed from the deployed one")
+	}
+	// One event for three cycles of the same mismatch.
+	if n := strings.Count(strings.Join(ev.phases(), " "), PhaseIntent); n != 1 {
+		t.Fatalf("%d intent events for one mismatch: %v", n, ev.phases())
+	}
+	if e := ev.last(PhaseIntent); !strings.Contains(e.Message, "drifted meanwhile: resources.db (stale") {
+		t.Fatalf("intent event: %s", e.Message)
+	}
+	if got := metric(t, r, "gcompose_reconcile_intent_mismatch"); got != 1 {
+		t.Fatalf("intent_mismatch = %v", got)
+	}
+
+	// Deployed by a person: the reconciler follows the new descriptor.
+	b.setIntent(testIntent())
+	res := r.Cycle(ctx, ctx)
+	if res.Outcome != Repaired {
+		t.Fatalf("after the descriptor was put back: %+v", res)
+	}
+	if got := metric(t, r, "gcompose_reconcile_intent_mismatch"); got != 0 {
+		t.Fatalf("intent_mismatch = %v after", got)
+	}
+}
+
+func TestMismatches(t *testing.T) {
+	deployed := func() *state.Document {
+		b := newBed(t, state.NewMemoryStore())
+		doc, err := b.store.Load(context.Background(), "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}()
+	for _, tc := range []struct {
+		name   string
+		change func(in *Intent, doc *state.Document)
+		want   []string
+	}{
+		{"the deployed descriptor", func(*Intent, *state.Document) {}, nil},
+		{"a new resource", func(in *Intent, _ *state.Document) {
+			in.Desired["resources.new"] = &plan.Resource{Name: "resources.new", Type: fakeType}
+		}, []string{"resources.new: in the descriptor, never deployed"}},
+		{"a removed resource", func(in *Intent, _ *state.Document) { delete(in.Desired, "resources.other") },
+			[]string{"resources.other: deployed, no longer in the descriptor"}},
+		{"another image", func(in *Intent, _ *state.Document) { in.Desired["resources.db"].Type = "test/fake:2" },
+			[]string{"resources.db: the descriptor says adapter test/fake:2, test/fake:1 was deployed"}},
+		{"a changed config", func(in *Intent, _ *state.Document) { in.Desired["resources.db"].Config = map[string]any{"size": 2} },
+			[]string{"resources.db: its config differs from the one deployed (size)"}},
+		{"a reference to outputs not recorded is not compared", func(in *Intent, doc *state.Document) {
+			doc.Resources["resources.db"].Status = state.StatusPending
+		}, nil},
+		{"nothing deployed", func(in *Intent, doc *state.Document) { doc.Resources = nil },
+			[]string{"nothing of shop is deployed: the reconciler keeps a deployed application running and deploys nothing itself (run gcompose deploy)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, doc := testIntent(), deployed.Clone()
+			tc.change(in, doc)
+			if got := Mismatches(in, doc); !slices.Equal(got, tc.want) {
+				t.Fatalf("Mismatches = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckRepairRefusesMoreThanARepair(t *testing.T) {
+	doc := &state.Document{App: "shop", Resources: map[string]*state.Resource{
+		"resources.db": {Name: "resources.db"}, "resources.web": {Name: "resources.web"}, "resources.other": {Name: "resources.other"},
+	}}
+	targets := []string{"resources.db", "resources.web"}
+	for _, tc := range []struct {
+		name  string
+		steps []*plan.Step
+		want  string
+	}{
+		{"a rebuild and a knock-on", []*plan.Step{{Resource: "resources.db", Op: plan.Rebuild}, {Resource: "resources.web", Op: plan.Update}, {Resource: "resources.other", Op: plan.NoOp}}, ""},
+		{"a delete", []*plan.Step{{Resource: "resources.db", Op: plan.Delete, Reason: "gone from the descriptor"}},
+			"repair refused: it would delete resources.db (gone from the descriptor): a reconciler never removes anything"},
+		{"a forget", []*plan.Step{{Resource: "resources.web", Op: plan.Forget, Reason: "already gone"}},
+			"repair refused: it would forget resources.web (already gone): a reconciler never removes anything"},
+		{"a create of what was never deployed", []*plan.Step{{Resource: "resources.new", Op: plan.Create}},
+			"repair refused: it would create resources.new, which was never deployed"},
+		{"a change beyond the targets", []*plan.Step{{Resource: "resources.other", Op: plan.Update, Reason: "config changed"}},
+			"repair refused: it would update resources.other, which did not drift (config changed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkRepair(&plan.Plan{Steps: tc.steps}, doc, targets)
+			if got := errString(err); got != tc.want {
+				t.Fatalf("checkRepair = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// spendOf is a Spender with a fixed answer.
+type spendOf struct {
+	sp  *Spend
+	err error
+}
+
+func (s spendOf) Spent(context.Context, *state.Document) (*Spend, error) { return s.sp, s.err }
+
+func TestCycleRefusesAReplacementOverTheBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		budget  Budget // the descriptor's
+		flags   Budget
+		spender Spender
+		want    string // in the refusal; "" repairs
+	}{
+		// Running: web and other at 0.01/h; the replacement's estimate 0.05/h.
+		{"per hour below", Budget{PerHour: 0.06}, Budget{}, nil,
+			"the application would cost 0.07 GLM per hour after the repair (resources.db 0.05/h (rebuild market), resources.other 0.01/h, resources.web 0.01/h (update as before)), above budget.per_hour 0.06: nothing rented"},
+		{"per hour enough", Budget{PerHour: 0.07}, Budget{}, nil, ""},
+		{"a flag wins over the descriptor", Budget{PerHour: 1}, Budget{PerHour: 0.06}, nil, "above budget.per_hour 0.06"},
+		{"total below", Budget{Total: 1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}},
+			"spent 0.9 GLM + the replacements' whole agreements 0.15 (resources.db 0.15 over 3h) = 1.05, above budget.total 1: nothing rented"},
+		{"total enough", Budget{Total: 1.1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}}, ""},
+		{"total unreadable", Budget{Total: 100}, Budget{}, spendOf{err: errors.New("yagna down")},
+			"budget.total is 100 GLM but what the application has spent cannot be read (yagna down): nothing rented"},
+		{"total without payments", Budget{Total: 100}, Budget{}, nil, "cannot be read (no payments to read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBed(t, state.NewMemoryStore())
+			in := testIntent()
+			in.Budget = tc.budget
+			b.setIntent(in)
+			ev := &events{}
+			r := b.reconciler(Config{Events: ev.add, Budget: tc.flags, Spender: tc.spender})
+			ctx := context.Background()
+			b.w.mu.Lock()
+			b.w.price = 0.05
+			b.w.mu.Unlock()
+			b.w.kill(t, "resources.db")
+			rentals := b.w.rented()
+			res := r.Cycle(ctx, ctx)
+			if tc.want == "" {
+				if res.Outcome != Repaired || b.w.rented() != rentals+1 {
+					t.Fatalf("within the budget: %+v, rentals %d → %d", res, rentals, b.w.rented())
+				}
+				return
+			}
+			if res.Outcome != Refused || res.Refused == nil || !res.Refused.Budget || !strings.Contains(res.Refused.Reason, tc.want) {
+				t.Fatalf("over the budget: %+v\nwant a refusal with %q", res, tc.want)
+			}
+			if b.w.rented() != rentals {
+				t.Fatal("rented over the budget")
+			}
+			if e := ev.last(PhaseRepairRefused); e == nil || e.Level != slog.LevelWarn || !strings.Contains(e.Message, tc.want) {
+				t.Fatalf("refusal event: %+v", e)
+			}
+			if got := counter(t, r, "repairs", "refused"); got != 1 {
+				t.Fatalf("repairs{refused} = %v", got)
+			}
+			// The state still says db drifted, and nothing was written.
+			doc, _ := b.store.Load(ctx, "shop")
+			if doc.Resources["resources.db"].Pending != nil {
+				t.Fatal("a refused repair left an operation on db")
+			}
+		})
+	}
+}
+
+func TestCycleFailuresBackOff(t *testing.T) {
+	b := newBed(t, state.NewMemoryStore())
+	ev := &events{}
+	r := b.reconciler(Config{Events: ev.add})
+	ctx := context.Background()
+	b.w.mu.Lock()
+	b.w.failCreates = 2
+	b.w.mu.Unlock()
+	b.w.kill(t, "resources.db")
+	for i := 1; i <= 2; i++ {
+		res := r.Cycle(ctx, ctx)
+		if res.Outcome != Failed || !strings.Contains(errString(res.Err), "no provider would take resources.db") {
+			t.Fatalf("cycle %d: %+v", i, res)
+		}
+		if s := r.Status(); s.ConsecutiveFailures != i {
+			t.Fatalf("after %d failures the status says %d", i, s.ConsecutiveFailures)
+		}
+	}
+	if e := ev.last(PhaseRepairFailed); e == nil || e.Level != slog.LevelError || !strings.Contains(e.Message, "repair 2 in a row to fail; next try in about") {
+		t.Fatalf("failure event: %+v", e)
+	}
+	if got := counter(t, r, "repairs", "failed"); got != 2 {
+		t.Fatalf("repairs{failed} = %v", got)
+	}
+	// The failed create left an operation pending; the next cycle resolves it.
+	if res := r.Cycle(ctx, ctx); res.Outcome != Repaired {
+		t.Fatalf("third cycle: %+v", res)
+	}
+	if s := r.Status(); s.ConsecutiveFailures != 0 {
+		t.Fatalf("after a repair: %d failures", s.ConsecutiveFailures)
+	}
+}
+
+func TestBackoffWait(t *testing.T) {
+	b := Backoff{Interval: 10 * time.Second, Max: time.Minute, Jitter: 0.2}
+	for _, tc := range []struct {
+		failures int
+		r        float64
+		want     time.Duration
+	}{
+		{0, 0.5, 10 * time.Second},
+		{0, 0, 8 * time.Second},
+		{0, 1, 12 * time.Second},
+		{1, 0.5, 20 * time.Second},
+		{2, 0.5, 40 * time.Second},
+		{3, 0.5, time.Minute},
+		{30, 0.5, time.Minute},
+		{30, 0, 48 * time.Second},
+	} {
+		if got := b.Wait(tc.failures, tc.r); got != tc.want {
+			t.Errorf("Wait(%d, %v) = %s, want %s", tc.failures, tc.r, got, tc.want)
+		}
+	}
+}
+
+func TestCycleBusyWhileSomeoneDeploys(t *testing.T) {
+	store := state.NewMemoryStore()
+	b := newBed(t, store)
+	b.lockTimeout = 0
+	r := b.reconciler(Config{})
+	ctx := context.Background()
+	lock, err := store.Lock(ctx, "shop", state.NewLockInfo("deploy", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.w.kill(t, "resources.db")
+	rentals := b.w.rented()
+	if res := r.Cycle(ctx, ctx); res.Outcome != Busy || !errors.Is(res.Err, state.ErrLocked) {
+		t.Fatalf("cycle while locked: %+v", res)
+	}
+	if b.w.rented() != rentals || counter(t, r, "cycles", string(Busy)) != 1 || counter(t, r, "failures", "refresh") != 0 {
+		t.Fatal("a busy cycle rented or counted as a failure")
+	}
+	if err := store.Unlock(ctx, lock); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.Cycle(ctx, ctx); res.Outcome != Repaired {
+		t.Fatalf("cycle once unlocked: %+v", res)
+	}
+}
+
+// TestRunLeadsAloneAndStops: without an elector the reconciler leads at
+// once and cycles until stopped.
+func TestRunLeadsAloneAndStops(t *testing.T) {
+	b := newBed(t, state.NewMemoryStore())
+	ev := &events{}
+	r := b.reconciler(Config{Events: ev.add})
+	ctx := context.Background()
+	stop, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx, stop) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for counter(t, r, "cycles", string(Healthy)) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("no three cycles in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := metric(t, r, "gcompose_reconcile_leader"); got != 1 {
+		t.Fatalf("leader = %v while running alone", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := metric(t, r, "gcompose_reconcile_leader"); got != 0 {
+		t.Fatalf("leader = %v after stop", got)
+	}
+	if p := ev.phases(); p[0] != PhaseLeader || p[len(p)-1] != PhaseLeader {
+		t.Fatalf("events %v", p)
+	}
+}

@@ -1,0 +1,134 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/protocol"
+)
+
+// Drifted is a deployed resource that is not what the state recorded.
+type Drifted struct {
+	Resource string `json:"resource"`
+	// Drift is refresh's word: "gone", "stale" (its adapter wants to
+	// change it: dead, terminated, unreachable, half-made) or "changed"
+	// (running, with other outputs).
+	Drift string `json:"drift"`
+	// Reason is the adapter's explanation.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (d Drifted) String() string {
+	if d.Reason == "" {
+		return d.Resource + " (" + d.Drift + ")"
+	}
+	return d.Resource + " (" + d.Drift + ": " + d.Reason + ")"
+}
+
+// driftOf lists the drifted resources of a refresh plan, sorted.
+func driftOf(pl *plan.Plan) []Drifted {
+	var out []Drifted
+	for _, s := range pl.Steps {
+		if s.Drift != "" {
+			out = append(out, Drifted{Resource: s.Resource, Drift: s.Drift, Reason: s.Reason})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
+	return out
+}
+
+// targetsOf is the smallest repair of what drifted: the drifted resources
+// and, transitively, what depends on them (whose inputs are their
+// outputs: the knock-ons). Dependencies come from the state, which records
+// each resource's. The planner adds what the targets depend on, planned
+// and normally unchanged.
+func targetsOf(drifted []Drifted, doc *state.Document) (targets, knockOns []string) {
+	dependents := map[string][]string{}
+	for name, r := range doc.Resources {
+		for _, d := range r.Dependencies {
+			dependents[d] = append(dependents[d], name)
+		}
+	}
+	in := map[string]bool{}
+	queue := make([]string, 0, len(drifted))
+	for _, d := range drifted {
+		if !in[d.Resource] {
+			in[d.Resource] = true
+			queue = append(queue, d.Resource)
+		}
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, m := range dependents[n] {
+			if !in[m] {
+				in[m] = true
+				queue = append(queue, m)
+				knockOns = append(knockOns, m)
+			}
+		}
+	}
+	targets = sortedNames(in)
+	sort.Strings(knockOns)
+	return targets, knockOns
+}
+
+// RefusedError is a repair the reconciler would not apply: what it would
+// do is more than a repair, or costs more than the budget allows.
+type RefusedError struct {
+	// Reason says why, in one line.
+	Reason string
+	// Budget is true when the budget refused it.
+	Budget bool
+}
+
+func (e *RefusedError) Error() string { return "repair refused: " + e.Reason }
+
+// checkRepair refuses a repair plan that does more than repair what was
+// deployed: it never deletes or forgets, never creates what the state
+// does not hold (the user never deployed it), and changes nothing but the
+// targets.
+func checkRepair(pl *plan.Plan, doc *state.Document, targets []string) error {
+	want := map[string]bool{}
+	for _, t := range targets {
+		want[t] = true
+	}
+	var why []string
+	for _, s := range pl.Steps {
+		switch {
+		case s.Op == plan.Delete || s.Op == plan.Forget:
+			why = append(why, fmt.Sprintf("it would %s %s (%s): a reconciler never removes anything", s.Op.Verb(), s.Resource, s.Reason))
+		case !s.Op.Changes():
+		case doc.Resources[s.Resource] == nil:
+			why = append(why, fmt.Sprintf("it would %s %s, which was never deployed", s.Op.Verb(), s.Resource))
+		case !want[s.Resource]:
+			why = append(why, fmt.Sprintf("it would %s %s, which did not drift (%s)", s.Op.Verb(), s.Resource, s.Reason))
+		}
+	}
+	if len(why) > 0 {
+		return &RefusedError{Reason: strings.Join(why, "; ")}
+	}
+	return nil
+}
+
+// changesOf names what a repair plan changes: "rebuild services.db".
+func changesOf(pl *plan.Plan) []string {
+	var out []string
+	for _, s := range pl.Steps {
+		if s.Op.Changes() {
+			out = append(out, s.Op.Verb()+" "+s.Resource)
+		}
+	}
+	return out
+}
+
+// costOf is a step's cost in currency, nil when it has none.
+func costOf(c *protocol.Cost, currency string) *protocol.Cost {
+	if c == nil || !strings.EqualFold(c.Currency, currency) {
+		return nil
+	}
+	return c
+}
