@@ -680,6 +680,16 @@ func actionLabel(a protocol.ActionSpec) string {
 // FailedError names every resource that failed and why.
 type FailedError struct{ Outcomes []*Outcome }
 
+// Unwrap gives each resource's error, so that callers match them with
+// errors.As (a *plan.Inconsistent, an adapter's error) past the summary.
+func (e *FailedError) Unwrap() []error {
+	errs := make([]error, 0, len(e.Outcomes))
+	for _, o := range e.Outcomes {
+		errs = append(errs, o.Err)
+	}
+	return errs
+}
+
 func (e *FailedError) Error() string {
 	s := fmt.Sprintf("%d resource(s) failed:", len(e.Outcomes))
 	for _, o := range e.Outcomes {

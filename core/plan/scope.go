@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gcompose/gcompose/core/source"
 	"github.com/gcompose/gcompose/core/state"
 )
 
@@ -91,19 +92,32 @@ func scope(deps map[string][]string, targets []string, mode Mode) (map[string][]
 // protectionError fails a step that would delete or rebuild a protected
 // resource, saying why it would and how to allow it.
 func protectionError(s *Step, r *Resource) error {
-	what := "delete"
-	if s.Op == Rebuild {
-		what = "rebuild"
-	}
 	why := s.Reason
 	if why == "" {
 		why = "no reason given"
 	}
-	at := ""
-	if r.Pos.File != "" {
-		at = " at " + r.Pos.String()
+	return &ProtectedError{Resource: s.Resource, Op: s.Op, Reason: why, Pos: r.Pos}
+}
+
+// ProtectedError refuses a plan that would delete or rebuild a resource
+// marked protect: true.
+type ProtectedError struct {
+	Resource string
+	Op       Op // Rebuild or Delete
+	Reason   string
+	Pos      source.Pos
+}
+
+func (e *ProtectedError) Error() string {
+	what := "delete"
+	if e.Op == Rebuild {
+		what = "rebuild"
 	}
-	return fmt.Errorf("%s is protected (protect: true%s): this plan would %s it (%s); remove protect: true to allow that", s.Resource, at, what, why)
+	at := ""
+	if e.Pos.File != "" {
+		at = " at " + e.Pos.String()
+	}
+	return fmt.Sprintf("%s is protected (protect: true%s): this plan would %s it (%s); remove protect: true to allow that", e.Resource, at, what, e.Reason)
 }
 
 // guard turns a planned delete or rebuild of a protected resource into a
