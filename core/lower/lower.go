@@ -26,6 +26,22 @@ type Lowering interface {
 	Outputs() map[resolve.Kind]map[string][]string
 }
 
+// Implicit is implemented by a lowering that adds resources of its own
+// (not written in the descriptor) whose state the outputs section may read
+// (resolve.Options.Implicit).
+type Implicit interface {
+	// Implicit tells whether the lowering may add a resource of this name.
+	Implicit(resource string) bool
+}
+
+// ImplicitOf is l's Implicit, nil when it adds no resources of its own.
+func ImplicitOf(l Lowering) func(string) bool {
+	if im, ok := l.(Implicit); ok {
+		return im.Implicit
+	}
+	return nil
+}
+
 // Generic is the lowering of an engine that knows only generic resources:
 // each is its adapter image with its config, as written.
 type Generic struct{}

@@ -150,7 +150,13 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 	}
 	errs := p.Walk(ctx, deps, in.Mode == Destroy, visit)
 	if in.Mode == Deploy && len(in.Outputs) > 0 {
-		if _, _, err := resolveStrict(in.Outputs, outs, p.declared(ctx, desired, doc)); err != nil {
+		exists := func(name string) bool { return name == AppOutputs || desired[name] != nil || doc.Resources[name] != nil }
+		if err := refsExist(in.Outputs, exists); err != nil {
+			if errs == nil {
+				errs = map[string]error{}
+			}
+			errs[OutputsSection] = err
+		} else if _, _, err := resolveStrict(in.Outputs, outs, p.declared(ctx, desired, doc)); err != nil {
 			if errs == nil {
 				errs = map[string]error{}
 			}
@@ -441,19 +447,26 @@ func joinErrors(errs map[string]error) error {
 	}
 	sort.Strings(names)
 	msgs := make([]string, len(names))
+	each := make([]error, len(names))
 	for i, n := range names {
-		msgs[i] = Named(n, errs[n]).Error()
+		each[i] = Named(n, errs[n])
+		msgs[i] = each[i].Error()
 	}
-	return &Errors{Resources: names, msg: strings.Join(msgs, "\n")}
+	return &Errors{Resources: names, msg: strings.Join(msgs, "\n"), errs: each}
 }
 
 // Errors reports the resources that failed, each with its reason.
 type Errors struct {
 	Resources []string
 	msg       string
+	errs      []error
 }
 
 func (e *Errors) Error() string { return e.msg }
+
+// Unwrap gives each resource's error, so that callers match them with
+// errors.As (*UndeclaredOutputError, *ProtectedError, ...) past the summary.
+func (e *Errors) Unwrap() []error { return e.errs }
 
 // declared asks a resource's adapter which outputs it declares.
 func (p *Planner) declared(ctx context.Context, desired map[string]*Resource, doc *state.Document) Declared {

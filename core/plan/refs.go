@@ -143,3 +143,29 @@ type UndeclaredOutputError struct {
 func (e *UndeclaredOutputError) Error() string {
 	return fmt.Sprintf("%s will not report %s: its adapter declares the outputs %s", e.Resource, e.Field, strings.Join(e.Declared, ", "))
 }
+
+// NoSuchResourceError is a reference to a resource the application does
+// not have: one a lowering may add (resolve.Options.Implicit) but did not.
+type NoSuchResourceError struct {
+	Ref      string
+	Resource string
+}
+
+func (e *NoSuchResourceError) Error() string {
+	return fmt.Sprintf("%s: the application has no resource %s", e.Ref, e.Resource)
+}
+
+// refsExist checks that every reference in v names a resource that exists.
+func refsExist(v map[string]any, exists func(string) bool) error {
+	_, _, err := expr.EvalTree(v, func(r expr.Ref) (any, bool, error) {
+		res, _, err := OutputRef(r)
+		if err != nil {
+			return nil, false, err
+		}
+		if !exists(res) {
+			return nil, false, &NoSuchResourceError{Ref: r.Text(), Resource: res}
+		}
+		return nil, false, nil
+	})
+	return err
+}

@@ -68,7 +68,7 @@ func Load(ctx context.Context, opts LoadOptions) (*Project, source.Diagnostics) 
 	if diags.HasErrors() || app == nil {
 		return nil, diags
 	}
-	res, rdiags := resolve.Resolve(app, resolve.Options{Vars: opts.Vars, Outputs: opts.Lowering.Outputs()})
+	res, rdiags := resolve.Resolve(app, resolve.Options{Vars: opts.Vars, Outputs: opts.Lowering.Outputs(), Implicit: lower.ImplicitOf(opts.Lowering)})
 	if opts.Redactor != nil && res != nil {
 		for _, v := range res.Secrets {
 			opts.Redactor.Add(v)

@@ -176,6 +176,9 @@ func (rv *resolver) lookup(sc *scope, ptr, s string, r expr.Ref) (v any, known b
 	case "meta":
 		return rv.static(sc, "meta", "/meta", p[1:], nil)
 	case "resources":
+		if len(p) > 2 && !p[1].IsIndex && rv.app.Resources[p[1].Name] == nil && rv.opts.Implicit != nil && rv.opts.Implicit(p[1].Name) {
+			return rv.implicit(sc, ptr, s, r)
+		}
 		name, rest, err := entryName(p, "resource", rv.app.Resources)
 		if err != nil {
 			return nil, false, "", err
@@ -292,6 +295,21 @@ func (rv *resolver) lookupService(sc *scope, ptr, s string, r expr.Ref) (any, bo
 		}
 	}
 	return rv.static(sc, "services."+name, pointer("services", name), rest, rv.outputNames(ServiceNode))
+}
+
+// implicit reads the state of a resource the lowering adds (Options.
+// Implicit). Only the outputs section may: it is read after apply, while a
+// node's reference would be an edge to a resource the graph does not hold
+// yet.
+func (rv *resolver) implicit(sc *scope, ptr, s string, r expr.Ref) (any, bool, string, error) {
+	name, rest := r.Path[1].Name, r.Path[2:]
+	if rest[0].IsIndex || rest[0].Name != "state" || len(rest) < 2 {
+		return nil, false, "", fmt.Errorf("a reference to resources.%s reads its state: ${resources.%s.state.KEY}", name, name)
+	}
+	if sc.node != nil || !sc.outputs {
+		return nil, false, "", fmt.Errorf("resources.%s is added by the lowering, not written in the descriptor: only the outputs section can read its state", name)
+	}
+	return rv.runtime(sc, ptr, s, r, ResourceID(name), "resource", rest, nil)
 }
 
 // runtime keeps a reference to a runtime output of target for apply time and

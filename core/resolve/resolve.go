@@ -35,6 +35,11 @@ type Options struct {
 	// services and networks onto adapters knows them (the Golem one:
 	// adapters/golem/lowering.Outputs); nil: none, every field is static.
 	Outputs map[Kind]map[string][]string
+	// Implicit tells the resources a lowering adds of its own (the Golem
+	// one: golem-payments, golem-proxy-<service>) by name: the outputs
+	// section may read their state (${resources.golem-proxy-web.state.url});
+	// the planner checks that the lowering really made one. Nil: none.
+	Implicit func(resource string) bool
 }
 
 // Kind is what a node is.
