@@ -124,7 +124,6 @@ func Outputs() map[resolve.Kind]map[string][]string {
 			"agreement":    {"id", "provider_id", "provider_name"},
 			"activity":     {"id"},
 			"state":        nil,
-			"proxy":        nil,
 		},
 		resolve.NetworkNode: {"network_id": nil, "owner_id": nil, "state": nil},
 	}
