@@ -98,7 +98,7 @@ func Adapter() sdk.Adapter {
 	return sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
-			Gcompose:     InitExt(nil),
+			Gcompose:     initExt(),
 		}),
 		Check:   Check,
 		State:   state,

@@ -65,7 +65,7 @@ func Adapter() sdk.Adapter {
 		Init: sdk.Static(protocol.InitResult{
 			Plugs:        map[string]protocol.PlugSpec{DockerPlug: {ContainerPath: DockerSocket}},
 			ConfigSchema: json.RawMessage(configSchema),
-			Gcompose:     network.InitExt(nil),
+			Gcompose:     initExt(network.InitExt(nil)),
 		}),
 		Check:   network.Check,
 		State:   state,

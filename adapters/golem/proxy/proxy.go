@@ -103,7 +103,7 @@ func Adapter() sdk.Adapter {
 			ConfigSchema: json.RawMessage(configSchema),
 			// gcompose prints the URL after a deploy as the endpoint of the
 			// service the proxy is in front of, and shows it in ps.
-			Gcompose: network.InitExt(&protocol.Summary{URL: "/url", For: "/service"}),
+			Gcompose: initExt(network.InitExt(&protocol.Summary{URL: "/url", For: "/service"})),
 		}),
 		Check:   network.Check,
 		State:   state,

@@ -39,7 +39,7 @@ func AdapterWith(t Timeouts) sdk.Adapter {
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
 			// gcompose ps shows who runs the service and its VPN address.
-			Gcompose: estimates(network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"})),
+			Gcompose: withOutputs(estimates(network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"}))),
 		}),
 		Check:   network.Check,
 		State:   s.state,
