@@ -296,8 +296,11 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 		return true, nil
 	}
 	began := time.Now()
-	_, err = sess.Run(ctx, engine.Request{App: r.cfg.App, Mode: plan.Deploy, Desired: in.Desired, Outputs: in.Outputs,
+	rout, err := sess.Run(ctx, engine.Request{App: r.cfg.App, Mode: plan.Deploy, Desired: in.Desired, Outputs: in.Outputs,
 		Targets: res.Targets, Confirm: confirm, Stop: stop})
+	if err != nil {
+		err = withCauses(err, rout)
+	}
 	switch {
 	case res.Refused != nil:
 		res.Outcome = Refused
@@ -314,7 +317,7 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 		r.setFailures(r.failures + 1)
 		next := r.cfg.Backoff.Wait(r.failures, 0.5)
 		r.emit(Event{Level: slog.LevelError, Phase: PhaseRepairFailed, Duration: time.Since(began),
-			Message: fmt.Sprintf("%v (repair %d in a row to fail; next try in about %s)", err, r.failures, next.Round(time.Second))})
+			Message: fmt.Sprintf("%v (repair %d in a row to fail; next try in about %s)", err, r.failures, roughly(next))})
 	case len(res.Changes) == 0:
 		// The adapters found nothing to change after all (the drift was
 		// outputs only, recorded now, or it healed meanwhile).
@@ -334,6 +337,33 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 				time.Since(began).Round(time.Millisecond), res.TimeToRepair.Round(time.Millisecond))})
 	}
 	return res
+}
+
+// withCauses adds to a run's error what each failed resource's error was,
+// when the error does not say it (an interrupted run only counts them).
+func withCauses(err error, out *engine.Outcome) error {
+	if out == nil || out.Result == nil {
+		return err
+	}
+	var causes []string
+	for _, o := range out.Result.Failed() {
+		if o.Skipped || o.Err == nil || errors.Is(o.Err, apply.ErrInterrupted) || strings.Contains(err.Error(), o.Err.Error()) {
+			continue
+		}
+		causes = append(causes, plan.Named(o.Resource, o.Err).Error())
+	}
+	if len(causes) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, strings.Join(causes, "; "))
+}
+
+// roughly rounds a wait for people: to the second from 10s up.
+func roughly(d time.Duration) time.Duration {
+	if d >= 10*time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
 }
 
 // spender reads what the application spent, once per cycle at most.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"sync"
 	"testing"
@@ -25,10 +27,10 @@ type world struct {
 	instances map[string]*instance // by id
 	rentals   int
 	price     float64 // per hour, for new rentals
-	// failCreates fails that many creates; block, when set, holds every
-	// create until it is closed (and entered is told it started).
+	// failCreates fails that many creates; blockFirst, when set, holds the
+	// next create until it is closed (and entered is told it started).
 	failCreates int
-	block       chan struct{}
+	blockFirst  chan struct{}
 	entered     chan string
 }
 
@@ -100,7 +102,8 @@ func (w *world) Action(ctx context.Context, c plan.Call, a protocol.ActionSpec, 
 	switch a.Name {
 	case "create":
 		w.mu.Lock()
-		block, entered := w.block, w.entered
+		block, entered := w.blockFirst, w.entered
+		w.blockFirst = nil
 		w.mu.Unlock()
 		if block != nil {
 			if entered != nil {
@@ -142,7 +145,7 @@ func (w *world) Action(ctx context.Context, c plan.Call, a protocol.ActionSpec, 
 }
 
 // kill makes the live instance of a resource die behind gcompose's back.
-func (w *world) kill(t *testing.T, name string) {
+func (w *world) kill(t testing.TB, name string) {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -198,7 +201,7 @@ func (s *testSession) Run(ctx context.Context, req engine.Request) (*engine.Outc
 // bed is a deployed test application: a store, the world, the intent the
 // next session loads.
 type bed struct {
-	t      *testing.T
+	t      testing.TB
 	store  state.Store
 	w      *world
 	mu     sync.Mutex
@@ -208,13 +211,19 @@ type bed struct {
 	lockTimeout time.Duration
 }
 
-func newBed(t *testing.T, store state.Store) *bed {
+func newBed(t testing.TB, store state.Store) *bed {
 	t.Helper()
 	b := &bed{t: t, store: store, w: newWorld(), intent: testIntent(), lockTimeout: 5 * time.Second}
 	if _, err := b.engine().Run(context.Background(), engine.Request{App: "shop", Mode: plan.Deploy, Desired: b.intent.Desired}); err != nil {
 		t.Fatalf("deploy: %v", err)
 	}
 	return b
+}
+
+// sharing is the same application seen through another store: another
+// process's view of the same world.
+func (b *bed) sharing(store state.Store) *bed {
+	return &bed{t: b.t, store: store, w: b.w, intent: b.intent, lockTimeout: b.lockTimeout}
 }
 
 func (b *bed) engine() *engine.Engine {
@@ -238,6 +247,9 @@ func (b *bed) reconciler(cfg Config) *Reconciler {
 	b.t.Helper()
 	cfg.App = "shop"
 	cfg.Open = b.open
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	if cfg.Backoff.Interval == 0 {
 		cfg.Backoff = Backoff{Interval: 10 * time.Millisecond, Max: 80 * time.Millisecond, Jitter: 0.2}
 	}
