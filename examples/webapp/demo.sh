@@ -1,6 +1,6 @@
 #!/bin/sh
 # `make demo`: start the devnet (docker-compose service devnet, 127.0.0.1:${GCOMPOSE_DEVNET_PORT:-7465}), deploy examples/webapp on
-# it, print the local URL of the web service and fetch it. Images must be built (make images).
+# it (the deploy ends with the app's outputs: its URL and the database's VPN address), and fetch the URL. Images must be built (make images).
 # Remove everything afterwards with:
 #   YAGNA_API_URL=http://127.0.0.1:7465 YAGNA_APPKEY=devnet-appkey bin/gcompose destroy -f examples/webapp/webapp.yaml --yes
 set -eu
@@ -23,8 +23,9 @@ done
 echo "== deploying $DESCRIPTOR"
 "$GCOMPOSE" deploy -f "$DESCRIPTOR" --yes
 
-url=$("$GCOMPOSE" ps -f "$DESCRIPTOR" --json | sed -n 's/.*"url": *"\([^"]*\)".*/\1/p' | head -n 1)
-if [ -z "$url" ]; then echo "gcompose ps shows no URL" >&2; exit 1; fi
+# The descriptor's outputs (printed by the deploy above) hold the URL.
+url=$("$GCOMPOSE" output -f "$DESCRIPTOR" url)
+if [ -z "$url" ]; then echo "gcompose output url printed nothing" >&2; exit 1; fi
 echo
 echo "== the web service is at $url"
 curl -fsS "$url"

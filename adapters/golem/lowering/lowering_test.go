@@ -16,7 +16,7 @@ func load(t *testing.T, files ...string) *resolve.Resolved {
 	if len(diags.Errors()) > 0 {
 		t.Fatalf("load: %v", diags)
 	}
-	r, rd := resolve.Resolve(app, resolve.Options{Outputs: Outputs()})
+	r, rd := resolve.Resolve(app, resolve.Options{Outputs: Outputs(), Implicit: Golem{}.Implicit})
 	if len(rd.Errors()) > 0 {
 		t.Fatalf("resolve: %v", rd)
 	}
