@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -288,30 +287,11 @@ func TestE2EConfirmationNeedsTerminalOrYes(t *testing.T) {
 	}
 }
 
-// The crash and lock tests need a separate process.
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
+// gcomposeBinary is the CLI built for the tests that run it as a process
+// (crash, lock, interrupt, tmux), once per test binary run.
 func gcomposeBinary(t *testing.T) string {
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gcompose-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "gcompose")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
+	t.Helper()
+	return testimage.Binary(t, context.Background(), "./cmd/gcompose")
 }
 
 func (e *env) start(args ...string) (*exec.Cmd, *bytes.Buffer) {

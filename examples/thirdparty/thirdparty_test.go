@@ -123,15 +123,11 @@ type counterFile struct {
 	Label string `json:"label"`
 }
 
-// gcomposeBinary builds the CLI: its run function is in package main.
+// gcomposeBinary is the CLI, built once per test binary run: its run
+// function is in package main.
 func gcomposeBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "gcompose")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/gcompose/gcompose/cmd/gcompose")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build gcompose: %v\n%s", err, out)
-	}
-	return bin
+	return testimage.Binary(t, context.Background(), "./cmd/gcompose")
 }
 
 // containersOf lists the containers gcompose made for app, and removes

@@ -1,7 +1,6 @@
 package devnet_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,24 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
-	"github.com/gcompose/gcompose/adapters/golem/openapi"
+	"github.com/gcompose/gcompose/adapters/golem/devnet/devnettest"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
@@ -47,8 +38,8 @@ type env struct {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// start runs a devnet on a real loopback listener; when the test ends it is closed and the test checks
-// that no labelled container or network is left.
+// start runs a devnet on a real loopback listener, checked against the OpenAPI files; when the test
+// ends it is closed and the test checks that no labelled container or network is left.
 func start(t testing.TB, cfg devnet.Config) *env {
 	t.Helper()
 	testimage.RequireDocker(t)
@@ -63,52 +54,8 @@ func start(t testing.TB, cfg devnet.Config) *env {
 	if err != nil {
 		t.Fatalf("devnet.New: %v", err)
 	}
-	// Every exchange is checked against the OpenAPI files (adapters/golem/openapi).
-	checker, err := openapi.NewChecker()
-	if err != nil {
-		t.Fatalf("openapi: %v", err)
-	}
-	// What a real yagna answers beyond the spec (408s of unreachable providers, 504s) is exempt.
-	checker.Exempt = devnet.BeyondSpec
-	checked, direct := checker.Handler(srv.Handler()), srv.Handler()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The devnet's own endpoints and unknown paths are not in the spec. The checker does not know
-		// that the security scheme app_key_param allows ?authToken= on the websocket: those go direct.
-		_, _, err := checker.Spec.Find(r.Method, r.URL.Path)
-		// SSE batch results are outside the spec's JSON description too.
-		if err != nil || r.URL.Query().Has("authToken") || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-			direct.ServeHTTP(w, r)
-			return
-		}
-		checked.ServeHTTP(w, r)
-	}))
-	e := &env{t: t, srv: srv, url: hs.URL, c: yagna.New(hs.URL, testKey), docker: docker, instance: instance}
-	t.Cleanup(func() {
-		checker.Report(t)
-		ops := make([]string, 0, len(checker.Seen()))
-		for op := range checker.Seen() {
-			ops = append(ops, op)
-		}
-		sort.Strings(ops)
-		t.Logf("OpenAPI-checked operations: %s", strings.Join(ops, " "))
-		hs.CloseClientConnections()
-		hs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("devnet Close: %v", err)
-		}
-		f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))
-		cs, err := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-		if err != nil || len(cs) != 0 {
-			t.Errorf("after Close: %d labelled containers left (err %v)", len(cs), err)
-		}
-		ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f})
-		if err != nil || len(ns) != 0 {
-			t.Errorf("after Close: %d labelled networks left (err %v)", len(ns), err)
-		}
-	})
-	return e
+	url := devnettest.Serve(t, docker, srv, instance, nil)
+	return &env{t: t, srv: srv, url: url, c: yagna.New(url, testKey), docker: docker, instance: instance}
 }
 
 // raw sends a request with the given key ("" for none) and returns status and body.
@@ -144,86 +91,17 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// buildProviderImage builds images/devnet-db.Dockerfile through the Engine API (busybox, devnet-init,
-// devnet-db) as gcompose/devnet-db:test, labelled with testHash.
-func buildProviderImage(t testing.TB, docker *client.Client) {
+// buildProviderImage builds images/devnet-db.Dockerfile (busybox, devnet-init, devnet-db) as
+// gcompose/devnet-db:test, labelled with testHash.
+func buildProviderImage(t testing.TB, _ *client.Client) {
 	t.Helper()
-	buildDemoImage(t, docker, "devnet-db", map[string]string{devnet.LabelImageHash: testHash, testimage.Label: "devnet"})
+	devnettest.DemoImage(t, ctxT(t, 5*time.Minute), "devnet-db", "gcompose/devnet-db:test", map[string]string{devnet.LabelImageHash: testHash})
 }
 
 // buildWebImage builds images/devnet-web.Dockerfile as gcompose/devnet-web:test.
-func buildWebImage(t testing.TB, docker *client.Client) {
+func buildWebImage(t testing.TB, _ *client.Client) {
 	t.Helper()
-	buildDemoImage(t, docker, "devnet-web", map[string]string{devnet.LabelImageHash: "0000000000000000000000000000000000000000000000000000test", testimage.Label: "devnet"})
-}
-
-// buildDemoImage builds images/<name>.Dockerfile with busybox, devnet-init and cmd/<name> as context.
-func buildDemoImage(t testing.TB, docker *client.Client, name string, labels map[string]string) {
-	t.Helper()
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("/bin/busybox missing (apt-get install -y busybox-static): %v", err)
-		}
-		t.Skipf("/bin/busybox missing (apt-get install -y busybox-static)")
-	}
-	ctx := ctxT(t, 5*time.Minute)
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, bin := range []string{"devnet-init", name} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, bin), "./cmd/"+bin)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", bin, err, out)
-		}
-	}
-	files := map[string]string{"busybox": "/bin/busybox", "devnet-init": filepath.Join(dir, "devnet-init"),
-		name: filepath.Join(dir, name), "Dockerfile": filepath.Join(root, "images", name+".Dockerfile")}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for name, path := range files {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(b)), ModTime: time.Unix(0, 0)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := docker.ImageBuild(ctx, &buf, build.ImageBuildOptions{
-		Tags: []string{"gcompose/" + name + ":test"}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true,
-		Labels: labels,
-	})
-	if err != nil {
-		t.Fatalf("image build: %v", err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	var log strings.Builder
-	for {
-		var msg struct {
-			Stream string `json:"stream"`
-			Error  string `json:"error"`
-		}
-		if err := dec.Decode(&msg); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("image build output: %v", err)
-		}
-		log.WriteString(msg.Stream)
-		if msg.Error != "" {
-			t.Fatalf("image build: %s\n%s", msg.Error, log.String())
-		}
-	}
+	devnettest.DemoImage(t, ctxT(t, 5*time.Minute), "devnet-web", "gcompose/devnet-web:test", map[string]string{devnet.LabelImageHash: "0000000000000000000000000000000000000000000000000000test"})
 }
 
 // negotiated is the result of the market phase.

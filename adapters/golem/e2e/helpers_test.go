@@ -1,32 +1,27 @@
 package e2e
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
-	"github.com/gcompose/gcompose/adapters/golem/openapi"
+	"github.com/gcompose/gcompose/adapters/golem/devnet/devnettest"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
@@ -76,7 +71,7 @@ func start(t *testing.T, cfg devnet.Config) *env {
 		testimage.Build(t, ctx, "./cmd/golem-"+name, adapterImages[name])
 	}
 	e := startDevnet(t, cfg)
-	e.bin = gcomposeBinary(t, ctx)
+	e.bin = testimage.Binary(t, ctx, "./cmd/gcompose")
 	return e
 }
 
@@ -89,7 +84,7 @@ func startDevnet(t *testing.T, cfg devnet.Config) *env {
 	docker := testimage.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	demoImages(t, ctx, docker)
+	demoImages(t, ctx)
 
 	id := strings.Trim(unsafe.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(id) > 40 {
@@ -110,50 +105,11 @@ func startDevnet(t *testing.T, cfg devnet.Config) *env {
 	if err != nil {
 		t.Fatalf("devnet.New: %v", err)
 	}
-	// Every exchange the adapters make is checked against the OpenAPI files.
-	checker, err := openapi.NewChecker()
-	if err != nil {
-		t.Fatalf("openapi: %v", err)
-	}
-	// What a real yagna answers beyond the spec (408s of unreachable providers, 504s) is exempt.
-	checker.Exempt = devnet.BeyondSpec
-	checked, direct := checker.Handler(srv.Handler()), srv.Handler()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The devnet's own endpoints, the websocket tunnel and SSE are outside
-		// the spec's JSON description.
-		_, _, err := checker.Spec.Find(r.Method, r.URL.Path)
-		if err != nil || r.Header.Get("Upgrade") != "" || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
-			direct.ServeHTTP(w, r)
-			return
-		}
-		checked.ServeHTTP(w, r)
-	})}
-	go func() { _ = hs.Serve(ln) }()
-	e := &env{devnetLog: devnetLog, t: t, url: "http://" + ln.Addr().String(), docker: docker, instance: cfg.Instance, app: cfg.Instance,
+	e := &env{devnetLog: devnetLog, t: t, docker: docker, instance: cfg.Instance, app: cfg.Instance,
 		state: filepath.Join(t.TempDir(), "state"), dir: t.TempDir(), srv: srv}
+	// Whatever a failed test left of the app goes first.
+	e.url = devnettest.Serve(t, docker, srv, cfg.Instance, e.removeApp)
 	e.yc = yagna.New(e.url, appKey)
-	t.Cleanup(func() {
-		checker.Report(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		// Whatever a failed test left of the app goes first.
-		e.removeApp(ctx)
-		_ = hs.Close()
-		if err := srv.Close(ctx); err != nil {
-			t.Errorf("devnet Close: %v", err)
-		}
-		f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+cfg.Instance))
-		if cs, err := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f}); err != nil || len(cs) != 0 {
-			t.Errorf("after Close: %d devnet containers left (err %v)", len(cs), err)
-		}
-		if ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) != 0 {
-			t.Errorf("after Close: %d devnet networks left (err %v)", len(ns), err)
-		}
-	})
 	return e
 }
 
@@ -363,34 +319,6 @@ func get(ctx context.Context, url string) (string, error) {
 	return string(b), err
 }
 
-var (
-	cliOnce sync.Once
-	cliPath string
-	cliErr  error
-)
-
-// gcomposeBinary builds the CLI once per test binary run.
-func gcomposeBinary(t *testing.T, ctx context.Context) string {
-	t.Helper()
-	cliOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gcompose-e2e-cli-")
-		if err != nil {
-			cliErr = err
-			return
-		}
-		cliPath = filepath.Join(dir, "gcompose")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", cliPath, "./cmd/gcompose")
-		cmd.Dir = moduleRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			cliErr = fmt.Errorf("go build ./cmd/gcompose: %v\n%s", err, out)
-		}
-	})
-	if cliErr != nil {
-		t.Fatal(cliErr)
-	}
-	return cliPath
-}
-
 func moduleRoot(t *testing.T) string {
 	root, err := filepath.Abs("../../..")
 	if err != nil {
@@ -399,84 +327,11 @@ func moduleRoot(t *testing.T) string {
 	return root
 }
 
-var demoOnce sync.Once
-
 // demoImages builds images/devnet-db.Dockerfile and images/devnet-web.Dockerfile
 // (busybox, devnet-init and the demo binary) as gcompose-test/devnet-*:e2e.
-func demoImages(t *testing.T, ctx context.Context, docker *client.Client) {
+func demoImages(t *testing.T, ctx context.Context) {
 	t.Helper()
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("/bin/busybox missing (apt-get install -y busybox-static): %v", err)
-		}
-		t.Skip("/bin/busybox missing (apt-get install -y busybox-static)")
-	}
-	var err error
-	demoOnce.Do(func() {
-		for _, name := range []string{"devnet-db", "devnet-web"} {
-			if err = buildDemo(ctx, docker, moduleRoot(t), name); err != nil {
-				return
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func buildDemo(ctx context.Context, docker *client.Client, root, name string) error {
-	dir, err := os.MkdirTemp("", "gcompose-e2e-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	for _, bin := range []string{"devnet-init", name} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(dir, bin), "./cmd/"+bin)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %v\n%s", bin, err, out)
-		}
-	}
-	files := map[string]string{"busybox": "/bin/busybox", "devnet-init": filepath.Join(dir, "devnet-init"),
-		name: filepath.Join(dir, name), "Dockerfile": filepath.Join(root, "images", name+".Dockerfile")}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for n, p := range files {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(b)), ModTime: time.Unix(0, 0)}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(b); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	resp, err := docker.ImageBuild(ctx, &buf, build.ImageBuildOptions{
-		Tags: []string{"gcompose-test/" + name + ":e2e"}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true,
-		Labels: map[string]string{testimage.Label: "golem-e2e"},
-	})
-	if err != nil {
-		return fmt.Errorf("image build %s: %w", name, err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&msg); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("image build %s output: %w", name, err)
-		}
-		if msg.Error != "" {
-			return fmt.Errorf("image build %s: %s", name, msg.Error)
-		}
+	for _, name := range []string{"devnet-db", "devnet-web"} {
+		devnettest.DemoImage(t, ctx, name, "gcompose-test/"+name+":e2e", nil)
 	}
 }
