@@ -126,17 +126,22 @@ func labelsText(m map[string]string) string {
 	return b.String()
 }
 
-// TestE2ESecretsNeverShown deploys an app using two secrets with verbose
-// and JSON progress, plans, re-deploys, fails an action whose message holds
-// a secret, shows and pulls the state, and destroys; every output, every
-// state file and docker inspect of every adapter container seen during the
-// run are searched for the secret values: zero hits.
-func TestE2ESecretsNeverShown(t *testing.T) {
-	e := newEnv(t)
-	password, apiKey := randomSecret("pw-"), randomSecret("ak-")
-	secrets := []string{password, apiKey}
-	t.Setenv("E2E_DB_PASSWORD", password)
-	if err := os.WriteFile(filepath.Join(e.dir, "api.key"), []byte(apiKey+"\n"), 0o600); err != nil {
+// secretsRun is what the secret tests share: two secret values, one in
+// $E2E_DB_PASSWORD and one in api.key beside the descriptors; a state key
+// file, and no key in the environment; and a watcher that captures every
+// container and state file of the app until stopWatch.
+type secretsRun struct {
+	password, apiKey string
+	keyFile          string
+	got              *captured
+	stopWatch        func() int // the number of containers seen
+}
+
+func startSecretsRun(t *testing.T, e *env) *secretsRun {
+	t.Helper()
+	sr := &secretsRun{password: randomSecret("pw-"), apiKey: randomSecret("ak-"), got: &captured{}}
+	t.Setenv("E2E_DB_PASSWORD", sr.password)
+	if err := os.WriteFile(filepath.Join(e.dir, "api.key"), []byte(sr.apiKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	key := make([]byte, 32)
@@ -144,19 +149,14 @@ func TestE2ESecretsNeverShown(t *testing.T) {
 	t.Setenv(secret.EnvKey, "")
 	t.Setenv(secret.EnvPassphrase, "")
 	t.Setenv(secret.EnvKeyFile, "")
-	keyFile := filepath.Join(t.TempDir(), "state.key")
-	os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600)
-
-	loud := strings.ReplaceAll(loudResource, "FAIL", "cannot log in with password ${secret.db_password}")
-	f := e.write("app.yaml", strings.Replace(secretsApp, "LOUD", "", 1))
-	fLoud := e.write("loud.yaml", strings.Replace(secretsApp, "LOUD", loud, 1))
-	fQuiet := e.write("quiet.yaml", strings.Replace(secretsApp, "LOUD", strings.Replace(loud, `fail: "cannot log in with password ${secret.db_password}"`, `mode: "0644"`, 1), 1))
-
-	var got captured
+	sr.keyFile = filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(sr.keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	stop, done := make(chan struct{}), make(chan int, 1)
-	go got.watch(t, e.app, e.state, stop, done)
+	go sr.got.watch(t, e.app, e.state, stop, done)
 	stopped := false
-	stopWatch := func() int {
+	sr.stopWatch = func() int {
 		if stopped {
 			return 0
 		}
@@ -164,7 +164,41 @@ func TestE2ESecretsNeverShown(t *testing.T) {
 		close(stop)
 		return <-done
 	}
-	t.Cleanup(func() { stopWatch() })
+	t.Cleanup(func() { sr.stopWatch() })
+	return sr
+}
+
+// search fails the test for every captured item that shows a secret value.
+func (sr *secretsRun) search(t *testing.T, containers int) {
+	t.Helper()
+	hits := 0
+	for name, text := range sr.got.items {
+		for _, s := range []string{sr.password, sr.apiKey} {
+			if strings.Contains(text, s) {
+				hits++
+				t.Errorf("%s shows a secret value:\n%s", name, excerpt(text, s))
+			}
+		}
+	}
+	t.Logf("searched %d outputs, state files and inspections (%d adapter containers): %d hits", len(sr.got.items), containers, hits)
+}
+
+// TestE2ESecretsNeverShown deploys an app using two secrets with verbose
+// and JSON progress, plans, re-deploys, fails an action whose message holds
+// a secret, shows and pulls the state, and destroys; every output, every
+// state file and docker inspect of every adapter container seen during the
+// run are searched for the secret values: zero hits.
+func TestE2ESecretsNeverShown(t *testing.T) {
+	e := newEnv(t)
+	sr := startSecretsRun(t, e)
+	password, apiKey, keyFile := sr.password, sr.apiKey, sr.keyFile
+
+	loud := strings.ReplaceAll(loudResource, "FAIL", "cannot log in with password ${secret.db_password}")
+	f := e.write("app.yaml", strings.Replace(secretsApp, "LOUD", "", 1))
+	fLoud := e.write("loud.yaml", strings.Replace(secretsApp, "LOUD", loud, 1))
+	fQuiet := e.write("quiet.yaml", strings.Replace(secretsApp, "LOUD", strings.Replace(loud, `fail: "cannot log in with password ${secret.db_password}"`, `mode: "0644"`, 1), 1))
+
+	got, stopWatch := sr.got, sr.stopWatch
 
 	gc := func(wantCode int, args ...string) result {
 		t.Helper()
@@ -263,16 +297,7 @@ func TestE2ESecretsNeverShown(t *testing.T) {
 	sort.Strings(stateFiles)
 	t.Logf("state files read: %s", strings.Join(stateFiles, ", "))
 
-	hits := 0
-	for name, text := range got.items {
-		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				hits++
-				t.Errorf("%s shows a secret value:\n%s", name, excerpt(text, s))
-			}
-		}
-	}
-	t.Logf("searched %d outputs, state files and inspections (%d adapter containers): %d hits", len(got.items), containers, hits)
+	sr.search(t, containers)
 }
 
 func excerpt(text, s string) string {
@@ -315,20 +340,8 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	e := newEnv(t)
 	const logsTag = "gcompose-test/logs-adapter:e2e"
 	testimage.Build(t, context.Background(), "./cmd/gcompose/testdata/logs-adapter", logsTag)
-	password, apiKey := randomSecret("pw-"), randomSecret("ak-")
-	secrets := []string{password, apiKey}
-	t.Setenv("E2E_DB_PASSWORD", password)
-	if err := os.WriteFile(filepath.Join(e.dir, "api.key"), []byte(apiKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	key := make([]byte, 32)
-	rand.Read(key)
-	t.Setenv(secret.EnvKey, "")
-	t.Setenv(secret.EnvPassphrase, "")
-	t.Setenv(secret.EnvKeyFile, "")
-	keyFile := filepath.Join(t.TempDir(), "state.key")
-	os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)), 0o600)
-	kf := "--state-key-file=" + keyFile
+	sr := startSecretsRun(t, e)
+	password, kf := sr.password, "--state-key-file="+sr.keyFile
 
 	app := strings.ReplaceAll(otherCommandsApp, "LOGS", logsTag)
 	f := e.write("app.yaml", strings.Replace(app, "MESSAGE", "${secret.api_key}", 1))
@@ -336,19 +349,7 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	f2 := e.write("app-v2.yaml", strings.NewReplacer("MESSAGE", "v2 ${secret.api_key}", "password=", "v2 password=").Replace(app))
 	other, third := filepath.Join(e.dir, "state-other"), filepath.Join(e.dir, "state-third")
 
-	var got captured
-	stop, done := make(chan struct{}), make(chan int, 1)
-	go got.watch(t, e.app, e.state, stop, done)
-	stopped := false
-	stopWatch := func() int {
-		if stopped {
-			return 0
-		}
-		stopped = true
-		close(stop)
-		return <-done
-	}
-	t.Cleanup(func() { stopWatch() })
+	got, stopWatch := sr.got, sr.stopWatch
 
 	// gcAt runs gcompose on the state at dir (every command names its
 	// state), for at most timeout when given (logs -f).
@@ -452,14 +453,5 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	if containers == 0 {
 		t.Error("no adapter container was seen: docker inspect was not exercised")
 	}
-	hits := 0
-	for name, text := range got.items {
-		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				hits++
-				t.Errorf("%s shows a secret value:\n%s", name, excerpt(text, s))
-			}
-		}
-	}
-	t.Logf("searched %d outputs, state files and inspections (%d adapter containers): %d hits", len(got.items), containers, hits)
+	sr.search(t, containers)
 }
