@@ -496,3 +496,51 @@ func TestLocalhostImageName(t *testing.T) {
 		t.Errorf("stdout %q", res.Stdout)
 	}
 }
+
+// Calls killed while their container exits leave nothing and warn of
+// nothing: Podman refuses a forced removal racing the exit ("container state
+// improper") in a few percent of such calls, and the removal is retried.
+func TestKilledCallsLeaveNothing(t *testing.T) {
+	testimage.RequireDocker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	img := testimage.Build(t, ctx, adapterPkg, adapterTag)
+	labels := testimage.Labels(t)
+	var warnings syncBuffer
+	r, err := runner.New(ctx, runner.Options{Labels: labels, Timeout: time.Minute,
+		Logger: runner.WarnLogger(func(msg string) { warnings.Write([]byte(msg + "\n")) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const calls, atOnce = 32, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	for i := 0; i < calls; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := spec(img, "huge", "20000000")
+			s.StdoutLimit = 1 << 20
+			_, err := r.Run(ctx, s)
+			errs <- err
+		}()
+		if i%atOnce == atOnce-1 {
+			wg.Wait()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		var ce *runner.CallError
+		if !errors.As(err, &ce) || ce.Kind != runner.KindStdoutLimit {
+			t.Errorf("want a stdout-limit CallError, got %v", err)
+		}
+	}
+	if w := warnings.String(); w != "" {
+		t.Errorf("warnings:\n%s", w)
+	}
+	if left := testimage.ContainersLabelled(t, ctx, testimage.Label, labels[testimage.Label]); len(left) > 0 {
+		t.Errorf("containers left behind: %v", left)
+	}
+}
