@@ -130,8 +130,13 @@ func deriveImage(ctx context.Context, dockerfile, tag string) (string, error) {
 		return "", fmt.Errorf("docker engine client: %w", err)
 	}
 	defer cli.Close()
-	if err := dockerbuild.Build(ctx, cli, []byte(dockerfile), nil, build.ImageBuildOptions{
-		Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: map[string]string{Label: "derived"},
+	return buildTagged(ctx, cli, []byte(dockerfile), nil, tag, map[string]string{Label: "derived"})
+}
+
+// buildTagged builds an image tagged tag and returns its ID.
+func buildTagged(ctx context.Context, cli *client.Client, dockerfile []byte, files map[string]dockerbuild.File, tag string, labels map[string]string) (string, error) {
+	if err := dockerbuild.Build(ctx, cli, dockerfile, files, build.ImageBuildOptions{
+		Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: labels,
 	}); err != nil {
 		return "", err
 	}
@@ -177,17 +182,12 @@ func buildImage(ctx context.Context, pkg, tag string) (string, error) {
 	}
 
 	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [\"/%s\"]\n", name, name, name)
-	if err := dockerbuild.Build(ctx, cli, []byte(dockerfile), map[string]dockerbuild.File{name: {Data: binary}}, build.ImageBuildOptions{
-		Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: map[string]string{Label: pkg, labelHash: hash},
-	}); err != nil {
+	id, err := buildTagged(ctx, cli, []byte(dockerfile), map[string]dockerbuild.File{name: {Data: binary}}, tag, map[string]string{Label: pkg, labelHash: hash})
+	if err != nil {
 		return "", err
 	}
-	ins, err := cli.ImageInspect(ctx, tag)
-	if err != nil {
-		return "", fmt.Errorf("inspect built image %s: %w", tag, err)
-	}
 	pruneOld(ctx, cli, pkg)
-	return ins.ID, nil
+	return id, nil
 }
 
 // goBuild compiles the Go main package pkg (relative to root, or an import
@@ -311,16 +311,7 @@ func buildDockerfile(ctx context.Context, d Dockerfile, tag string) (string, err
 		return "", fmt.Errorf("docker engine client: %w", err)
 	}
 	defer cli.Close()
-	if err := dockerbuild.Build(ctx, cli, dockerfile, files, build.ImageBuildOptions{
-		Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: labels,
-	}); err != nil {
-		return "", err
-	}
-	ins, err := cli.ImageInspect(ctx, tag)
-	if err != nil {
-		return "", fmt.Errorf("inspect built image %s: %w", tag, err)
-	}
-	return ins.ID, nil
+	return buildTagged(ctx, cli, dockerfile, files, tag, labels)
 }
 
 // pruneAge: untagged test images older than this are removed. Younger ones
