@@ -7,6 +7,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/project"
+	"github.com/gcompose/gcompose/core/state"
 )
 
 // openSession assembles what runs the application from the command's
@@ -14,12 +15,19 @@ import (
 // adapters). p is nil when no descriptor was given (--app alone). info and
 // warn receive notes for people; nil drops them.
 func openSession(c *cli.Context, app string, p *project.Project, info, warn func(string)) (*project.Session, error) {
-	codec, err := stateCodec(c)
+	st, err := openStore(c)
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(c)
+	return openSessionOn(c, app, p, st, info, warn)
+}
+
+// openSessionOn is openSession on a store already open, which the session
+// closes (gcompose reconcile opens a session per cycle on one store).
+func openSessionOn(c *cli.Context, app string, p *project.Project, st state.Store, info, warn func(string)) (*project.Session, error) {
+	codec, err := stateCodec(c)
 	if err != nil {
+		st.Close()
 		return nil, err
 	}
 	cache, err := adapter.DefaultCacheDir()
