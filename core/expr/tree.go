@@ -40,7 +40,7 @@ func (w *walker) walk(v any) any {
 		slices.Sort(keys)
 		n := len(w.ptr)
 		for _, k := range keys {
-			w.ptr = append(append(w.ptr[:n], '/'), EscapePointer(k)...)
+			w.ptr = append(append(w.ptr[:n], '/'), jsonpointer.Escape(k)...)
 			m[k] = w.walk(x[k])
 		}
 		w.ptr = w.ptr[:n]
@@ -77,9 +77,6 @@ func (w *walker) walk(v any) any {
 		return v
 	}
 }
-
-// EscapePointer escapes one JSON pointer token (RFC 6901).
-func EscapePointer(tok string) string { return jsonpointer.Escape(tok) }
 
 // Unknown is a reference whose value was not known, and where it stands.
 type Unknown struct {

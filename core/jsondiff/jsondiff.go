@@ -68,7 +68,7 @@ func walk(path string, a, b any, out *[]Change) {
 		}
 		sort.Strings(sorted)
 		for _, k := range sorted {
-			walk(path+"/"+escape(k), ma[k], mb[k], out)
+			walk(path+"/"+jsonpointer.Escape(k), ma[k], mb[k], out)
 		}
 		return
 	}
@@ -97,9 +97,6 @@ func walk(path string, a, b any, out *[]Change) {
 		*out = append(*out, Change{Op: Changed, Path: path, From: a, To: b})
 	}
 }
-
-// escape a JSON pointer token (RFC 6901).
-func escape(s string) string { return jsonpointer.Escape(s) }
 
 // Text is v as compact JSON for people: nothing HTML-escaped (">" and "&"
 // stay as typed, not \u003e and \u0026) and never cut.

@@ -58,7 +58,7 @@ func Resolve(app *descriptor.App, pol Policy) (map[string]string, source.Diagnos
 	sort.Strings(names)
 	for _, name := range names {
 		p := app.Plugs[name]
-		at := app.Pos("/plugs/" + escape(name) + "/path")
+		at := app.Pos("/plugs/" + jsonpointer.Escape(name) + "/path")
 		if !at.IsValid() {
 			at = p.Pos
 		}
@@ -209,8 +209,6 @@ func compact(s []string) []string {
 	}
 	return out
 }
-
-func escape(tok string) string { return jsonpointer.Escape(tok) }
 
 // WorkDir is the working directory, for Policy.
 func WorkDir() (string, error) {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/descriptor"
-	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/source"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 )
 
 // resolver holds the state of one Resolve call.
@@ -254,7 +254,7 @@ func pointer(tokens ...string) string {
 	var b []byte
 	for _, t := range tokens {
 		b = append(b, '/')
-		b = append(b, expr.EscapePointer(t)...)
+		b = append(b, jsonpointer.Escape(t)...)
 	}
 	return string(b)
 }

@@ -353,7 +353,7 @@ func (rv *resolver) static(sc *scope, label, base string, rest []expr.Step, runt
 				}
 				return nil, false, "", fmt.Errorf("%s has no field %q%s", labelOf(label, rest[:i]), st.Name, source.Suggest(st.Name, known))
 			}
-			cur, ptr = v, ptr+"/"+expr.EscapePointer(st.Name)
+			cur, ptr = v, ptr+"/"+jsonpointer.Escape(st.Name)
 		case []any:
 			if !st.IsIndex {
 				return nil, false, "", fmt.Errorf("%s is a list: index it with [i], not .%s", labelOf(label, rest[:i]), st.Name)
