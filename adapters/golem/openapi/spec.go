@@ -47,9 +47,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gcompose/gcompose/internal/jsonpointer"
@@ -469,7 +469,7 @@ func (s *Spec) Find(method, urlPath string) (*Operation, map[string]string, erro
 					ok = false
 					break
 				}
-				v, err := unescape(segs[i])
+				v, err := url.PathUnescape(segs[i]) // "+" stays "+" in a path
 				if err != nil {
 					ok = false
 					break
@@ -501,25 +501,4 @@ func (s *Spec) Find(method, urlPath string) (*Operation, map[string]string, erro
 		return nil, nil, fmt.Errorf("%s %s: no such path in the spec", method, urlPath)
 	}
 	return best, bestParams, nil
-}
-
-func unescape(s string) (string, error) {
-	// path segments are percent-encoded; '+' is literal in paths
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' {
-			if i+2 >= len(s) {
-				return "", fmt.Errorf("bad escape in %q", s)
-			}
-			n, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-			if err != nil {
-				return "", fmt.Errorf("bad escape in %q", s)
-			}
-			b.WriteByte(byte(n))
-			i += 2
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String(), nil
 }
