@@ -49,6 +49,8 @@ func TestFind(t *testing.T) {
 	}{
 		{"GET", "/payment-api/v1/payments/status", "paymentsStatus", map[string]string{}, ""},
 		{"GET", "/payment-api/v1/payments/p1", "getPayment", map[string]string{"paymentId": "p1"}, ""},
+		{"GET", "/payment-api/v1/payments/a+b%2Fc", "getPayment", map[string]string{"paymentId": "a+b/c"}, ""}, // "+" is literal in a path
+		{"GET", "/payment-api/v1/payments/%zz", "", nil, "no such path"},
 		{"POST", "/market-api/v1/demands/s%201/proposals/p2", "counterProposalDemand", map[string]string{"subscriptionId": "s 1", "proposalId": "p2"}, ""},
 		{"GET", "/net-api/v1/net/n1/tcp/10.0.0.2/80", "connect_tcp", map[string]string{"networkId": "n1", "ip": "10.0.0.2", "port": "80"}, ""},
 		{"get", "/me", "getIdentity", map[string]string{}, ""},
