@@ -16,6 +16,15 @@ import (
 // machine's files.
 var ErrRemoteEngine = errors.New("the engine does not see this machine's files")
 
+// remoteError says that the engine does not see this machine's files.
+type remoteError struct{ host string }
+
+func (e *remoteError) Error() string {
+	return fmt.Sprintf("the engine at %s does not see this machine's files (it runs elsewhere; gcompose does not copy plugs to a remote engine: run gcompose on the engine's machine, docs/engines.md)", e.host)
+}
+
+func (e *remoteError) Is(target error) bool { return target == ErrRemoteEngine }
+
 // probePath is where a probe container mounts the probe directory.
 const probePath = "/gcompose-engine-probe"
 
@@ -45,7 +54,7 @@ func (r *Runner) checkMounts(ctx context.Context, s Spec) error {
 	for _, m := range s.Mounts {
 		if !r.local {
 			if err := r.sharesFiles(ctx, s, filepath.Dir(m.HostPath)); err != nil {
-				return fmt.Errorf("host path %s: %w", m.HostPath, err)
+				return fmt.Errorf("cannot mount %s: %w", m.HostPath, err)
 			}
 		}
 		if _, err := os.Stat(m.HostPath); err != nil {
@@ -96,8 +105,8 @@ func (r *Runner) probeDir(ctx context.Context, s Spec, dir string) error {
 			return err // not a verdict: canceled, or no such image
 		}
 		// Docker refuses a bind whose source it does not find.
-		return fmt.Errorf("%w: the engine at %s runs elsewhere (it cannot mount %s: %v); gcompose does not copy plugs to a remote engine: run gcompose on the engine's machine (docs/engines.md)",
-			ErrRemoteEngine, r.cli.DaemonHost(), tmp, err)
+		r.log.Debug("engine probe: create refused", "dir", tmp, "err", err)
+		return &remoteError{host: r.cli.DaemonHost()}
 	}
 	defer func() {
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -111,8 +120,8 @@ func (r *Runner) probeDir(ctx context.Context, s Spec, dir string) error {
 			return fmt.Errorf("probe whether the engine at %s sees this machine's files: %w", r.cli.DaemonHost(), err)
 		}
 		// Podman creates a missing bind source: an empty directory there.
-		return fmt.Errorf("%w: the engine at %s runs elsewhere (it does not see %s); gcompose does not copy plugs to a remote engine: run gcompose on the engine's machine (docs/engines.md)",
-			ErrRemoteEngine, r.cli.DaemonHost(), tmp)
+		r.log.Debug("engine probe: marker not seen", "dir", tmp)
+		return &remoteError{host: r.cli.DaemonHost()}
 	}
 	return nil
 }
