@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/docker/docker/client"
@@ -76,9 +77,9 @@ func (r *Runner) sharesFiles(ctx context.Context, s Spec, dir string) error {
 		return p.err
 	}
 	err := r.probeDir(ctx, s, dir)
-	// A canceled probe, or one without its image, is no verdict: the next
-	// call asks again.
-	if ctx.Err() == nil && !client.IsErrNotFound(err) {
+	// Only a verdict is remembered; after any other failure (canceled, no
+	// such image) the next call asks again.
+	if err == nil || errors.Is(err, ErrRemoteEngine) {
 		p.done, p.err = true, err
 	}
 	return err
@@ -101,12 +102,12 @@ func (r *Runner) probeDir(ctx context.Context, s Spec, dir string) error {
 	cfg, hc := r.containerConfig(ps)
 	created, err := r.create(ctx, cfg, hc)
 	if err != nil {
-		if ctx.Err() != nil || client.IsErrNotFound(err) {
-			return err // not a verdict: canceled, or no such image
-		}
 		// Docker refuses a bind whose source it does not find.
-		r.log.Debug("engine probe: create refused", "dir", tmp, "err", err)
-		return &remoteError{host: r.cli.DaemonHost()}
+		if strings.Contains(err.Error(), "bind source path does not exist") {
+			r.log.Debug("engine probe: create refused", "dir", tmp, "err", err)
+			return &remoteError{host: r.cli.DaemonHost()}
+		}
+		return err // not a verdict: canceled, no such image, ...
 	}
 	defer func() {
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
