@@ -179,6 +179,15 @@ func runLogs(c *cli.Context) error {
 	return followLogs(c, sess, rs, seen)
 }
 
+// keysOf is the set of entries' keys.
+func keysOf(es []logEntry) map[string]bool {
+	out := make(map[string]bool, len(es))
+	for _, e := range es {
+		out[e.key()] = true
+	}
+	return out
+}
+
 func printEntries(c *cli.Context, res string, es []logEntry, seen map[string]bool) {
 	for _, e := range es {
 		if seen[e.key()] {
@@ -235,6 +244,10 @@ func followLogs(c *cli.Context, sess *project.Session, rs []*state.Resource, see
 			}
 			if es, ok := logEntries(ans.State); ok {
 				printEntries(c, r.Name, es, seen[r.Name])
+				// Only what the adapter reports now can come again: an
+				// entry that left its window is forgotten, so that memory
+				// stays bounded by the window however long this follows.
+				seen[r.Name] = keysOf(es)
 			}
 		}
 	}
