@@ -97,6 +97,8 @@ type Config struct {
 	// Budget caps set by flags; those left unset come from the descriptor.
 	Budget  Budget
 	Metrics *Metrics
+	// Cycles, when above 0, ends Run after that many cycles as leader.
+	Cycles int
 	// Events receives what the reconciler reports (besides the log).
 	Events func(Event)
 	// Observer receives the engine's events during repairs.
@@ -116,6 +118,7 @@ type Reconciler struct {
 	firstSeen map[string]time.Time // drifted resource -> when first seen
 	failures  int                  // repairs in a row that failed or were refused
 	lastAlert string               // the last mismatch or refusal reported
+	cycles    int                  // cycles run as leader
 }
 
 // New checks cfg and makes a reconciler.
@@ -479,7 +482,7 @@ func (r *Reconciler) Run(ctx, stop context.Context) error {
 		el = alone{}
 	}
 	campaigns := 0
-	for ctx.Err() == nil && stop.Err() == nil {
+	for ctx.Err() == nil && stop.Err() == nil && !r.enough() {
 		term, err := el.Campaign(stop)
 		if err != nil {
 			if stop.Err() != nil || ctx.Err() != nil {
@@ -540,8 +543,9 @@ func (r *Reconciler) lead(ctx, stop context.Context, term Term) {
 		r.Cycle(hard, soft)
 		r.mu.Lock()
 		failures := r.failures
+		r.cycles++
 		r.mu.Unlock()
-		if !sleep(soft, r.cfg.Backoff.Wait(failures, r.cfg.Rand())) {
+		if r.enough() || !sleep(soft, r.cfg.Backoff.Wait(failures, r.cfg.Rand())) {
 			break
 		}
 	}
@@ -559,6 +563,13 @@ func (r *Reconciler) lead(ctx, stop context.Context, term Term) {
 	if err := term.Resign(rctx); err != nil {
 		r.log.Debug("resigning", "err", err)
 	}
+}
+
+// enough reports whether Config.Cycles cycles have run.
+func (r *Reconciler) enough() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.Cycles > 0 && r.cycles >= r.cfg.Cycles
 }
 
 // sleep waits d unless ctx ends first (false).

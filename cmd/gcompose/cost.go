@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gcompose/gcompose/adapters/golem/tag"
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/core/reconcile"
+	"github.com/gcompose/gcompose/core/state"
+)
+
+func costCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "cost",
+		Usage:     "show what each service has cost so far: the debit notes and invoices accepted for its agreements",
+		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		Description: `Asks yagna ($YAGNA_API_URL, $YAGNA_APPKEY) for the application's agreements (appSessionId
+   gcompose/APP) made for this state's deployment (their demand's gcompose.lineage), and for each the
+   invoice accepted or, while there is none, the last debit note accepted for each of its activities.
+   ACCEPTED is what was accepted so far, DUE what providers ask and was not accepted yet, GLM/H the
+   agreed price of what runs now. Replaced rentals count towards their resource.`,
+		Flags: append(append(descriptorFlags(), stateFlags()...),
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}),
+		Action: runCost,
+	}
+}
+
+func runCost(c *cli.Context) error {
+	name, _, err := appName(c, false)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	doc, err := st.Load(c.Context, name)
+	st.Close()
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	yc, err := yagna.FromEnvFunc(os.Getenv)
+	if err != nil {
+		return withCode(exitError, fmt.Errorf("asking yagna what %s cost: %w", name, err))
+	}
+	rep, err := golemCost(c.Context, yc, name, doc)
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, rep)
+	}
+	if len(rep.Resources) == 0 {
+		fmt.Fprintf(c.App.Writer, "%s: no agreement of this deployment found on yagna\n", name)
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RESOURCE\tAGREEMENTS\tACCEPTED (GLM)\tDUE (GLM)\tGLM/H")
+	row := func(r costRow) {
+		perHour := "-"
+		if r.PerHour > 0 {
+			perHour = amount(r.PerHour)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", r.Resource, r.Agreements, amount(r.Accepted), amount(r.Due), perHour)
+	}
+	for _, r := range rep.Resources {
+		row(r)
+	}
+	row(rep.Total)
+	return tw.Flush()
+}
+
+// costReport is what gcompose cost prints.
+type costReport struct {
+	App       string    `json:"app"`
+	Lineage   string    `json:"lineage"`
+	Currency  string    `json:"currency"`
+	Resources []costRow `json:"resources"`
+	Total     costRow   `json:"total"`
+}
+
+type costRow struct {
+	Resource   string  `json:"resource"`
+	Agreements int     `json:"agreements"`
+	Accepted   float64 `json:"accepted"`
+	Due        float64 `json:"due"`
+	// PerHour is the agreed price of the rental that runs now (the state's).
+	PerHour float64 `json:"per_hour"`
+}
+
+// amount prints GLM to the nano, without trailing zeros.
+func amount(f float64) string {
+	s := strings.TrimRight(fmt.Sprintf("%.9f", f), "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// rental is one agreement of the deployment and the resource it was made
+// for.
+type rental struct {
+	agreement string
+	resource  string
+}
+
+// golemCost asks yagna what the application's deployment has cost.
+func golemCost(ctx context.Context, yc *yagna.Client, app string, doc *state.Document) (*costReport, error) {
+	list, err := yc.ListAgreements(ctx, tag.SessionID(app), "")
+	if err != nil {
+		return nil, fmt.Errorf("listing the agreements of %s: %w", app, err)
+	}
+	byAdapterName := map[string]string{}
+	for name, r := range doc.Resources {
+		byAdapterName[r.CalledAs()] = name
+	}
+	var rentals []rental
+	for _, e := range list {
+		a, err := yc.GetAgreement(ctx, e.ID)
+		if err != nil {
+			return nil, fmt.Errorf("reading agreement %s: %w", e.ID, err)
+		}
+		props := a.Demand.Properties
+		lineage, _ := props[tag.Lineage].(string)
+		if doc.Lineage == "" || lineage != doc.Lineage {
+			continue // another deployment of the same name
+		}
+		res, _ := props[tag.Resource].(string)
+		if addr, ok := byAdapterName[res]; ok {
+			res = addr
+		} else {
+			res = "(" + res + ", no longer in the state)"
+		}
+		rentals = append(rentals, rental{agreement: e.ID, resource: res})
+	}
+	var notes []yagna.DebitNote
+	var invoices []yagna.Invoice
+	if len(rentals) > 0 {
+		if notes, err = yc.DebitNotes(ctx, time.Time{}, 0); err != nil {
+			return nil, fmt.Errorf("listing debit notes: %w", err)
+		}
+		if invoices, err = yc.Invoices(ctx, time.Time{}, 0); err != nil {
+			return nil, fmt.Errorf("listing invoices: %w", err)
+		}
+	}
+	return tally(app, doc, rentals, notes, invoices)
+}
+
+// tally adds up, per resource, what was accepted for each rental: its
+// invoice once accepted (it covers the whole agreement), else the last
+// accepted debit note of each of its activities (a note's amount is the
+// activity's total so far). Due is what the latest note or invoice asks
+// beyond that.
+func tally(app string, doc *state.Document, rentals []rental, notes []yagna.DebitNote, invoices []yagna.Invoice) (*costReport, error) {
+	rep := &costReport{App: app, Lineage: doc.Lineage, Currency: reconcile.Currency, Resources: []costRow{}, Total: costRow{Resource: "total"}}
+	mine := map[string]string{} // agreement -> resource
+	for _, r := range rentals {
+		mine[r.agreement] = r.resource
+	}
+	type activity struct{ accepted, asked *big.Rat }
+	acts := map[string]map[string]*activity{} // agreement -> activity -> amounts
+	for _, n := range notes {
+		if _, ok := mine[n.AgreementID]; !ok {
+			continue
+		}
+		v, err := rat(n.TotalAmountDue)
+		if err != nil {
+			return nil, fmt.Errorf("debit note %s: %w", n.DebitNoteID, err)
+		}
+		if acts[n.AgreementID] == nil {
+			acts[n.AgreementID] = map[string]*activity{}
+		}
+		a := acts[n.AgreementID][n.ActivityID]
+		if a == nil {
+			a = &activity{accepted: new(big.Rat), asked: new(big.Rat)}
+			acts[n.AgreementID][n.ActivityID] = a
+		}
+		if v.Cmp(a.asked) > 0 {
+			a.asked = v
+		}
+		if (n.Status == yagna.StatusAccepted || n.Status == yagna.StatusSettled) && v.Cmp(a.accepted) > 0 {
+			a.accepted = v
+		}
+	}
+	type bill struct{ accepted, due *big.Rat }
+	bills := map[string]*bill{} // agreement
+	for ag := range mine {
+		b := &bill{accepted: new(big.Rat), due: new(big.Rat)}
+		for _, a := range acts[ag] {
+			b.accepted.Add(b.accepted, a.accepted)
+			b.due.Add(b.due, new(big.Rat).Sub(a.asked, a.accepted))
+		}
+		bills[ag] = b
+	}
+	for _, inv := range invoices {
+		b := bills[inv.AgreementID]
+		if b == nil {
+			continue
+		}
+		v, err := rat(inv.Amount)
+		if err != nil {
+			return nil, fmt.Errorf("invoice %s: %w", inv.InvoiceID, err)
+		}
+		switch inv.Status {
+		case yagna.StatusAccepted, yagna.StatusSettled:
+			b.accepted, b.due = v, new(big.Rat)
+		case yagna.StatusReceived:
+			if d := new(big.Rat).Sub(v, b.accepted); d.Sign() > 0 {
+				b.due = d
+			}
+		}
+	}
+	rows := map[string]*costRow{}
+	for ag, res := range mine {
+		r := rows[res]
+		if r == nil {
+			r = &costRow{Resource: res}
+			rows[res] = r
+		}
+		r.Agreements++
+		acc, _ := bills[ag].accepted.Float64()
+		due, _ := bills[ag].due.Float64()
+		r.Accepted += acc
+		r.Due += due
+	}
+	for name, res := range doc.Resources {
+		if r := rows[name]; r != nil && res.Status == state.StatusActive {
+			r.PerHour = agreedPerHour(res)
+		}
+	}
+	for _, r := range rows {
+		rep.Resources = append(rep.Resources, *r)
+		rep.Total.Agreements += r.Agreements
+		rep.Total.Accepted += r.Accepted
+		rep.Total.Due += r.Due
+		rep.Total.PerHour += r.PerHour
+	}
+	sort.Slice(rep.Resources, func(i, j int) bool { return rep.Resources[i].Resource < rep.Resources[j].Resource })
+	return rep, nil
+}
+
+// agreedPerHour is the agreed price a Golem service records in its
+// identity (price.glm_per_hour), 0 when it has none.
+func agreedPerHour(r *state.Resource) float64 {
+	p, _ := r.Identity["price"].(map[string]any)
+	f, _ := p["glm_per_hour"].(float64)
+	return f
+}
+
+func rat(s string) (*big.Rat, error) {
+	v, ok := new(big.Rat).SetString(strings.TrimSpace(s))
+	if !ok {
+		return nil, fmt.Errorf("amount %q is not a number", s)
+	}
+	return v, nil
+}
+
+// golemSpender is what the reconciler reads spending with: the same
+// report as gcompose cost.
+type golemSpender struct {
+	yc  *yagna.Client
+	app string
+}
+
+func (g golemSpender) Spent(ctx context.Context, doc *state.Document) (*reconcile.Spend, error) {
+	rep, err := golemCost(ctx, g.yc, g.app, doc)
+	if err != nil {
+		return nil, err
+	}
+	sp := &reconcile.Spend{Total: rep.Total.Accepted, Due: rep.Total.Due, ByResource: map[string]float64{}}
+	for _, r := range rep.Resources {
+		sp.ByResource[r.Resource] = r.Accepted
+	}
+	return sp, nil
+}
+
+// spenderFromEnv is the Golem spender when yagna is configured, nil
+// otherwise (an application without Golem services has nothing to pay).
+func spenderFromEnv(app string) (reconcile.Spender, error) {
+	if os.Getenv("YAGNA_APPKEY") == "" {
+		return nil, nil
+	}
+	yc, err := yagna.FromEnvFunc(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return golemSpender{yc: yc, app: app}, nil
+}

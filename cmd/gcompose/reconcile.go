@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
+	"github.com/gcompose/gcompose/core/apply"
+	"github.com/gcompose/gcompose/core/engine"
+	"github.com/gcompose/gcompose/core/project"
+	"github.com/gcompose/gcompose/core/reconcile"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/state/etcd"
+	"github.com/gcompose/gcompose/core/stateurl"
+	"github.com/gcompose/gcompose/internal/syncwriter"
+)
+
+// The command is named after what it does, in the words GAP-16 uses for it
+// ("reconciliation of persisted and actual state") and that operators know
+// from Kubernetes controllers and Flux: it reconciles, again and again.
+func reconcileCommand() *cli.Command {
+	flags := append(append(descriptorFlags(), engineFlags()...),
+		&cli.DurationFlag{Name: "interval", Value: 30 * time.Second, EnvVars: []string{"GCOMPOSE_RECONCILE_INTERVAL"},
+			Usage: "refresh the application every `DURATION` (±20% jitter)"},
+		&cli.DurationFlag{Name: "max-backoff", Value: 10 * time.Minute,
+			Usage: "after repairs that fail or are refused in a row, wait twice as long each time, up to `DURATION`"},
+		&cli.DurationFlag{Name: "leader-ttl", EnvVars: []string{"GCOMPOSE_RECONCILE_LEADER_TTL"}, DefaultText: "--etcd-lock-ttl",
+			Usage: "etcd state: a leader that stops renewing its lease loses the leadership after this `DURATION`"},
+		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", EnvVars: []string{"GCOMPOSE_RECONCILE_LISTEN"},
+			Usage: "serve /metrics (Prometheus) and /healthz on `ADDRESS`; empty: neither"},
+		&cli.Float64Flag{Name: "max-glm-per-hour", EnvVars: []string{"GCOMPOSE_MAX_GLM_PER_HOUR"},
+			Usage: "rent no replacement that would take the application above `GLM` per hour (overrides budget.per_hour)"},
+		&cli.Float64Flag{Name: "max-glm-total", EnvVars: []string{"GCOMPOSE_MAX_GLM_TOTAL"},
+			Usage: "rent no replacement whose whole agreement would take what the application spent above `GLM` (overrides budget.total)"},
+		&cli.DurationFlag{Name: "grace", Value: 30 * time.Second,
+			Usage: "when stopped or no longer leader, let the actions under way finish for up to `DURATION`, then abort them"},
+		&cli.IntFlag{Name: "cycles", Usage: "stop after `N` cycles as leader (0: run until stopped); the exit code is 1 when the last one failed, was refused or found the descriptor changed"},
+		&cli.BoolFlag{Name: "json", Usage: "write the event stream (repairs and what they do) as JSON lines on stdout (docs/events.md)"},
+	)
+	for _, f := range flags {
+		// In a container the reconciler is configured through its
+		// environment (docker-compose.yml's reconcile service).
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			switch f.Name {
+			case "app":
+				f.EnvVars = []string{"GCOMPOSE_APP"}
+			case "network-image", "service-image", "payments-image", "proxy-image":
+				f.EnvVars = []string{"GCOMPOSE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))}
+			}
+		case *cli.DurationFlag:
+			if f.Name == "lock-timeout" {
+				// A leader that died leaves the state lock to its lease:
+				// wait that long rather than a whole interval more.
+				f.Value, f.EnvVars = 20*time.Second, []string{"GCOMPOSE_LOCK_TIMEOUT"}
+			}
+		}
+	}
+	return &cli.Command{
+		Name:      "reconcile",
+		Usage:     "keep a deployed application running: refresh it every interval and repair what died, within its budget",
+		ArgsUsage: "[FILE|PACKAGE.zip ...]",
+		Description: `Runs until stopped (SIGINT/SIGTERM: the actions under way finish for --grace). Every cycle it loads
+   the descriptor, refreshes the application, and when a deployed resource drifted (its provider went
+   away, its activity died, its agreement was terminated) applies the smallest repair: that resource
+   and what depends on it. It repairs nothing while the descriptor differs from the one deployed
+   (deploying a change stays a person's act), never creates what was not deployed, never deletes, and
+   rents no replacement over the budget (budget: in the descriptor, or the --max-glm-* flags).
+   With the state in etcd, several reconcilers elect one leader; the others stand by.
+   docs/reconcile.md explains running it in production.`,
+		Flags:  flags,
+		Action: runReconcile,
+	}
+}
+
+// keepOpen is a store a session may close without closing it: the
+// reconciler's sessions come and go, its store stays.
+type keepOpen struct{ state.Store }
+
+func (keepOpen) Close() error { return nil }
+
+// reconcileSession is one cycle's core/project session.
+type reconcileSession struct {
+	sess     *project.Session
+	intent   *reconcile.Intent
+	observer apply.Observer
+}
+
+func (s *reconcileSession) Intent() *reconcile.Intent { return s.intent }
+func (s *reconcileSession) Close() error              { return s.sess.Close() }
+func (s *reconcileSession) Run(ctx context.Context, req engine.Request) (*engine.Outcome, error) {
+	res, err := s.sess.Run(ctx, project.Run{Mode: req.Mode, PlanOnly: req.PlanOnly, Targets: req.Targets, Replace: req.Replace,
+		Confirm: req.Confirm, Stop: req.Stop, Observer: s.observer})
+	if res == nil {
+		return nil, err
+	}
+	return res.Outcome, err
+}
+
+func runReconcile(c *cli.Context) error {
+	name, _, err := appName(c, true)
+	if err != nil {
+		return err
+	}
+	url, err := stateURL(c)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var stream *eventStream
+	if c.Bool("json") {
+		stream = newEventStream(c.App.Writer)
+		defer stream.Close()
+	}
+	var observe apply.Observer
+	if stream != nil {
+		observe = stream.prog.Observe
+	} else {
+		// The actions of a repair as log lines (the state reads of every
+		// refresh would drown them).
+		observe = func(ev apply.Event) {
+			switch ev.Phase {
+			case apply.PhaseState, apply.PhaseWait, apply.PhaseVerify:
+				return
+			}
+			args := []any{"phase", string(ev.Phase)}
+			if ev.Resource != "" {
+				args = append(args, "resource", ev.Resource)
+			}
+			if ev.Duration > 0 {
+				args = append(args, "duration", ev.Duration.Round(time.Millisecond))
+			}
+			logger.Info(ev.Message, args...)
+		}
+	}
+	spender, err := spenderFromEnv(name)
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	var elector reconcile.Elector
+	if es, ok := st.(*etcd.Store); ok {
+		u, err := stateurl.ParseEtcd(url)
+		if err != nil {
+			return withCode(exitError, err)
+		}
+		holder := state.NewLockInfo("reconcile", version)
+		elector = &reconcile.EtcdElector{Client: es.Client(), Key: reconcile.ElectionKey(u.Prefix, name),
+			TTL: leaderTTL(c), Holder: holder.Holder + " id " + state.NewID()}
+	} else {
+		logger.Warn("the state is not in etcd: this reconciler leads alone; run one only (two would take turns on the state lock and both repair)", "state", stateurl.Redact(url))
+	}
+	note := func(level slog.Level) func(string) {
+		return func(msg string) {
+			logger.Log(context.Background(), level, msg)
+			if stream != nil {
+				stream.note(level, msg)
+			}
+		}
+	}
+	open := func(ctx context.Context) (reconcile.Session, error) {
+		p, err := loadProject(c)
+		if err != nil {
+			return nil, err
+		}
+		desired, err := p.Desired()
+		if err != nil {
+			return nil, err
+		}
+		in := &reconcile.Intent{App: name, Desired: desired, Outputs: p.Outputs()}
+		if b := p.App.Budget; b != nil {
+			in.Budget = reconcile.Budget{PerHour: b.PerHour, Total: b.Total}
+		}
+		sess, err := openSessionOn(c, name, p, keepOpen{st}, note(slog.LevelInfo), note(slog.LevelWarn))
+		if err != nil {
+			return nil, err
+		}
+		return &reconcileSession{sess: sess, intent: in, observer: observe}, nil
+	}
+	cfg := reconcile.Config{
+		App: name, Open: open, Spender: spender, Elector: elector,
+		Backoff: reconcile.Backoff{Interval: c.Duration("interval"), Max: c.Duration("max-backoff"), Jitter: 0.2},
+		Grace:   c.Duration("grace"),
+		Budget:  reconcile.Budget{PerHour: c.Float64("max-glm-per-hour"), Total: c.Float64("max-glm-total")},
+		Cycles:  c.Int("cycles"),
+		Log:     logger,
+	}
+	if stream != nil {
+		cfg.Events = stream.event
+	}
+	if cfg.Backoff.Interval <= 0 {
+		return withCode(exitUsage, fmt.Errorf("--interval %s: must be above 0", cfg.Backoff.Interval))
+	}
+	r, err := reconcile.New(cfg)
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	if addr := c.String("listen"); addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return withCode(exitError, fmt.Errorf("--listen %s: %w", addr, err))
+		}
+		srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		logger.Info("serving /metrics and /healthz", "address", "http://"+ln.Addr().String())
+	}
+	it := interruptsOf(c.App.Metadata, c.Context)
+	defer it.engage(c.Duration("grace"), func(s interruptStage, grace time.Duration) {
+		msg := "stopping: nothing new starts; the actions under way finish for up to " + grace.String()
+		switch s {
+		case stageGraceOver, stageAborting:
+			msg = "aborting the actions under way: their operations stay pending for the next leader"
+		case stageExitAtOnce:
+			msg = "exiting at once"
+		}
+		note(slog.LevelWarn)(msg)
+	})()
+	if err := r.Run(it.hard, it.soft); err != nil {
+		return withCode(exitError, err)
+	}
+	if c.Int("cycles") > 0 {
+		switch s := r.Status(); s.LastOutcome {
+		case reconcile.Failed, reconcile.Refused, reconcile.Mismatch:
+			return withCode(exitError, fmt.Errorf("the last cycle: %s: %s", s.LastOutcome, s.LastError+strings.Join(s.Mismatches, "; ")))
+		}
+	}
+	return nil
+}
+
+// leaderTTL is --leader-ttl, else the state lock's TTL: a leader and its
+// lock then end together.
+func leaderTTL(c *cli.Context) time.Duration {
+	if d := c.Duration("leader-ttl"); d > 0 {
+		return d
+	}
+	if d := c.Duration("etcd-lock-ttl"); d > 0 {
+		return d
+	}
+	if d, err := time.ParseDuration(os.Getenv(stateurl.EnvLockTTL)); err == nil && d > 0 {
+		return d
+	}
+	return etcd.DefaultLockTTL
+}
+
+// eventStream writes the reconciler's events and the engine's, as JSON
+// lines of docs/events.md, to one writer.
+type eventStream struct {
+	w    io.Writer
+	prog *progress.Renderer
+}
+
+func newEventStream(w io.Writer) *eventStream {
+	sw := syncwriter.Writer{Mu: &sync.Mutex{}, W: w}
+	return &eventStream{w: sw, prog: progress.New(sw, progress.Options{Mode: progress.JSON})}
+}
+
+func (s *eventStream) Close() { s.prog.Close() }
+
+func levelOf(l slog.Level) progress.Level {
+	switch {
+	case l >= slog.LevelError:
+		return progress.Error
+	case l >= slog.LevelWarn:
+		return progress.Warn
+	}
+	return progress.Info
+}
+
+func (s *eventStream) event(ev reconcile.Event) {
+	out := progress.Event{V: progress.Version, Type: "event", Time: ev.Time.UTC(), Level: levelOf(ev.Level), Resource: ev.Resource, Phase: ev.Phase, Message: ev.Message}
+	if ev.Duration > 0 {
+		ms := ev.Duration.Milliseconds()
+		out.DurationMS = &ms
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	_, _ = s.w.Write(append(b, '\n'))
+}
+
+func (s *eventStream) note(level slog.Level, msg string) { s.prog.Note(levelOf(level), msg) }
