@@ -89,6 +89,10 @@ type buildOnce struct {
 	err  error
 }
 
+// engineKey tells engines apart in the build cache: a test may point
+// DOCKER_HOST at another engine (t.Setenv), whose images are its own.
+func engineKey() string { return os.Getenv("DOCKER_HOST") }
+
 // Build compiles the Go main package pkg (a path relative to the module root,
 // e.g. "./cmd/file-adapter", or an import path) with CGO_ENABLED=0 and builds
 // a FROM scratch image tagged tag holding the binary at /<name> as its
@@ -96,7 +100,7 @@ type buildOnce struct {
 // image ID. Failures fail the test.
 func Build(t testing.TB, ctx context.Context, pkg, tag string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore(pkg+"\x00"+tag, &buildOnce{})
+	v, _ := builds.LoadOrStore(engineKey()+"\x00"+pkg+"\x00"+tag, &buildOnce{})
 	b := v.(*buildOnce)
 	b.once.Do(func() { b.id, b.err = buildImage(ctx, pkg, tag) })
 	if b.err != nil {
@@ -115,7 +119,7 @@ func Build(t testing.TB, ctx context.Context, pkg, tag string) string {
 // are cached per test binary run like Build's.
 func Derive(t testing.TB, ctx context.Context, dockerfile, tag string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore("derive\x00"+dockerfile+"\x00"+tag, &buildOnce{})
+	v, _ := builds.LoadOrStore(engineKey()+"\x00derive\x00"+dockerfile+"\x00"+tag, &buildOnce{})
 	b := v.(*buildOnce)
 	b.once.Do(func() { b.id, b.err = deriveImage(ctx, dockerfile, tag) })
 	if b.err != nil {
