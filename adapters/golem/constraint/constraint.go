@@ -282,18 +282,20 @@ func (e Compare) Eval(p map[string]any) Result {
 // the Demand's properties. An empty constraint string (only whitespace) counts as
 // "()". A constraint that does not parse is an error.
 func Matches(demandProps map[string]any, demandCons string, offerProps map[string]any, offerCons string) (bool, error) {
-	d, err := parseOrEmpty(demandCons)
+	d, err := ParseOrEmpty(demandCons)
 	if err != nil {
 		return false, fmt.Errorf("demand constraints: %w", err)
 	}
-	o, err := parseOrEmpty(offerCons)
+	o, err := ParseOrEmpty(offerCons)
 	if err != nil {
 		return false, fmt.Errorf("offer constraints: %w", err)
 	}
 	return d.Eval(offerProps) == True && o.Eval(demandProps) == True, nil
 }
 
-func parseOrEmpty(s string) (Expr, error) {
+// ParseOrEmpty is Parse, with an empty constraint string (only whitespace)
+// as "()", which every set of properties satisfies.
+func ParseOrEmpty(s string) (Expr, error) {
 	if strings.TrimSpace(s) == "" {
 		return Empty{}, nil
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gcompose/gcompose/adapters/golem/constraint"
 )
 
 const marketPrefix = "/market-api/v1"
@@ -155,7 +157,7 @@ func (s *Server) initProviders() error {
 				// after the offer was made, and name the subnet.
 				p.constraints = fmt.Sprintf("(&(golem.srv.comp.expiration>%d)(golem.node.debug.subnet=%s))", now.UnixMilli(), pc.Subnet)
 			}
-			if err := s.match.Check(p.constraints); err != nil {
+			if _, err := constraint.ParseOrEmpty(p.constraints); err != nil {
 				return fmt.Errorf("devnet config: provider %s: %w", name, err)
 			}
 			s.providers = append(s.providers, p)
@@ -296,7 +298,7 @@ func (s *Server) readDemand(w http.ResponseWriter, r *http.Request) (map[string]
 		writeError(w, http.StatusBadRequest, "a demand needs properties and constraints")
 		return nil, "", false
 	}
-	if err := s.match.Check(*body.Constraints); err != nil {
+	if _, err := constraint.ParseOrEmpty(*body.Constraints); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid constraints: %v", err)
 		return nil, "", false
 	}
@@ -306,12 +308,8 @@ func (s *Server) readDemand(w http.ResponseWriter, r *http.Request) (map[string]
 // matches is the two-way match: the demand's constraints against the offer's properties and the offer's
 // constraints against the demand's properties.
 func (s *Server) matches(p *provider, props map[string]any, cons string) bool {
-	a, err := s.match.Match(cons, p.props)
-	if err != nil || !a {
-		return false
-	}
-	b, err := s.match.Match(p.constraints, props)
-	return err == nil && b
+	ok, err := constraint.Matches(props, cons, p.props, p.constraints)
+	return err == nil && ok
 }
 
 func (s *Server) subscribeDemand(w http.ResponseWriter, r *http.Request) {

@@ -29,8 +29,6 @@ type Options struct {
 	// SelfContainer is the id or name of the container the devnet runs in, if any: it is connected to every
 	// VPN network so that TCP tunnels can dial node IPs. Empty when the devnet runs on the Docker host.
 	SelfContainer string
-	// Matcher evaluates constraints; nil selects the built-in one.
-	Matcher Matcher
 }
 
 // Server is one devnet instance. Create it with New, serve Handler, and Close it to remove what it created.
@@ -39,7 +37,6 @@ type Server struct {
 	appKey string
 	docker *client.Client
 	log    *slog.Logger
-	match  Matcher
 	self   string
 	// vpnPrefix names the Docker networks behind VPNs (vpnNetPrefix).
 	vpnPrefix string
@@ -85,12 +82,8 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	m := o.Matcher
-	if m == nil {
-		m = constraintMatcher{}
-	}
 	s := &Server{
-		cfg: cfg, appKey: o.AppKey, docker: o.Docker, log: log.With("devnet", cfg.Instance), match: m, self: o.SelfContainer,
+		cfg: cfg, appKey: o.AppKey, docker: o.Docker, log: log.With("devnet", cfg.Instance), self: o.SelfContainer,
 		changed:     make(chan struct{}),
 		faults:      cfg.Faults,
 		demands:     map[string]*demand{},
