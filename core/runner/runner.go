@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -214,7 +215,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	ping, err := cli.Ping(ctx)
 	if err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("docker engine at %s unreachable: %w", cli.DaemonHost(), err)
+		hint := ""
+		if os.Getenv(client.EnvOverrideHost) == "" {
+			hint = " (with Podman, set DOCKER_HOST to its socket: docs/engines.md)"
+		}
+		return nil, fmt.Errorf("docker engine at %s unreachable: %w%s", cli.DaemonHost(), err, hint)
 	}
 	cli.NegotiateAPIVersionPing(ping)
 	r := NewWithClient(cli, opts)

@@ -264,7 +264,7 @@ type Dockerfile struct {
 // binary run, and returns the image ID. Failures fail the test.
 func BuildDockerfile(t testing.TB, ctx context.Context, d Dockerfile, tag string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore("dockerfile\x00"+d.Path+"\x00"+tag, &buildOnce{})
+	v, _ := builds.LoadOrStore(engineKey()+"\x00dockerfile\x00"+d.Path+"\x00"+tag, &buildOnce{})
 	b := v.(*buildOnce)
 	b.once.Do(func() { b.id, b.err = buildDockerfile(ctx, d, tag) })
 	if b.err != nil {

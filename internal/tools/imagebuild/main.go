@@ -5,6 +5,9 @@
 //
 //	imagebuild -f images/devnet.Dockerfile -t gcompose/devnet:dev bin
 //
+// It builds on whichever engine DOCKER_HOST names: Docker, or Podman's
+// Docker-compatible API (docs/engines.md).
+//
 // Only the files the Dockerfile's COPY and ADD instructions name are sent,
 // not the whole context directory (bin/ holds every binary).
 package main
@@ -61,7 +64,12 @@ func run(ctx context.Context, dockerfile, tag, dir string) error {
 		return fmt.Errorf("docker engine client: %w", err)
 	}
 	defer cli.Close()
-	return dockerbuild.Build(ctx, cli, df, sent, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true})
+	err = dockerbuild.Build(ctx, cli, df, sent, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true})
+	if client.IsErrConnectionFailed(err) && os.Getenv(client.EnvOverrideHost) == "" {
+		// make images builds on whichever engine DOCKER_HOST names.
+		return fmt.Errorf("%w (with Podman, set DOCKER_HOST to its socket: docs/engines.md)", err)
+	}
+	return err
 }
 
 // contextFiles are the context files the Dockerfile copies, relative to
