@@ -50,15 +50,6 @@ func PathString(steps []Step) string {
 	return b.String()
 }
 
-// ParseRef parses a bare path such as "services.web[1].network_node.ip".
-func ParseRef(path string) (Ref, error) {
-	r, err := parseRef(path, 0)
-	if err != nil {
-		return Ref{}, err
-	}
-	return *r, nil
-}
-
 // parseRef parses the inside of ${...}; at is the offset of "${" in the
 // enclosing string, used in errors.
 func parseRef(inner string, at int) (*Ref, error) {

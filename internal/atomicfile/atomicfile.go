@@ -32,15 +32,6 @@ func WriteFile(path string, data []byte) error {
 	return SyncDir(filepath.Dir(path))
 }
 
-// CreateSync creates path, which must not exist, with data and fsyncs it.
-func CreateSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	return writeSync(f, data)
-}
-
 // writeSync writes data to f, fsyncs and closes it.
 func writeSync(f *os.File, data []byte) error {
 	if _, err := f.Write(data); err != nil {

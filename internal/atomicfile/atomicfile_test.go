@@ -41,16 +41,3 @@ func TestWriteFileMissingDirectory(t *testing.T) {
 		t.Fatalf("err %v, want not exist", err)
 	}
 }
-
-func TestCreateSyncRefusesExisting(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f")
-	if err := atomicfile.CreateSync(p, []byte("a")); err != nil {
-		t.Fatal(err)
-	}
-	if err := atomicfile.CreateSync(p, []byte("b")); !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("second create: %v, want exist", err)
-	}
-	if got, _ := os.ReadFile(p); string(got) != "a" {
-		t.Fatalf("content %q, want the first write kept", got)
-	}
-}

@@ -18,7 +18,7 @@ func BenchmarkParse(b *testing.B) {
 }
 
 func BenchmarkEval(b *testing.B) {
-	e := MustParse(benchFilter)
+	e := mustParse(benchFilter)
 	props := map[string]any{
 		"golem.inf.mem.gib": 8.0, "golem.inf.cpu.cores": 4.0, "golem.inf.cpu.threads": 8.0,
 		"golem.inf.storage.gib": 40.0, "golem.runtime.name": "vm", "golem.runtime.version@v": "0.3.0",

@@ -334,20 +334,3 @@ func AndOf(exprs ...Expr) Expr {
 	}
 	return And{Exprs: flat}
 }
-
-// Join parses each filter string and AND-joins them (see AndOf), returning the
-// canonical string. Empty strings are skipped.
-func Join(filters ...string) (string, error) {
-	exprs := make([]Expr, 0, len(filters))
-	for i, f := range filters {
-		if strings.TrimSpace(f) == "" {
-			continue
-		}
-		x, err := Parse(f)
-		if err != nil {
-			return "", fmt.Errorf("filter %d: %w", i, err)
-		}
-		exprs = append(exprs, x)
-	}
-	return AndOf(exprs...).String(), nil
-}

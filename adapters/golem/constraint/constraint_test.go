@@ -268,17 +268,17 @@ func TestEvalGoTypes(t *testing.T) {
 		"strs": []string{"a", "b"},
 	}
 	for _, k := range []string{"i", "i64", "u8", "f32", "num"} {
-		if !MustParse("(" + k + "=3)").Match(props) {
+		if !mustParse("(" + k + "=3)").Match(props) {
 			t.Errorf("%s=3 does not match", k)
 		}
-		if !MustParse("(" + k + "<3.5)").Match(props) {
+		if !mustParse("(" + k + "<3.5)").Match(props) {
 			t.Errorf("%s<3.5 does not match", k)
 		}
 	}
-	if !MustParse("(strs=b)").Match(props) {
+	if !mustParse("(strs=b)").Match(props) {
 		t.Error("[]string membership")
 	}
-	if MustParse("(x=1)").Match(nil) {
+	if mustParse("(x=1)").Match(nil) {
 		t.Error("nil props matched")
 	}
 }
@@ -393,19 +393,6 @@ func TestFromGAP16(t *testing.T) {
 	}
 }
 
-func TestJoin(t *testing.T) {
-	got, err := Join("(a=1)", "", "(&(b=2)(c=3))", "()")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "(&(a=1)(b=2)(c=3))"; got != want {
-		t.Fatalf("Join = %q, want %q", got, want)
-	}
-	if _, err := Join("(a=1)", "(b"); err == nil || !strings.Contains(err.Error(), "filter 1") {
-		t.Fatalf("Join error = %v", err)
-	}
-}
-
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"()", "(a=1)", "(&(a=1)(b>=2))", "(|(a=*)(!(b<>c)))", "(a=[x,y])", "(v@v>=1.2.3-rc.1)",
@@ -439,4 +426,13 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical form evaluates differently: %q", c)
 		}
 	})
+}
+
+// mustParse is Parse for filters known to be valid; it panics on error.
+func mustParse(s string) Expr {
+	e, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return e
 }

@@ -44,16 +44,6 @@ func Parse(s string) (Expr, error) {
 	return e, nil
 }
 
-// MustParse is Parse for filters known to be valid (tests, literals); it panics
-// on error.
-func MustParse(s string) Expr {
-	e, err := Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return e
-}
-
 type parser struct {
 	in  string
 	pos int

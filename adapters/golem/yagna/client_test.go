@@ -1,6 +1,7 @@
 package yagna
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -344,46 +345,39 @@ func TestExeScriptRoundTrip(t *testing.T) {
 	if script.Text != want {
 		t.Fatalf("script\n got %s\nwant %s", script.Text, want)
 	}
-	cmds, err := ParseExeScript(script.Text)
+	cmds, err := parseExeScript(script.Text)
 	if err != nil || len(cmds) != 3 || cmds[2].Run.Args[1] != "echo hi" {
-		t.Fatalf("ParseExeScript = %+v, %v", cmds, err)
+		t.Fatalf("parseExeScript = %+v, %v", cmds, err)
 	}
 	for _, bad := range []string{`[{}]`, `[{"start":{},"run":{"entry_point":"x"}}]`, `[{"run":{}}]`, `[{"fly":{}}]`, `{}`} {
-		if _, err := ParseExeScript(bad); err == nil {
-			t.Errorf("ParseExeScript(%s) accepted", bad)
+		if _, err := parseExeScript(bad); err == nil {
+			t.Errorf("parseExeScript(%s) accepted", bad)
 		}
 	}
 }
 
-func TestDecorate(t *testing.T) {
-	dec := MarketDecoration{
-		Properties:  []MarketProperty{{Key: "golem.com.payment.platform.erc20-holesky-tglm.address", Value: "0xr"}},
-		Constraints: []string{"(golem.com.payment.platform.erc20-holesky-tglm.address=*)", " "},
+// parseExeScript decodes an ExeScriptRequest's text as a strict server
+// would: what the client encodes must come back whole.
+func parseExeScript(text string) ([]ExeScriptCommand, error) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
+	dec.DisallowUnknownFields()
+	var cmds []ExeScriptCommand
+	if err := dec.Decode(&cmds); err != nil {
+		return nil, fmt.Errorf("decoding exe script: %w", err)
 	}
-	tests := []struct {
-		name, cons, want string
-		dec              MarketDecoration
-	}{
-		{"joined", "(golem.inf.mem.gib>=4)", "(&(golem.inf.mem.gib>=4)(golem.com.payment.platform.erc20-holesky-tglm.address=*))", dec},
-		{"empty demand constraints", "", "(golem.com.payment.platform.erc20-holesky-tglm.address=*)", dec},
-		{"true demand constraints", "()", "(golem.com.payment.platform.erc20-holesky-tglm.address=*)", dec},
-		{"nothing at all", "", "()", MarketDecoration{}},
+	for i, c := range cmds {
+		n := 0
+		for _, set := range []bool{c.Deploy != nil, c.Start != nil, c.Run != nil, c.Transfer != nil, c.Sign != nil, c.Terminate != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return nil, fmt.Errorf("exe script command %d: want exactly one of deploy, start, run, transfer, sign, terminate; got %d", i, n)
+		}
+		if c.Run != nil && c.Run.EntryPoint == "" {
+			return nil, fmt.Errorf("exe script command %d: run without entry_point", i)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := DemandOfferBase{Properties: map[string]any{"golem.inf.x": 1}, Constraints: tt.cons}
-			out := Decorate(in, tt.dec)
-			if out.Constraints != tt.want {
-				t.Fatalf("constraints = %q, want %q", out.Constraints, tt.want)
-			}
-			if out.Properties["golem.inf.x"] != 1 || len(in.Properties) != 1 {
-				t.Fatalf("properties = %v (input %v)", out.Properties, in.Properties)
-			}
-			for _, p := range tt.dec.Properties {
-				if out.Properties[p.Key] != p.Value {
-					t.Fatalf("decoration %s missing", p.Key)
-				}
-			}
-		})
-	}
+	return cmds, nil
 }

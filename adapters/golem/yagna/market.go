@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 )
 
@@ -176,36 +175,4 @@ func (c *Client) AgreementEvents(ctx context.Context, timeout time.Duration, aft
 
 func agreementPath(agreementID string) string {
 	return MarketPrefix + "/agreements/" + seg(agreementID)
-}
-
-// Decorate returns d with the payment decoration of its allocations applied
-// (see DemandDecorations): the properties added (decoration values win over
-// d's) and the constraints AND-joined with d's. d is not modified.
-func Decorate(d DemandOfferBase, dec MarketDecoration) DemandOfferBase {
-	props := make(map[string]any, len(d.Properties)+len(dec.Properties))
-	for k, v := range d.Properties {
-		props[k] = v
-	}
-	for _, p := range dec.Properties {
-		props[p.Key] = p.Value
-	}
-	var parts []string
-	if c := strings.TrimSpace(d.Constraints); c != "" && c != "()" {
-		parts = append(parts, c)
-	}
-	for _, c := range dec.Constraints {
-		if c = strings.TrimSpace(c); c != "" && c != "()" {
-			parts = append(parts, c)
-		}
-	}
-	out := DemandOfferBase{Properties: props}
-	switch len(parts) {
-	case 0:
-		out.Constraints = "()"
-	case 1:
-		out.Constraints = parts[0]
-	default:
-		out.Constraints = "(&" + strings.Join(parts, "") + ")"
-	}
-	return out
 }

@@ -1,7 +1,6 @@
 package yagna
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -421,31 +420,6 @@ func ExeScript(cmds ...ExeScriptCommand) (ExeScriptRequest, error) {
 		return ExeScriptRequest{}, fmt.Errorf("encoding exe script: %w", err)
 	}
 	return ExeScriptRequest{Text: string(b)}, nil
-}
-
-// ParseExeScript decodes an ExeScriptRequest's text (for servers).
-func ParseExeScript(text string) ([]ExeScriptCommand, error) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
-	dec.DisallowUnknownFields()
-	var cmds []ExeScriptCommand
-	if err := dec.Decode(&cmds); err != nil {
-		return nil, fmt.Errorf("decoding exe script: %w", err)
-	}
-	for i, c := range cmds {
-		n := 0
-		for _, set := range []bool{c.Deploy != nil, c.Start != nil, c.Run != nil, c.Transfer != nil, c.Sign != nil, c.Terminate != nil} {
-			if set {
-				n++
-			}
-		}
-		if n != 1 {
-			return nil, fmt.Errorf("exe script command %d: want exactly one of deploy, start, run, transfer, sign, terminate; got %d", i, n)
-		}
-		if c.Run != nil && c.Run.EntryPoint == "" {
-			return nil, fmt.Errorf("exe script command %d: run without entry_point", i)
-		}
-	}
-	return cmds, nil
 }
 
 // Command results.
