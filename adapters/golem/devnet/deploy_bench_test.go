@@ -1,0 +1,430 @@
+package devnet_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/internal/syncwriter"
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+// BenchmarkGolemDeploy (issue 17): the gcompose CLI deploys, re-deploys
+// (nothing to change) and destroys an app of 1, 10 and 30 services on one
+// VPN, against the devnet over HTTP with the adapter images of this tree,
+// all services at once (--parallelism 64). The ideal of a deploy is what
+// one service alone costs: its create action (negotiation, VPN join,
+// activity, deploy, start, init) in the 1-service deploy, as if every
+// service rented in parallel at no extra cost; a destroy's is that
+// service's delete. Each run's JSON event stream says where the time went:
+// the network and payments creates that come first, and per service the
+// negotiation (action start to agreement approved), the VPN join, the
+// activity and the deploy with its init. GCOMPOSE_BENCH_GOLEM_SIZES
+// changes the sizes (e.g. "1,3").
+func BenchmarkGolemDeploy(b *testing.B) {
+	sizes := []int{1, 10, 30}
+	if v := os.Getenv("GCOMPOSE_BENCH_GOLEM_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("GCOMPOSE_BENCH_GOLEM_SIZES=%q: want sizes such as 1,10,30", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	most := slices.Max(sizes)
+	g := startGolemBench(b, most+2)
+	// Warm: the init cache on disk, the images' first start.
+	g.cycle("warm", 1)
+
+	load0 := loadavg()
+	results := map[int][3]*golemRun{}
+	b.ResetTimer()
+	for range b.N {
+		for _, n := range sizes {
+			deploy, redeploy, destroy := g.cycle(fmt.Sprintf("bench-%d", n), n)
+			results[n] = [3]*golemRun{deploy, redeploy, destroy}
+		}
+	}
+	b.StopTimer()
+	load1 := loadavg()
+
+	ideal := map[string]time.Duration{}
+	if one, ok := results[1]; ok {
+		ideal["deploy"] = one[0].services.slowest
+		ideal["re-deploy"] = one[1].wall
+		ideal["destroy"] = one[2].services.slowest
+	}
+	b.Logf("Golem on the devnet: apps of %v services on one VPN, parallelism 64, load %.2f -> %.2f", sizes, load0, load1)
+	for _, n := range sizes {
+		for i, op := range []string{"deploy", "re-deploy", "destroy"} {
+			r := results[n][i]
+			ratio := math.NaN()
+			if d := ideal[op]; d > 0 {
+				ratio = r.wall.Seconds() / d.Seconds()
+			}
+			b.ReportMetric(r.wall.Seconds(), fmt.Sprintf("%s-%d-s", op, n))
+			b.ReportMetric(ratio, fmt.Sprintf("%s-%d/ideal", op, n))
+			b.Logf("  %-9s %2d services: %6.2f s, %5.2fx the ideal (%s); %s", op, n, r.wall.Seconds(), ratio, ms(ideal[op]), r)
+		}
+	}
+	b.ReportMetric(load0, "load-before")
+	b.ReportMetric(load1, "load-after")
+}
+
+// golemBench is one devnet, the adapter images and the CLI.
+type golemBench struct {
+	b      *testing.B
+	ctx    context.Context
+	url    string
+	bin    string
+	dir    string
+	docker *client.Client
+	images map[string]string
+}
+
+func startGolemBench(b *testing.B, providers int) *golemBench {
+	b.Helper()
+	testimage.RequireDocker(b)
+	ctx := ctxT(b, 50*time.Minute)
+	docker := testimage.Client(b)
+	buildProviderImage(b, docker)
+	g := &golemBench{b: b, ctx: ctx, dir: b.TempDir(), docker: docker, images: map[string]string{}}
+	for _, name := range []string{"network", "service", "payments", "proxy"} {
+		g.images[name] = "gcompose-test/golem-" + name + ":bench"
+		testimage.Build(b, ctx, "./cmd/golem-"+name, g.images[name])
+	}
+	g.bin = testimage.Binary(b, ctx, "./cmd/gcompose")
+
+	// The devnet logs at info level into a buffer shown only on failure
+	// (its debug lines would drown the figures); no OpenAPI checker on the
+	// measured path (the tests check every exchange).
+	instance := "bench-" + strings.ToLower(unsafeChars.ReplaceAllString(b.Name(), "-"))
+	logs := &syncwriter.Buffer{}
+	cfg := devnet.Config{Instance: instance, Labels: testimage.Labels(b), Providers: []devnet.ProviderConfig{
+		{Name: "bench", Count: providers, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}},
+	}}
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		b.Fatalf("devnet.New: %v", err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	g.url = hs.URL
+	b.Cleanup(func() {
+		if b.Failed() {
+			b.Logf("devnet log:\n%s", tail(logs.String(), 8000))
+		}
+		hs.CloseClientConnections()
+		hs.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := srv.Close(cctx); err != nil {
+			b.Errorf("devnet Close: %v", err)
+		}
+		f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))
+		if cs, err := docker.ContainerList(cctx, container.ListOptions{All: true, Filters: f}); err != nil || len(cs) != 0 {
+			b.Errorf("after Close: %d devnet containers left (err %v)", len(cs), err)
+		}
+	})
+	return g
+}
+
+// cycle deploys an app of n services, deploys it again and destroys it.
+func (g *golemBench) cycle(app string, n int) (deploy, redeploy, destroy *golemRun) {
+	g.b.Helper()
+	desc := filepath.Join(g.dir, app+".yaml")
+	if err := os.WriteFile(desc, []byte(golemApp(app, n)), 0o644); err != nil {
+		g.b.Fatal(err)
+	}
+	g.b.Cleanup(func() { g.removeApp(app) })
+	deploy = g.run(app, "deploy", desc)
+	if deploy.changed != n+2 {
+		g.b.Fatalf("deploy of %s changed %d resources, want %d (the services, the network, the payments)", app, deploy.changed, n+2)
+	}
+	redeploy = g.run(app, "deploy", desc)
+	if redeploy.changed != 0 {
+		g.b.Fatalf("re-deploy of %s changed %d resources, want none", app, redeploy.changed)
+	}
+	destroy = g.run(app, "destroy", desc)
+	if destroy.changed != n+2 {
+		g.b.Fatalf("destroy of %s changed %d resources, want %d", app, destroy.changed, n+2)
+	}
+	return deploy, redeploy, destroy
+}
+
+// golemApp is an app of n services on one VPN, each the devnet's db image
+// started by one init command.
+func golemApp(app string, n int) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `meta:
+  name: %q
+payloads:
+  db:
+    runtime: vm
+    capabilities: [vpn]
+    params:
+      image_hash: %q
+networks:
+  default:
+    ip: "192.168.80.0/24"
+services:
+`, app, testHash)
+	for i := range n {
+		fmt.Fprintf(&sb, `  s%02d:
+    payload: db
+    network: default
+    init:
+      - run:
+          args: ["/bin/sh", "-c", "/devnet-db -listen :4001 > /tmp/db.out 2> /tmp/db.err &"]
+`, i)
+	}
+	return sb.String()
+}
+
+// run runs one gcompose command with --json and reads its event stream.
+func (g *golemBench) run(app, command, desc string) *golemRun {
+	g.b.Helper()
+	g.settle(app)
+	args := []string{command, "-f", desc, "--app", app, "--state", filepath.Join(g.dir, "state"), "--yes", "--json", "--parallelism", "64",
+		"--network-image", g.images["network"], "--service-image", g.images["service"],
+		"--payments-image", g.images["payments"], "--proxy-image", g.images["proxy"]}
+	cmd := exec.CommandContext(g.ctx, g.bin, args...)
+	cmd.Dir = g.dir
+	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+g.url, "YAGNA_APPKEY="+testKey, "XDG_CACHE_HOME="+filepath.Join(g.dir, "cache"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		g.b.Fatalf("gcompose %s %s: %v\n%s\n%s", command, app, err, tail(stdout.String(), 4000), tail(stderr.String(), 8000))
+	}
+	r, perr := readRun(start, wall, stderr.Bytes(), command == "deploy")
+	if perr != nil {
+		g.b.Fatalf("gcompose %s %s: %v\n%s", command, app, perr, tail(stderr.String(), 8000))
+	}
+	return r
+}
+
+// settle waits until the adapter containers of the previous run are gone,
+// so that the next run's start-up cleanup does not meet one being removed.
+func (g *golemBench) settle(app string) {
+	f := filters.NewArgs(filters.Arg("label", "gcompose.app="+app), filters.Arg("label", "gcompose.managed"))
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cs, err := g.docker.ContainerList(g.ctx, container.ListOptions{All: true, Filters: f}); err != nil || len(cs) == 0 {
+			return
+		}
+	}
+}
+
+// removeApp removes what a failed run left of the app.
+func (g *golemBench) removeApp(app string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := filters.NewArgs(filters.Arg("label", "gcompose.app="+app))
+	cs, _ := g.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	for _, c := range cs {
+		_ = g.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	}
+}
+
+// golemRun is where one command's time went, from its event stream.
+type golemRun struct {
+	wall    time.Duration
+	changed int
+	// firstEvent is when the stream's first event came (start-up: the
+	// lock, the check and sweep calls, the planning state calls);
+	// servicesFrom and servicesTo bound the services' actions; end is the
+	// last event (then compaction, the adapter servers stopped, exit).
+	firstEvent, servicesFrom, servicesTo, end time.Duration
+	network, payments                         time.Duration // their actions
+	services                                  spread        // each service's actions
+	// Per service, from its action's start: the agreement approved
+	// (negotiation), the VPN joined, the activity created.
+	negotiated, joined, activity spread
+}
+
+// spread summarizes one duration over the services.
+type spread struct {
+	n                        int
+	fastest, median, slowest time.Duration
+}
+
+func spreadOf(ds []time.Duration) spread {
+	if len(ds) == 0 {
+		return spread{}
+	}
+	slices.Sort(ds)
+	return spread{n: len(ds), fastest: ds[0], median: ds[len(ds)/2], slowest: ds[len(ds)-1]}
+}
+
+func (s spread) String() string {
+	if s.n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s/%s/%s", ms(s.fastest), ms(s.median), ms(s.slowest))
+}
+
+func (r *golemRun) String() string {
+	if r.end == 0 {
+		return "no events: planned, nothing to do"
+	}
+	s := fmt.Sprintf("planned (lock, check, sweep, state calls) until the first event at %s, last event at %s", ms(r.firstEvent), ms(r.end))
+	if r.network > 0 || r.payments > 0 {
+		s += fmt.Sprintf("; network %s, payments %s", ms(r.network), ms(r.payments))
+	}
+	if r.services.n > 0 {
+		s += fmt.Sprintf("; services' actions from %s to %s, each (fastest/median/slowest) %s", ms(r.servicesFrom), ms(r.servicesTo), r.services)
+	}
+	if r.negotiated.n > 0 {
+		s += fmt.Sprintf(", of which agreement approved after %s, VPN joined after %s, activity after %s", r.negotiated, r.joined, r.activity)
+	}
+	return s
+}
+
+func ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return fmt.Sprintf("%dms", d.Milliseconds())
+}
+
+// event is one line of the JSON event stream (docs/events.md).
+type event struct {
+	Type       string    `json:"type"`
+	Time       time.Time `json:"time"`
+	Resource   string    `json:"resource"`
+	Phase      string    `json:"phase"`
+	Message    string    `json:"message"`
+	DurationMS int64     `json:"duration_ms"`
+	Counts     struct {
+		Changed int `json:"changed"`
+		Failed  int `json:"failed"`
+	} `json:"counts"`
+}
+
+// readRun reads the event stream of a command started at start; creates
+// says its services' actions are creates, whose identity reports mark the
+// steps of a rental.
+func readRun(start time.Time, wall time.Duration, stderr []byte, creates bool) (*golemRun, error) {
+	r := &golemRun{wall: wall}
+	actionStart := map[string]time.Time{}
+	firstWith := map[string]map[string]time.Duration{} // service -> identity key -> since its action started
+	var services []time.Duration
+	summary := false
+	sc := bufio.NewScanner(bytes.NewReader(stderr))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("{")) {
+			continue
+		}
+		var ev event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return nil, fmt.Errorf("event line %s: %w", line, err)
+		}
+		if ev.Type == "summary" {
+			if ev.Counts.Failed > 0 {
+				return nil, fmt.Errorf("%d resource(s) failed", ev.Counts.Failed)
+			}
+			r.changed, summary = ev.Counts.Changed, true
+			continue
+		}
+		at := ev.Time.Sub(start)
+		if r.firstEvent == 0 {
+			r.firstEvent = at
+		}
+		r.end = max(r.end, at)
+		service := strings.HasPrefix(ev.Resource, "services.")
+		switch ev.Phase {
+		case "action":
+			if _, ok := actionStart[ev.Resource]; !ok {
+				actionStart[ev.Resource] = ev.Time
+			}
+			if service && (r.servicesFrom == 0 || at < r.servicesFrom) {
+				r.servicesFrom = at
+			}
+		case "identity":
+			if !creates || !service {
+				continue
+			}
+			keys, _ := strings.CutPrefix(ev.Message, "recorded ")
+			for _, k := range strings.Split(keys, ", ") {
+				if firstWith[ev.Resource] == nil {
+					firstWith[ev.Resource] = map[string]time.Duration{}
+				}
+				if _, ok := firstWith[ev.Resource][k]; !ok {
+					firstWith[ev.Resource][k] = ev.Time.Sub(actionStart[ev.Resource])
+				}
+			}
+		case "done":
+			d := time.Duration(ev.DurationMS) * time.Millisecond
+			if s, ok := actionStart[ev.Resource]; ok {
+				d = ev.Time.Sub(s) // the actions, not the wait for dependencies
+			}
+			switch {
+			case service:
+				services = append(services, d)
+				r.servicesTo = max(r.servicesTo, at)
+			case strings.HasPrefix(ev.Resource, "networks."):
+				r.network = d
+			case strings.Contains(ev.Resource, "payments"):
+				r.payments = d
+			}
+		}
+	}
+	if !summary {
+		return nil, fmt.Errorf("no summary in the event stream")
+	}
+	r.services = spreadOf(services)
+	var negotiated, joined, activity []time.Duration
+	for _, keys := range firstWith {
+		if d, ok := keys["price"]; ok {
+			negotiated = append(negotiated, d)
+		}
+		if d, ok := keys["ip"]; ok {
+			joined = append(joined, d)
+		}
+		if d, ok := keys["activity_id"]; ok {
+			activity = append(activity, d)
+		}
+	}
+	r.negotiated, r.joined, r.activity = spreadOf(negotiated), spreadOf(joined), spreadOf(activity)
+	return r, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// loadavg is the 1-minute load average: the machine is shared.
+func loadavg() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return math.NaN()
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
+	return f
+}
