@@ -5,12 +5,13 @@ package diff
 
 import (
 	"fmt"
-	"github.com/gcompose/gcompose/core/jsondiff"
-	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"io"
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/gcompose/gcompose/core/jsondiff"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 )
 
 // Resource is what a snapshot says about one resource. Fields a source does
