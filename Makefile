@@ -70,8 +70,13 @@ test-short:
 	$(GO) test -short -count=1 ./...
 
 # -p 1: one package's benchmarks at a time, so that they do not measure each other (docs/performance.md).
+# The machine is shared: the load average is printed before and after, as the figures are read beside it.
+# Among them: the fresh deploy and the long-running memory (core/engine/enginebench), the Golem deploy on the
+# devnet (adapters/golem/devnet); `make test` runs none of them.
 bench: images
+	@echo "load average before: $$(cat /proc/loadavg 2>/dev/null)"
 	$(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m ./...
+	@echo "load average after: $$(cat /proc/loadavg 2>/dev/null)"
 
 # Starts the devnet, deploys examples/webapp on it, prints the local URL and fetches the page (docs/golem.md).
 demo: images
