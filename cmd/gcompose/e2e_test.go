@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
@@ -82,6 +83,33 @@ func (e *env) gc(args ...string) result {
 	full = append(full, "--state", e.state)
 	code := run(context.Background(), full, strings.NewReader(""), &out, &errb)
 	return result{code, out.String(), errb.String()}
+}
+
+// follow runs a command that runs until interrupted (logs --follow) in
+// process until done says its output is complete or limit passes, then
+// interrupts it as Ctrl-C would and returns what it printed: a loaded
+// machine gets the time it needs, an idle one does not wait for nothing.
+func (e *env) follow(limit time.Duration, done func(stdout string) bool, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncwriter.Buffer
+	full := append(append([]string{"gcompose"}, args...), "--state", e.state)
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, full, strings.NewReader(""), &out, &errb) }()
+	deadline := time.After(limit)
+	for {
+		select {
+		case code := <-exited:
+			return result{code, out.String(), errb.String()}
+		case <-deadline:
+			cancel()
+		case <-time.After(100 * time.Millisecond):
+			if done(out.String()) {
+				cancel()
+			}
+		}
+	}
 }
 
 func (e *env) must(args ...string) result {

@@ -251,19 +251,17 @@ resources:
 			t.Errorf("logs lacks %q:\n%s", w, r.stdout)
 		}
 	}
-	// Follow for a few polls, then stop as Ctrl-C would.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	code := run(ctx, []string{"gcompose", "logs", "--file", f, "-f", "--interval", "1s", "web", "--state", e.state}, strings.NewReader(""), &out, &errb)
-	if code != 0 {
-		t.Fatalf("logs -f: exit %d\n%s%s", code, out.String(), errb.String())
+	// Follow until two new polls are shown, then stop as Ctrl-C would.
+	polls := func(out string) int { return strings.Count(out, "==> resources.web poll") }
+	r = e.follow(time.Minute, func(out string) bool { return polls(out) >= 3 }, "logs", "--file", f, "-f", "--interval", "1s", "web")
+	if r.code != 0 {
+		t.Fatalf("logs -f: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if n := strings.Count(out.String(), "==> resources.web poll"); n < 3 {
-		t.Errorf("logs -f showed %d poll entries, want the persisted one and at least 2 new:\n%s%s", n, out.String(), errb.String())
+	if n := polls(r.stdout); n < 3 {
+		t.Errorf("logs -f showed %d poll entries in a minute, want the persisted one and at least 2 new:\n%s%s", n, r.stdout, r.stderr)
 	}
-	if n := strings.Count(out.String(), "init[0]"); n != 1 {
-		t.Errorf("logs -f repeated the init entry %d times:\n%s", n, out.String())
+	if n := strings.Count(r.stdout, "init[0]"); n != 1 {
+		t.Errorf("logs -f repeated the init entry %d times:\n%s", n, r.stdout)
 	}
 	e.must("destroy", f, "--yes")
 }

@@ -352,18 +352,12 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	got, stopWatch := sr.got, sr.stopWatch
 
 	// gcAt runs gcompose on the state at dir (every command names its
-	// state), for at most timeout when given (logs -f).
-	gcAt := func(dir string, timeout time.Duration, wantCode int, args ...string) result {
+	// state).
+	gcAt := func(dir string, wantCode int, args ...string) result {
 		t.Helper()
-		ctx := context.Background()
-		if timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
 		var out, errb strings.Builder
 		full := append(append([]string{"gcompose"}, args...), "--state", dir)
-		r := result{run(ctx, full, strings.NewReader(""), &out, &errb), out.String(), errb.String()}
+		r := result{run(context.Background(), full, strings.NewReader(""), &out, &errb), out.String(), errb.String()}
 		got.result("gcompose "+strings.Join(args, " ")+" --state "+dir, r)
 		if r.code != wantCode {
 			t.Fatalf("gcompose %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, wantCode, r.stdout, r.stderr)
@@ -372,7 +366,7 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	}
 	gc := func(wantCode int, args ...string) result {
 		t.Helper()
-		return gcAt(e.state, 0, wantCode, args...)
+		return gcAt(e.state, wantCode, args...)
 	}
 	shows := func(r result, what string, wants ...string) {
 		t.Helper()
@@ -402,9 +396,13 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	shows(r, "logs -f FILE", "resources.web | stdout: "+secret.Mask)
 	gc(1, "logs", "--app", e.app)
 	for _, by := range [][]string{{"--file", f}, {"--app", e.app}} {
-		r = gcAt(e.state, 4*time.Second, 0, append(append([]string{"logs"}, by...), "--follow", "--interval", "500ms", "web", kf)...)
-		if n := strings.Count(r.stdout, "==> resources.web poll"); n < 2 {
-			t.Errorf("logs --follow %s showed %d poll entries, want the persisted one and a new one:\n%s%s", by[0], n, r.stdout, r.stderr)
+		// Until a poll after the persisted one is shown.
+		args := append(append([]string{"logs"}, by...), "--follow", "--interval", "500ms", "web", kf)
+		polls := func(out string) int { return strings.Count(out, "==> resources.web poll") }
+		r = e.follow(time.Minute, func(out string) bool { return polls(out) >= 2 }, args...)
+		got.result("gcompose "+strings.Join(args, " "), r)
+		if r.code != 0 || polls(r.stdout) < 2 {
+			t.Errorf("logs --follow %s: exit %d, %d poll entries in a minute, want the persisted one and a new one:\n%s%s", by[0], r.code, polls(r.stdout), r.stdout, r.stderr)
 		}
 		shows(r, "logs --follow "+by[0], "resources.web | stdout: "+secret.Mask)
 	}
@@ -433,15 +431,15 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	if err := os.WriteFile(doc, []byte(pulled.stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = gcAt(other, 0, 0, "state", "push", doc, "--app", e.app)
+	r = gcAt(other, 0, "state", "push", doc, "--app", e.app)
 	shows(r, "state push", "pushed 2 resources")
 	gc(0, "state", "push", doc, "--app", e.app)
 	gc(0, "state", "mv", "--app", e.app, "--to", third)
-	r = gcAt(other, 0, 0, "diff", "--from", "state:"+other+"#"+e.app, "--to", "state:"+third+"#"+e.app, "--all", kf)
+	r = gcAt(other, 0, "diff", "--from", "state:"+other+"#"+e.app, "--to", "state:"+third+"#"+e.app, "--all", kf)
 	shows(r, "diff of the pushed and the moved copies", "No differences")
-	gcAt(other, 0, 0, "diff", "--from", "state:"+e.state+"#"+e.app, "--to", "state:"+third+"#"+e.app, "--all", "--json", kf)
-	gcAt(third, 0, 0, "logs", "--app", e.app, kf)
-	r = gcAt(other, 0, 0, "state", "show", "resources.web", "--app", e.app, kf)
+	gcAt(other, 0, "diff", "--from", "state:"+e.state+"#"+e.app, "--to", "state:"+third+"#"+e.app, "--all", "--json", kf)
+	gcAt(third, 0, "logs", "--app", e.app, kf)
+	r = gcAt(other, 0, "state", "show", "resources.web", "--app", e.app, kf)
 	shows(r, "state show of the pushed copy", secret.Mask)
 
 	gc(0, "destroy", f, "--yes", "--verbose", kf)
