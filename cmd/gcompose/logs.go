@@ -108,7 +108,8 @@ func selectResources(doc *state.Document, args []string) ([]*state.Resource, err
 			continue
 		}
 		for _, a := range args {
-			if n == a || strings.HasSuffix(n, "."+a) || strings.Contains(n, "."+a+"[") || strings.HasPrefix(n, a+"[") {
+			// The addresses deploy and destroy take (plan.Matches).
+			if plan.Matches(a, n) {
 				out = append(out, r)
 				break
 			}

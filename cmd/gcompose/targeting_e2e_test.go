@@ -46,3 +46,28 @@ func TestE2ETargetReplaceProtect(t *testing.T) {
 		t.Fatal("destroy left the unprotected resources")
 	}
 }
+
+// destroy NAME removes that and what depends on it, dependents first, and
+// leaves the rest deployed.
+func TestE2EDestroyTarget(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("app.yaml", strings.ReplaceAll(pair, "CONTENT", "1"))
+	e.must("deploy", f, "--yes")
+	r := e.must("destroy", f, "x", "--yes", "--json")
+	var acted []string
+	for _, ev := range events(t, r.stderr) {
+		if ev.Phase == "action" {
+			acted = append(acted, ev.Resource+" "+ev.Message)
+		}
+	}
+	// z reads x's output: it depends on x, so it goes, and first.
+	if len(acted) != 2 || !strings.HasPrefix(acted[0], "resources.z delete") || !strings.HasPrefix(acted[1], "resources.x delete") {
+		t.Fatalf("destroy x ran %v, want z deleted, then x, and nothing else", acted)
+	}
+	if e.exists("x.txt") || e.exists("z.txt") || !e.exists("y.txt") {
+		t.Fatalf("after destroy x: x %v z %v y %v; want y only", e.exists("x.txt"), e.exists("z.txt"), e.exists("y.txt"))
+	}
+	if list := e.must("state", "list", "-f", f); strings.Contains(list.stdout, "resources.x") || !strings.Contains(list.stdout, "resources.y") {
+		t.Fatalf("state after destroy x:\n%s", list.stdout)
+	}
+}
