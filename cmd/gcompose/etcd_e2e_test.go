@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +29,22 @@ func TestE2EDeployOnEtcdClusterSurvivesMemberLoss(t *testing.T) {
 
 	done := make(chan result, 1)
 	go func() { done <- gc("deploy", f, "--yes") }()
-	time.Sleep(1200 * time.Millisecond) // a few resources in: r0..r3 take 300 ms each
+	// Kill once a few resources are in: r1's file is written (the state in
+	// etcd holds r0), r7 is far from started (each takes 300 ms).
+	journal := filepath.Join(e.files, ".file-adapter.log")
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(journal); strings.Contains(string(b), "create r1.txt\n") {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the deploy ended before r1 was created: the test proves nothing\n%s%s", r.stdout, r.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("r1 not created in 2 minutes")
+		}
+	}
 	select {
 	case r := <-done:
 		t.Fatalf("the deploy finished before the member was killed: the test proves nothing\n%s%s", r.stdout, r.stderr)

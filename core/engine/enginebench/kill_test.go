@@ -188,11 +188,12 @@ func TestServedAdapterKilledDuringDeploy(t *testing.T) {
 			t.Errorf("journal: %q %d times; want each file created once", line, c)
 		}
 	}
-	if left := testimage.ContainersLabelled(t, h.ctx, testimage.Label, t.Name()); len(left) > 0 {
-		// Served containers are removed when they end; give removal a moment.
-		time.Sleep(2 * time.Second)
-		if left = testimage.ContainersLabelled(t, h.ctx, testimage.Label, t.Name()); len(left) > 0 {
-			t.Errorf("containers left: %v", left)
-		}
+	// Served containers are removed when they end: give removal time.
+	left := testimage.ContainersLabelled(t, h.ctx, testimage.Label, t.Name())
+	for deadline := time.Now().Add(30 * time.Second); len(left) > 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		left = testimage.ContainersLabelled(t, h.ctx, testimage.Label, t.Name())
+	}
+	if len(left) > 0 {
+		t.Errorf("containers left 30 s after the last deploy: %v", left)
 	}
 }
