@@ -98,11 +98,8 @@ func phaseOf(ev map[string]any) string { s, _ := ev["phase"].(string); return s 
 // each, the next deploy converges, creating every file exactly once.
 func TestE2EInterrupt(t *testing.T) {
 	e := newEnv(t)
-	f := e.write("app.yaml", chain(6))
-
 	// Slow actions, so that the interrupt lands inside one.
-	slow := strings.ReplaceAll(chain(6), "delay_ms: 300", "delay_ms: 3000")
-	f = e.write("app.yaml", slow)
+	f := e.write("app.yaml", strings.ReplaceAll(chain(6), "delay_ms: 300", "delay_ms: 3000"))
 	cmd, lines, stdout := e.startJSON("deploy", f, "--yes")
 	waitEvent(t, lines, func(ev map[string]any) bool { return phaseOf(ev) == "action" && ev["resource"] == "resources.r0" })
 	cmd.Process.Signal(syscall.SIGINT)
