@@ -29,3 +29,15 @@ func byCreation[T any](m map[string]T, created func(T) time.Time, render func(T)
 	}
 	return out
 }
+
+// providerOr404 is the provider whose id or name is id, or nil after a 404
+// (s.mu held; it stays held either way).
+func (s *Server) providerOr404(w http.ResponseWriter, id string) *provider {
+	for _, p := range s.providers {
+		if p.id == id || p.name == id {
+			return p
+		}
+	}
+	writeError(w, http.StatusNotFound, "provider %s not found", id)
+	return nil
+}

@@ -122,15 +122,9 @@ func (s *Server) putProvider(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	s.mu.Lock()
-	var p *provider
-	for _, x := range s.providers {
-		if x.id == id || x.name == id {
-			p = x
-		}
-	}
+	p := s.providerOr404(w, id)
 	if p == nil {
 		s.mu.Unlock()
-		writeError(w, http.StatusNotFound, "provider %s not found", id)
 		return
 	}
 	var remove []string
