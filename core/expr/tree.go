@@ -56,13 +56,10 @@ func (w *walker) walk(v any) any {
 		return l
 	case []string:
 		l := make([]any, len(x))
-		n := len(w.ptr)
 		for i, e := range x {
-			w.ptr = strconv.AppendInt(append(w.ptr[:n], '/'), int64(i), 10)
-			l[i] = w.walk(e)
+			l[i] = e
 		}
-		w.ptr = w.ptr[:n]
-		return l
+		return w.walk(l)
 	case string:
 		if !strings.Contains(x, "${") {
 			return x
