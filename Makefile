@@ -7,7 +7,7 @@ GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 # Build tools (not images), kept out of bin/, which is the images' build context.
 TOOLS     := .tools
 
-.PHONY: all build binaries images test test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep
+.PHONY: all build binaries images test test-podman test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep
 
 all: build
 
@@ -59,7 +59,24 @@ cross:
 # e2e tests deploy too, and a first deploy refuses to start beside another state's objects of the same app.
 test: lint cross images
 	$(GO) test -race -count=1 -timeout 40m $$($(GO) list ./... | grep -v '/docs$$')
+	@if [ -n "$$GCOMPOSE_PODMAN_HOST" ]; then $(MAKE) --no-print-directory test-podman; \
+	elif [ -n "$$CI" ]; then echo 'test: CI is set and GCOMPOSE_PODMAN_HOST is not: run .ci/run, or eval "$$(.ci/podman start)"'; exit 1; \
+	else echo 'test: the Podman pass is skipped: GCOMPOSE_PODMAN_HOST is unset (docs/engines.md)'; fi
 	$(GO) test -count=1 -timeout 10m ./docs/
+
+# The suites that cross the engine boundary, again against Podman (docs/engines.md): make images, the runner,
+# the adapter client (one-shot, served, misbehaving; not the hangs, which only wait out timeouts), the image
+# builders, and the CLI's deploy/plan/update/destroy, kill and leftovers, misbehaving and served adapters,
+# and a remote engine. GCOMPOSE_PODMAN_HOST names Podman's Docker-API socket, GCOMPOSE_REMOTE_ENGINE_HOST an
+# engine that does not see this machine's /tmp: `eval "$$(.ci/podman start)"` (.ci/run does) sets both.
+PODMAN_PKGS := ./core/runner/ ./core/adapter/ ./internal/testimage/ ./internal/tools/imagebuild/ ./internal/dockerbuild/
+PODMAN_SKIP := TestMisbehaveAdapter/(action|state|init)_hang|TestErrors/timeout
+PODMAN_CLI  := TestE2EDeployRedeployUpdateDestroy|TestE2EKillDuringDeployConverges|TestE2EFirstDeployRefusedWhenContainersExist|TestE2EMissingPlugDirectoryIsCreated|TestE2EMisbehaving.*|TestE2EInitWrongProtocol|TestE2EInitHangIsKilledByTheTimeout|TestE2EServerDoesNotOutliveGcompose|TestE2ELogsFromAnAdapter|TestE2ERemoteEngine
+test-podman:
+	@test -n "$$GCOMPOSE_PODMAN_HOST" || { echo 'test-podman: GCOMPOSE_PODMAN_HOST is unset: eval "$$(.ci/podman start)" first (docs/engines.md)'; exit 1; }
+	DOCKER_HOST=$$GCOMPOSE_PODMAN_HOST $(MAKE) --no-print-directory images
+	DOCKER_HOST=$$GCOMPOSE_PODMAN_HOST $(GO) test -race -count=1 -timeout 20m -skip '$(PODMAN_SKIP)' $(PODMAN_PKGS)
+	DOCKER_HOST=$$GCOMPOSE_PODMAN_HOST $(GO) test -race -count=1 -timeout 20m -run '^($(PODMAN_CLI))$$' ./cmd/gcompose/
 
 # The full devnet interrupt sweep (docs/golem.md): the webapp deploy cut short by SIGKILL and SIGINT after
 # every adapter call and inside calls, each followed by a deploy and a destroy. `make test` runs a sample.
