@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,7 +144,28 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	})
-	return s.auth(mux)
+	return s.auth(exactPaths(mux))
+}
+
+// exactPaths answers 404 for a path that is not in clean form ("/activity//kill", an empty id): yagna
+// serves its API with actix-web and no path-normalizing middleware (core/serv/src/main.rs: Logger, Auth
+// and Cors only), and actix matches a {param} segment against [^/]+, so such a path matches no route.
+// Go's ServeMux would instead redirect it to the cleaned path, and a client that does not follow (curl
+// -f among them) would take the 3xx for success: a kill of an empty activity id killed nothing, and said
+// nothing.
+func exactPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		clean := path.Clean(p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		if clean != p {
+			writeError(w, http.StatusNotFound, "no such endpoint: %s %s", r.Method, p)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // auth requires the app key everywhere except GET /version/get (which the spec leaves open).
