@@ -2,8 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gcompose/gcompose/core/address"
@@ -95,7 +95,7 @@ func resolveConfig(cfg map[string]any, outs Outputs, strict bool, declared Decla
 		}
 		v, ok := lookupField(map[string]any(st), field)
 		if !ok && strict {
-			return nil, false, &MissingOutputError{Ref: r.Text(), Resource: res, Reported: sortedKeys(st)}
+			return nil, false, &MissingOutputError{Ref: r.Text(), Resource: res, Reported: slices.Sorted(maps.Keys(st))}
 		}
 		return v, ok, nil
 	}
@@ -121,15 +121,6 @@ func (e *MissingOutputError) Error() string {
 		have = strings.Join(e.Reported, ", ")
 	}
 	return fmt.Sprintf("%s reports no such output (it reports: %s)", e.Resource, have)
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // UndeclaredOutputError is a reference to an output that the resource's

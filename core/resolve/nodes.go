@@ -2,8 +2,9 @@ package resolve
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/gcompose/gcompose/core/address"
@@ -88,11 +89,11 @@ func (rv *resolver) makeNodes() {
 	}
 	rv.g.Grow(total, 2*total) // a network edge each, and some more
 	rv.nodes = make([]*Node, 0, total)
-	for _, name := range sortedKeys(rv.app.Networks) {
+	for _, name := range slices.Sorted(maps.Keys(rv.app.Networks)) {
 		rv.add(&Node{ID: NetworkID(name), Kind: NetworkNode, Name: name, Instances: 1,
 			Entry: pointer("networks", name), Pos: rv.entryPos(rv.app.Networks[name].Pos, "networks", name)})
 	}
-	for _, name := range sortedKeys(rv.app.Services) {
+	for _, name := range slices.Sorted(maps.Keys(rv.app.Services)) {
 		svc := rv.app.Services[name]
 		n := max(svc.Instances, 1)
 		for i := 0; i < n; i++ {
@@ -102,7 +103,7 @@ func (rv *resolver) makeNodes() {
 			rv.services[name] = append(rv.services[name], node)
 		}
 	}
-	for _, name := range sortedKeys(rv.app.Resources) {
+	for _, name := range slices.Sorted(maps.Keys(rv.app.Resources)) {
 		rv.add(&Node{ID: ResourceID(name), Kind: ResourceNode, Name: name, Instances: 1,
 			Entry: pointer("resources", name), Pos: rv.entryPos(rv.app.Resources[name].Pos, "resources", name)})
 	}
@@ -185,7 +186,7 @@ func (rv *resolver) errorf(p source.Pos, format string, args ...any) {
 // addStructuralEdges adds the edges the descriptor states directly: a
 // service's network, depends_on, generic dependencies.
 func (rv *resolver) addStructuralEdges() {
-	for _, name := range sortedKeys(rv.app.Services) {
+	for _, name := range slices.Sorted(maps.Keys(rv.app.Services)) {
 		svc := rv.app.Services[name]
 		from := rv.services[name]
 		// An undefined network (or payload, or resource dependency below) is
@@ -201,7 +202,7 @@ func (rv *resolver) addStructuralEdges() {
 			ptr := pointer("services", name, "depends_on", strconv.Itoa(i))
 			targets, ok := rv.services[dep]
 			if !ok {
-				rv.errorf(rv.app.Pos(ptr), "service %q: depends_on %q names no service%s", name, dep, source.Suggest(dep, sortedKeys(rv.app.Services)))
+				rv.errorf(rv.app.Pos(ptr), "service %q: depends_on %q names no service%s", name, dep, source.Suggest(dep, slices.Sorted(maps.Keys(rv.app.Services))))
 				continue
 			}
 			for _, n := range from {
@@ -211,9 +212,9 @@ func (rv *resolver) addStructuralEdges() {
 			}
 		}
 	}
-	for _, name := range sortedKeys(rv.app.Resources) {
+	for _, name := range slices.Sorted(maps.Keys(rv.app.Resources)) {
 		res := rv.app.Resources[name]
-		for _, alias := range sortedKeys(res.Dependencies) {
+		for _, alias := range slices.Sorted(maps.Keys(res.Dependencies)) {
 			dep := res.Dependencies[alias]
 			ptr := pointer("resources", name, "dependencies", alias)
 			if _, ok := rv.app.Resources[dep]; !ok {
@@ -238,15 +239,6 @@ func (rv *resolver) reportCycles() {
 	for _, c := range rv.g.Cycles() {
 		rv.errorf(c.Edges[0].Pos, "%s", c.String())
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // pointer builds a JSON pointer from unescaped tokens.

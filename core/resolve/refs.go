@@ -3,6 +3,8 @@ package resolve
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,7 +38,9 @@ func (rv *resolver) output(kind Kind, field string) (subs []string, ok bool) {
 }
 
 // outputNames lists the outputs of a node of kind, for suggestions.
-func (rv *resolver) outputNames(kind Kind) []string { return sortedKeys(rv.opts.Outputs[kind]) }
+func (rv *resolver) outputNames(kind Kind) []string {
+	return slices.Sorted(maps.Keys(rv.opts.Outputs[kind]))
+}
 
 func referenceRoots() []string {
 	return []string{"services", "nodes", "networks", "payloads", "meta", "resources", "var", "env", "secret", "app", "instance"}
@@ -200,7 +204,7 @@ func (rv *resolver) lookup(sc *scope, ptr, s string, r expr.Ref) (v any, known b
 		}
 		val, ok := rv.opts.Vars[p[1].Name]
 		if !ok {
-			return nil, false, "", fmt.Errorf("variable %q is not set: pass --var %s=VALUE or a --var-file%s", p[1].Name, p[1].Name, source.Suggest(p[1].Name, sortedKeys(rv.opts.Vars)))
+			return nil, false, "", fmt.Errorf("variable %q is not set: pass --var %s=VALUE or a --var-file%s", p[1].Name, p[1].Name, source.Suggest(p[1].Name, slices.Sorted(maps.Keys(rv.opts.Vars))))
 		}
 		return val, true, "", nil
 	case "env":
@@ -260,7 +264,7 @@ func entryName[V any](p []expr.Step, what string, m map[string]V) (string, []exp
 	}
 	name := p[1].Name
 	if _, ok := m[name]; !ok {
-		return "", nil, fmt.Errorf("no %s named %q%s", what, name, source.Suggest(name, sortedKeys(m)))
+		return "", nil, fmt.Errorf("no %s named %q%s", what, name, source.Suggest(name, slices.Sorted(maps.Keys(m))))
 	}
 	return name, p[2:], nil
 }
@@ -317,7 +321,7 @@ func (rv *resolver) implicit(sc *scope, ptr, s string, r expr.Ref) (any, bool, s
 func (rv *resolver) runtime(sc *scope, ptr, s string, r expr.Ref, target, what string, rest []expr.Step, subs []string) (any, bool, string, error) {
 	field := expr.PathString(rest)
 	if len(subs) > 0 {
-		if len(rest) > 1 && !rest[1].IsIndex && !contains(subs, rest[1].Name) {
+		if len(rest) > 1 && !rest[1].IsIndex && !slices.Contains(subs, rest[1].Name) {
 			return nil, false, "", fmt.Errorf("%s output %s has no field %q%s; it has %s", what, rest[0].Name, rest[1].Name, source.Suggest(rest[1].Name, subs), strings.Join(subs, ", "))
 		}
 	}
@@ -347,7 +351,7 @@ func (rv *resolver) static(sc *scope, label, base string, rest []expr.Step, runt
 			}
 			v, ok := c[st.Name]
 			if !ok {
-				known := sortedKeys(c)
+				known := slices.Sorted(maps.Keys(c))
 				if i == 0 {
 					known = append(known, runtimeFields...)
 				}
@@ -440,15 +444,6 @@ func holdsTemplate(v any) bool {
 			if holdsTemplate(e) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
 		}
 	}
 	return false

@@ -2,7 +2,9 @@ package resolve
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gcompose/gcompose/core/expr"
@@ -22,7 +24,7 @@ func (rv *resolver) lookupSecret(p []expr.Step) (any, bool, string, error) {
 	s, ok := rv.app.Secrets[name]
 	if !ok {
 		return nil, false, "", fmt.Errorf("no secret named %q is declared%s: declare it under secrets: (%s: {env: VARIABLE} or {file: PATH})",
-			name, source.Suggest(name, sortedKeys(rv.app.Secrets)), name)
+			name, source.Suggest(name, slices.Sorted(maps.Keys(rv.app.Secrets))), name)
 	}
 	var val string
 	switch {
