@@ -6,7 +6,8 @@ package jsondiff
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -62,12 +63,7 @@ func walk(path string, a, b any, out *[]Change) {
 		for k := range mb {
 			keys[k] = true
 		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			walk(path+"/"+jsonpointer.Escape(k), ma[k], mb[k], out)
 		}
 		return
