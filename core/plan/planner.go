@@ -150,7 +150,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 	}
 	errs := p.Walk(ctx, deps, in.Mode == Destroy, visit)
 	if in.Mode == Deploy && len(in.Outputs) > 0 {
-		exists := func(name string) bool { return name == AppOutputs || desired[name] != nil || doc.Resources[name] != nil }
+		exists := func(name string) bool {
+			return name == AppOutputs || desired[name] != nil || doc.Resources[name] != nil
+		}
 		if err := refsExist(in.Outputs, exists); err != nil {
 			if errs == nil {
 				errs = map[string]error{}
