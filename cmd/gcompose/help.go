@@ -191,13 +191,28 @@ func setCategory(f cli.Flag, cat string, hidden bool) {
 // rather than the whole help; exit 64.
 func usageError(c *cli.Context, err error, _ bool) error {
 	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok && cli.SuggestFlag != nil {
+	// Go's flag package names a flag with one dash whatever was typed
+	// ("-detailed-exitcod"); the help and the docs write long names with two.
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 		name = strings.TrimPrefix(name, "-")
-		if s := cli.SuggestFlag(c.Command.VisibleFlags(), name, true); alike(strings.TrimLeft(s, "-"), name) {
-			msg += "\n" + fmt.Sprintf(cli.SuggestDidYouMeanTemplate, s)
+		msg = "unknown flag " + dashed(name)
+		if cli.SuggestFlag != nil {
+			if s := cli.SuggestFlag(c.Command.VisibleFlags(), name, true); alike(strings.TrimLeft(s, "-"), name) {
+				msg += "\n" + fmt.Sprintf(cli.SuggestDidYouMeanTemplate, s)
+			}
 		}
+	} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		msg = "flag " + dashed(strings.TrimPrefix(name, "-")) + " needs a value"
 	}
 	return withCode(exitUsage, errors.New(msg+"\n"+helpHint(c)))
+}
+
+// dashed writes a flag name as the help does: -f, --file.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // unknownCommand is the Action of gcompose and of a command with
