@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/internal/testimage"
@@ -67,5 +68,27 @@ func TestLocalName(t *testing.T) {
 		if got := localName(ref); got != want {
 			t.Errorf("localName(%q) = %q, want %q", ref, got, want)
 		}
+	}
+}
+
+func TestDroppedLimits(t *testing.T) {
+	pids := int64(DefaultPids)
+	asked := DefaultResources()
+	for _, tc := range []struct {
+		name string
+		got  container.Resources
+		want string
+	}{
+		{"docker", asked, ""},
+		{"podman rootful", container.Resources{Memory: asked.Memory, MemorySwap: asked.Memory, NanoCPUs: asked.NanoCPUs, PidsLimit: &pids,
+			Ulimits: []*container.Ulimit{{Name: "RLIMIT_NOFILE", Soft: NofileSoft, Hard: NofileHard}, {Name: "RLIMIT_NPROC", Soft: Nproc, Hard: Nproc}}}, ""},
+		{"podman rootless, cgroups v2", container.Resources{Memory: asked.Memory, NanoCPUs: asked.NanoCPUs, PidsLimit: &pids}, "nofile ulimit, nproc ulimit"},
+		{"podman rootless, cgroups v1", container.Resources{}, "memory, CPUs, PIDs, nofile ulimit, nproc ulimit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := strings.Join(droppedLimits(asked, tc.got), ", "); got != tc.want {
+				t.Errorf("dropped %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -195,6 +195,9 @@ type Runner struct {
 	// probes: what a remote one answered about each host directory.
 	local  bool
 	probes sync.Map // host directory -> *probe
+	// limitsOnce: whether the engine applies the limits asked for is
+	// checked on the first container (checkLimits).
+	limitsOnce sync.Once
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{} // started and not yet stopped
@@ -604,8 +607,11 @@ func (r *Runner) create(ctx context.Context, cfg *container.Config, hc *containe
 		if _, ierr := r.cli.ImageInspect(ctx, localName(cfg.Image)); ierr == nil {
 			alt := *cfg
 			alt.Image = localName(cfg.Image)
-			return r.cli.ContainerCreate(ctx, &alt, hc, nil, nil, "")
+			created, err = r.cli.ContainerCreate(ctx, &alt, hc, nil, nil, "")
 		}
+	}
+	if err == nil {
+		r.checkLimits(ctx, created.ID, hc)
 	}
 	return created, err
 }
