@@ -1,0 +1,699 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/adapters/golem/tag"
+	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/state/etcd"
+	"github.com/gcompose/gcompose/core/state/etcd/etcdtest"
+	"github.com/gcompose/gcompose/internal/syncwriter"
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+// The reconciler's timings in these tests: short, so that they stay a
+// few minutes of CI.
+const (
+	recInterval = 2 * time.Second
+	recTTL      = 3 * time.Second // the leader's lease and the state lock's
+)
+
+// reconcileProviders: enough alike providers (1.08 GLM/h each: 0.36 per
+// hour of duration, 0.72 per CPU-hour) that a db whose provider is killed
+// three times still finds one.
+func reconcileProviders() []devnet.ProviderConfig {
+	return []devnet.ProviderConfig{{Name: "p", Count: 7, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}}}
+}
+
+// recEvent is one line of the JSON event stream (docs/events.md).
+type recEvent struct {
+	V          int       `json:"v"`
+	Type       string    `json:"type"`
+	Time       time.Time `json:"time"`
+	Level      string    `json:"level"`
+	Resource   string    `json:"resource"`
+	Phase      string    `json:"phase"`
+	Message    string    `json:"message"`
+	DurationMS *int64    `json:"duration_ms"`
+	seen       time.Time // when the test read it
+}
+
+// eventLog collects a reconciler's event stream as it comes.
+type eventLog struct {
+	mu     sync.Mutex
+	events []recEvent
+	bad    []string
+	wake   chan struct{}
+}
+
+func newEventLog() *eventLog { return &eventLog{wake: make(chan struct{})} }
+
+func (l *eventLog) feed(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		l.mu.Lock()
+		var ev recEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.V != 1 || ev.Type != "event" || ev.Phase == "" || ev.Time.IsZero() {
+			l.bad = append(l.bad, line)
+		} else {
+			ev.seen = time.Now()
+			l.events = append(l.events, ev)
+		}
+		close(l.wake)
+		l.wake = make(chan struct{})
+		l.mu.Unlock()
+	}
+}
+
+// waitFor waits for an event at index from or later matching ok; it
+// returns it and the index after it.
+func (l *eventLog) waitFor(t *testing.T, from int, timeout time.Duration, what string, ok func(recEvent) bool) (recEvent, int) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		l.mu.Lock()
+		for i := from; i < len(l.events); i++ {
+			if ok(l.events[i]) {
+				ev := l.events[i]
+				l.mu.Unlock()
+				return ev, i + 1
+			}
+		}
+		wake := l.wake
+		l.mu.Unlock()
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatalf("no %s within %s; events:\n%s", what, timeout, l.dump())
+		}
+	}
+}
+
+func (l *eventLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+func (l *eventLog) dump() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, ev := range l.events {
+		fmt.Fprintf(&b, "  %s %s %s %s %s\n", ev.Time.Format("15:04:05.000"), ev.Level, ev.Phase, ev.Resource, ev.Message)
+	}
+	for _, s := range l.bad {
+		fmt.Fprintf(&b, "  NOT AN EVENT: %s\n", s)
+	}
+	return b.String()
+}
+
+func phase(p string) func(recEvent) bool { return func(ev recEvent) bool { return ev.Phase == p } }
+
+// reconciler is one gcompose reconcile under test.
+type reconciler struct {
+	t      *testing.T
+	name   string
+	listen string
+	events *eventLog
+	logs   *syncwriter.Buffer
+	kill   func()
+}
+
+// freeAddr is a loopback address nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// reconcileArgs are the flags of every reconciler of these tests.
+func reconcileArgs(desc, listen string) []string {
+	return []string{"reconcile", "-f", desc, "--json", "--interval", recInterval.String(), "--listen", listen,
+		"--leader-ttl", recTTL.String(), "--etcd-lock-ttl", recTTL.String(), "--lock-timeout", "10s", "--grace", "5s"}
+}
+
+// startReconciler runs gcompose reconcile as a process of its own.
+func (e *env) startReconciler(ctx context.Context, name, desc string, extra ...string) *reconciler {
+	e.t.Helper()
+	r := &reconciler{t: e.t, name: name, listen: freeAddr(e.t), events: newEventLog(), logs: &syncwriter.Buffer{}}
+	cmd := e.command(ctx, nil, append(reconcileArgs(desc, r.listen), extra...)...)
+	// Its own process group: a kill takes the process alone, as a crash would.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cmd.Stderr = r.logs
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { r.events.feed(out); _ = cmd.Wait(); close(done) }()
+	r.kill = func() {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+	}
+	e.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			r.kill()
+		}
+		if e.t.Failed() {
+			e.t.Logf("reconciler %s log:\n%s", name, r.logs.String())
+		}
+	})
+	return r
+}
+
+// health is /healthz.
+func (r *reconciler) health(ctx context.Context) (leader, ok bool, err error) {
+	body, err := get(ctx, "http://"+r.listen+"/healthz")
+	if err != nil {
+		return false, false, err
+	}
+	var s struct {
+		Leader bool `json:"leader"`
+		OK     bool `json:"ok"`
+	}
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		return false, false, fmt.Errorf("healthz %q: %w", body, err)
+	}
+	return s.Leader, s.OK, nil
+}
+
+// waitHealth waits until /healthz answers with leader as wanted.
+func (r *reconciler) waitHealth(ctx context.Context, leader bool, timeout time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		l, ok, err := r.health(ctx)
+		if err == nil && ok && l == leader {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("reconciler %s: /healthz does not say leader=%v within %s (leader %v ok %v err %v)\n%s", r.name, leader, timeout, l, ok, err, r.logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// metrics scrapes /metrics over HTTP: series without their app label,
+// `name{label="value",...}` -> value.
+func (r *reconciler) metrics(ctx context.Context) map[string]float64 {
+	r.t.Helper()
+	body, err := get(ctx, "http://"+r.listen+"/metrics")
+	if err != nil {
+		r.t.Fatalf("scraping %s: %v", r.name, err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			r.t.Fatalf("metrics line %q: %v", line, err)
+		}
+		key := line[:i]
+		name, labels, _ := strings.Cut(key, "{")
+		var kept []string
+		for _, l := range strings.Split(strings.TrimSuffix(labels, "}"), ",") {
+			if l != "" && !strings.HasPrefix(l, "app=") {
+				kept = append(kept, l)
+			}
+		}
+		sort.Strings(kept)
+		if len(kept) > 0 {
+			name += "{" + strings.Join(kept, ",") + "}"
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// etcdState puts the test's state in a fresh etcd.
+func (e *env) etcdState(t *testing.T) *etcd.Store {
+	t.Helper()
+	c := etcdtest.Start(t)
+	e.state = "etcd://" + c.HostPorts() + "/e2e"
+	st, err := etcd.New(context.Background(), etcd.Config{Endpoints: c.Endpoints(), Prefix: "/e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// doc reads the state without the CLI (which would wait for the
+// reconciler's adapter containers to settle).
+func docOf(t *testing.T, ctx context.Context, st state.Store, app string) *state.Document {
+	t.Helper()
+	doc, err := st.Load(ctx, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func identity(t *testing.T, doc *state.Document, res, key string) string {
+	t.Helper()
+	r := doc.Resources[res]
+	if r == nil {
+		t.Fatalf("no %s in the state", res)
+	}
+	v, _ := r.Identity[key].(string)
+	if v == "" {
+		v, _ = r.State[key].(string)
+	}
+	if v == "" {
+		t.Fatalf("%s has no %s: identity %v, state %v", res, key, r.Identity, r.State)
+	}
+	return v
+}
+
+func (e *env) killProvider(ctx context.Context, provider string) {
+	e.t.Helper()
+	e.admin(ctx, "POST", "/providers/"+provider+"/kill", map[string]any{"mode": "shutdown"})
+}
+
+// pageUp is the webapp's page answering through the proxy.
+func pageUp(ctx context.Context, url string) bool {
+	c, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	body, err := get(c, url)
+	return err == nil && strings.Contains(body, "records read back from the database")
+}
+
+// webappWith writes examples/webapp with a 1 s offer window (a repair
+// waits for offers that long) and extra YAML appended.
+func (e *env) webappWith(extra string) string {
+	e.t.Helper()
+	src, err := os.ReadFile(filepath.Join(moduleRoot(e.t), "examples", "webapp", "webapp.yaml"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(src), "    params:\n", "    params:\n      offer_window: \"1s\"\n")
+	if strings.Count(s, "offer_window") != 2 {
+		e.t.Fatal("could not shorten the offer window of both payloads")
+	}
+	desc := filepath.Join(e.dir, "webapp.yaml")
+	if err := os.WriteFile(desc, []byte(s+extra), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return desc
+}
+
+// agreementsOf counts every agreement ever made for the app (any state).
+func (e *env) agreementsOf(ctx context.Context) int {
+	e.t.Helper()
+	list, err := e.yc.ListAgreements(ctx, tag.SessionID(e.app), "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(list)
+}
+
+// composeReconciler runs the reconcile service of docker-compose.yml (the
+// gcompose image built from this tree) in the workspace e.dir.
+func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
+	t := e.t
+	t.Helper()
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("docker-compose is not installed")
+		}
+		t.Skip("docker-compose is not installed")
+	}
+	ca := "/etc/ssl/certs/ca-certificates.crt"
+	if _, err := os.Stat(ca); err != nil {
+		ca = filepath.Join(t.TempDir(), "ca.crt")
+		if err := os.WriteFile(ca, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const image = "gcompose-test/gcompose:reconcile"
+	testimage.BuildDockerfile(t, ctx, testimage.Dockerfile{Path: "images/gcompose.Dockerfile", Mains: []string{"./cmd/gcompose"},
+		Files: map[string]string{"ca-certificates.crt": ca}}, image)
+	r := &reconciler{t: t, name: "compose", listen: freeAddr(t), events: newEventLog(), logs: &syncwriter.Buffer{}}
+	project := "rec-" + strings.TrimPrefix(e.instance, "e2e-")
+	if len(project) > 40 {
+		project = project[:40]
+	}
+	env := append(os.Environ(), "PWD="+e.dir, "COMPOSE_PROJECT_NAME="+project, "GCOMPOSE_IMAGE="+image,
+		"GCOMPOSE_STATE="+e.state, "GCOMPOSE_APP="+e.app, "GCOMPOSE_RECONCILE_FILE="+filepath.Base(desc),
+		"GCOMPOSE_RECONCILE_INTERVAL="+recInterval.String(), "GCOMPOSE_RECONCILE_LISTEN="+r.listen,
+		"GCOMPOSE_RECONCILE_LEADER_TTL="+recTTL.String(), "GCOMPOSE_ETCD_LOCK_TTL="+recTTL.String(), "GCOMPOSE_LOCK_TIMEOUT=10s",
+		"GCOMPOSE_NETWORK_IMAGE="+adapterImages["network"], "GCOMPOSE_SERVICE_IMAGE="+adapterImages["service"],
+		"GCOMPOSE_PAYMENTS_IMAGE="+adapterImages["payments"], "GCOMPOSE_PROXY_IMAGE="+adapterImages["proxy"],
+		"YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
+	compose := func(args ...string) {
+		t.Helper()
+		full := append([]string{"-f", filepath.Join(moduleRoot(t), "docker-compose.yml")}, args...)
+		cmd := exec.CommandContext(context.WithoutCancel(ctx), "docker-compose", full...)
+		cmd.Dir, cmd.Env = e.dir, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	t.Cleanup(func() {
+		compose("down", "--timeout", "30")
+		if ids := testimage.ContainersLabelled(t, context.Background(), "com.docker.compose.project", project); len(ids) > 0 {
+			t.Errorf("compose containers left behind: %v", ids)
+		}
+	})
+	compose("up", "-d", "reconcile")
+	ids := testimage.ContainersLabelled(t, ctx, "com.docker.compose.project", project)
+	if len(ids) != 1 {
+		t.Fatalf("%d containers of the compose project, want the reconciler", len(ids))
+	}
+	logs := exec.CommandContext(ctx, "docker", "logs", "-f", ids[0])
+	out, err := logs.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs.Stderr = r.logs
+	if err := logs.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.events.feed(out); _ = logs.Wait() }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("compose reconciler log:\n%s", r.logs.String())
+		}
+	})
+	r.kill = func() { _ = e.docker.ContainerKill(context.Background(), ids[0], "KILL") }
+	return r
+}
+
+// TestReconcileHealsAKilledProvider: the reconciler runs from
+// docker-compose.yml beside examples/webapp, with the state in etcd. The
+// db's provider is shut down (its agreement terminated by the provider),
+// again and again: each time the reconciler rebuilds the db on another
+// provider, web follows by knock-on, and the page answers again through
+// the proxy. Its metrics, scraped over HTTP, count what happened, and GLM
+// spent agrees with gcompose cost.
+func TestReconcileHealsAKilledProvider(t *testing.T) {
+	e := start(t, devnet.Config{Providers: reconcileProviders()})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	st := e.etcdState(t)
+	desc := e.webappWith("")
+	e.must(ctx, "deploy", "-f", desc, "--yes", "--etcd-lock-ttl", recTTL.String())
+	doc := docOf(t, ctx, st, e.app)
+	url := identity(t, doc, proxy, "url")
+	if !pageUp(ctx, url) {
+		t.Fatal("the page does not answer after the deploy")
+	}
+
+	r := e.composeReconciler(ctx, desc)
+	r.waitHealth(ctx, true, time.Minute)
+	tries := 3
+	if n, err := strconv.Atoi(os.Getenv("GCOMPOSE_RECONCILE_TRIES")); err == nil && n > 0 {
+		tries = n // make reconcile-sweep
+	}
+	var took []time.Duration
+	next := 0
+	for i := 1; i <= tries; i++ {
+		doc := docOf(t, ctx, st, e.app)
+		oldProvider, oldAgreement := identity(t, doc, db, "provider_id"), identity(t, doc, db, "agreement_id")
+		webAgreement := identity(t, doc, web, "agreement_id")
+		killed := time.Now()
+		e.killProvider(ctx, oldProvider)
+		for pageUp(ctx, url) {
+			if time.Since(killed) > 30*time.Second {
+				t.Fatal("the page still answers 30s after the db's provider was killed")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		var up time.Time
+		for {
+			if pageUp(ctx, url) {
+				up = time.Now()
+				break
+			}
+			if time.Since(killed) > 3*time.Minute {
+				t.Fatalf("try %d: the page does not answer 3 minutes after the kill; events:\n%s", i, r.events.dump())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		took = append(took, up.Sub(killed))
+		repair, n := r.events.waitFor(t, next, time.Minute, "repair event", phase("repair"))
+		if !strings.Contains(repair.Message, db) || !strings.Contains(repair.Message, "knock-ons: "+proxy+", "+web) {
+			t.Fatalf("try %d: the repair is not db with web and its proxy as knock-ons: %s", i, repair.Message)
+		}
+		repaired, n := r.events.waitFor(t, n, time.Minute, "repaired event", phase("repaired"))
+		if repaired.DurationMS == nil || *repaired.DurationMS <= 0 || !strings.Contains(repaired.Message, "rebuild "+db) {
+			t.Fatalf("try %d: repaired event %+v", i, repaired)
+		}
+		next = n
+		doc = docOf(t, ctx, st, e.app)
+		if identity(t, doc, db, "provider_id") == oldProvider || identity(t, doc, db, "agreement_id") == oldAgreement {
+			t.Fatalf("try %d: db was not rebuilt away from the killed provider %s", i, oldProvider)
+		}
+		if identity(t, doc, web, "agreement_id") != webAgreement {
+			t.Fatalf("try %d: web was rebuilt; it only reads db's planned address", i)
+		}
+		t.Logf("try %d: kill → working page %s; time to repair (drift seen → repaired) %dms",
+			i, up.Sub(killed).Round(10*time.Millisecond), *repaired.DurationMS)
+	}
+	t.Logf("kill → working page over %d tries: %v", tries, took)
+
+	// The metrics say what happened, as of the refresh of a cycle after the
+	// last repair.
+	m := r.metrics(ctx)
+	healthy := m[`gcompose_reconcile_cycles_total{outcome="healthy"}`]
+	for deadline := time.Now().Add(time.Minute); m[`gcompose_reconcile_cycles_total{outcome="healthy"}`] == healthy; m = r.metrics(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no healthy cycle within a minute of the last repair: %v", m)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for key, want := range map[string]float64{
+		`gcompose_reconcile_leader`:                           float64(1),
+		`gcompose_reconcile_repairs_total{result="repaired"}`: float64(tries),
+		`gcompose_reconcile_repairs_total{result="failed"}`:   0,
+		`gcompose_reconcile_repairs_total{result="refused"}`:  0,
+		`gcompose_reconcile_time_to_repair_seconds_count`:     float64(tries),
+		`gcompose_reconcile_resources{status="active"}`:       5,
+		`gcompose_reconcile_resources{status="drifted"}`:      0,
+		`gcompose_reconcile_intent_mismatch`:                  0,
+		`gcompose_reconcile_failures_total{stage="spend"}`:    0,
+		`gcompose_reconcile_cycles_total{outcome="repaired"}`: float64(tries),
+		`gcompose_reconcile_glm_per_hour`:                     2 * 1.08,
+		`gcompose_reconcile_resources{status="pending"}`:      0,
+		`gcompose_reconcile_failures_total{stage="load"}`:     0,
+		`gcompose_reconcile_failures_total{stage="refresh"}`:  0,
+		`gcompose_reconcile_cycles_total{outcome="mismatch"}`: 0,
+		`gcompose_reconcile_cycles_total{outcome="refused"}`:  0,
+	} {
+		if got, ok := m[key]; !ok || got < want-1e-9 || got > want+1e-9 {
+			t.Errorf("metric %s = %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+	if s := m["gcompose_reconcile_time_to_repair_seconds_sum"]; s <= 0 || s > float64(tries)*180 {
+		t.Errorf("time_to_repair sum %v s for %d repairs", s, tries)
+	}
+	spent, spentDB := m["gcompose_reconcile_glm_spent_total"], m[`gcompose_reconcile_glm_spent{resource="`+db+`"}`]
+	// The killed providers' invoices are accepted at once; web's debit notes
+	// come every devnet interval.
+	if _, ok := m[`gcompose_reconcile_glm_spent{resource="`+web+`"}`]; spent <= 0 || spentDB <= 0 || !ok {
+		t.Fatalf("GLM spent: total %v, db %v; metrics:\n%v", spent, spentDB, m)
+	}
+	cost := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state, "--json")
+	cost.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
+	outb, err := cost.CombinedOutput()
+	out := string(outb)
+	if err != nil {
+		t.Fatalf("gcompose cost: %v\n%s", err, out)
+	}
+	var rep struct {
+		Resources []struct {
+			Resource   string  `json:"resource"`
+			Agreements int     `json:"agreements"`
+			Accepted   float64 `json:"accepted"`
+		} `json:"resources"`
+		Total struct {
+			Accepted float64 `json:"accepted"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); err != nil {
+		t.Fatalf("cost --json: %v\n%s", err, out)
+	}
+	// Spending only grows: the report, read after the scrape, holds at least
+	// what the metrics had.
+	if rep.Total.Accepted < spent {
+		t.Fatalf("gcompose cost says %v GLM accepted, the metrics %v before it", rep.Total.Accepted, spent)
+	}
+	for _, row := range rep.Resources {
+		if row.Resource == db && row.Agreements != tries+1 {
+			t.Fatalf("cost: db has %d agreements, want %d (the first and one per repair)", row.Agreements, tries+1)
+		}
+	}
+	t.Logf("GLM spent: metrics %v (db %v), gcompose cost %v", spent, spentDB, rep.Total.Accepted)
+	if s := e.summary(ctx); s.Agreements != 2 || s.PendingAgreements != 0 {
+		t.Fatalf("devnet after %d repairs: %+v, want 2 agreements (db and web)", tries, s)
+	}
+	if r.events.bad != nil {
+		t.Fatalf("lines of the event stream that are not events: %q", r.events.bad)
+	}
+}
+
+// TestReconcileLeaderKilledMidRepair: two reconcilers on one etcd state;
+// the leader is killed (SIGKILL) after the db's replacement agreement was
+// made and recorded; the other leads within the lease's TTL, finishes the
+// repair, and nothing is rented twice.
+func TestReconcileLeaderKilledMidRepair(t *testing.T) {
+	e := start(t, devnet.Config{Providers: reconcileProviders()})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	st := e.etcdState(t)
+	desc := e.webappWith("")
+	e.must(ctx, "deploy", "-f", desc, "--yes", "--etcd-lock-ttl", recTTL.String())
+	doc := docOf(t, ctx, st, e.app)
+	url := identity(t, doc, proxy, "url")
+
+	a := e.startReconciler(ctx, "a", desc)
+	a.waitHealth(ctx, true, time.Minute)
+	b := e.startReconciler(ctx, "b", desc)
+	b.waitHealth(ctx, false, time.Minute)
+
+	oldProvider := identity(t, doc, db, "provider_id")
+	e.killProvider(ctx, oldProvider)
+	// Mid-repair: a's create of db has made and recorded a new agreement.
+	_, n := a.events.waitFor(t, 0, 2*time.Minute, "a's create of db", func(ev recEvent) bool {
+		return ev.Phase == "action" && ev.Resource == db && strings.HasPrefix(ev.Message, "create")
+	})
+	_, _ = a.events.waitFor(t, n, time.Minute, "a's create of db recording an agreement", func(ev recEvent) bool {
+		return ev.Phase == "identity" && ev.Resource == db && strings.Contains(ev.Message, "agreement_id")
+	})
+	killed := time.Now()
+	a.kill()
+
+	lead, n := b.events.waitFor(t, 0, recTTL+time.Minute, "b leading", func(ev recEvent) bool {
+		return ev.Phase == "leader" && strings.HasPrefix(ev.Message, "leading")
+	})
+	repair, n := b.events.waitFor(t, n, time.Minute, "b's repair", phase("repair"))
+	done, _ := b.events.waitFor(t, n, 3*time.Minute, "b's repair done", phase("repaired"))
+	leads, starts, ends := lead.seen.Sub(killed), repair.seen.Sub(killed), done.seen.Sub(killed)
+	t.Logf("leader killed mid-repair: b leads after %s, starts its repair after %s, has repaired after %s (TTL %s, interval %s)",
+		leads.Round(10*time.Millisecond), starts.Round(10*time.Millisecond), ends.Round(10*time.Millisecond), recTTL, recInterval)
+	// etcd ends a lease up to its TTL after its last renewal and checks
+	// every 500 ms; b's first cycle waits for a's state lock, which ends
+	// with the same TTL.
+	if leads > recTTL+2*time.Second {
+		t.Errorf("b took %s to lead, more than the TTL %s", leads, recTTL)
+	}
+	if starts > recTTL+recInterval+3*time.Second {
+		t.Errorf("b took %s to start the repair, more than TTL + interval", starts)
+	}
+	if !strings.Contains(repair.Message, db) {
+		t.Fatalf("b's repair: %s", repair.Message)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !pageUp(ctx, url) {
+		if time.Now().After(deadline) {
+			body, err := get(ctx, url)
+			doc := docOf(t, ctx, st, e.app)
+			t.Fatalf("the page does not answer after b's repair: %v %s\ndevnet: %+v\ndb: %+v\nweb: %+v\na's events:\n%s\nb's events:\n%s",
+				err, body, e.summary(ctx), doc.Resources[db], doc.Resources[web], a.events.dump(), b.events.dump())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Nothing rented twice: what a's create had rented was ended by b.
+	s := e.summary(ctx)
+	if s.Agreements != 2 || s.PendingAgreements != 0 {
+		t.Fatalf("devnet after the takeover: %+v, want 2 agreements (db and web)", s)
+	}
+	if doc := docOf(t, ctx, st, e.app); identity(t, doc, db, "provider_id") == oldProvider {
+		t.Fatal("db is still on the killed provider")
+	}
+	if m := b.metrics(ctx); m[`gcompose_reconcile_repairs_total{result="repaired"}`] != 1 || m["gcompose_reconcile_leader"] != 1 {
+		t.Fatalf("b's metrics: %v", m)
+	}
+	t.Logf("a's events:\n%s\nb's events:\n%s", a.events.dump(), b.events.dump())
+}
+
+// TestReconcileRefusesOverBudget: with budget.per_hour below what the app
+// would cost with a replacement, the reconciler refuses the repair, says
+// so, and rents nothing, cycle after cycle; a budget raised in the
+// descriptor is read on the next cycle and the repair goes ahead.
+func TestReconcileRefusesOverBudget(t *testing.T) {
+	e := start(t, devnet.Config{Providers: reconcileProviders()})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	st := e.etcdState(t)
+	// web runs at 1.08 GLM/h; a replacement db would cost as much again.
+	desc := e.webappWith("budget:\n  per_hour: 2\n")
+	e.must(ctx, "deploy", "-f", desc, "--yes", "--etcd-lock-ttl", recTTL.String())
+	doc := docOf(t, ctx, st, e.app)
+	r := e.startReconciler(ctx, "budget", desc)
+	r.waitHealth(ctx, true, time.Minute)
+
+	rented := e.agreementsOf(ctx)
+	e.killProvider(ctx, identity(t, doc, db, "provider_id"))
+	refused, n := r.events.waitFor(t, 0, 2*time.Minute, "a refusal", phase("repair-refused"))
+	if refused.Level != "warn" || !strings.Contains(refused.Message, "above budget.per_hour 2: nothing rented") ||
+		!strings.Contains(refused.Message, "2.16 GLM per hour") {
+		t.Fatalf("refusal: %+v", refused)
+	}
+	// Cycles go on (backing off) and rent nothing.
+	deadline := time.Now().Add(4 * recInterval)
+	for time.Now().Before(deadline) {
+		if got := e.agreementsOf(ctx); got != rented {
+			t.Fatalf("agreements %d → %d while over budget", rented, got)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	m := r.metrics(ctx)
+	if m[`gcompose_reconcile_repairs_total{result="refused"}`] < 1 || m[`gcompose_reconcile_repairs_total{result="repaired"}`] != 0 ||
+		m[`gcompose_reconcile_budget_glm{limit="per_hour"}`] != 2 || m[`gcompose_reconcile_resources{status="drifted"}`] != 1 {
+		t.Fatalf("metrics while over budget: %v", m)
+	}
+	if s := e.summary(ctx); s.Agreements != 1 {
+		t.Fatalf("devnet while over budget: %+v, want web's agreement only", s)
+	}
+	if l, ok, err := r.health(ctx); err != nil || !l || !ok {
+		t.Fatalf("/healthz over budget: leader %v ok %v %v (a refusal is not the reconciler's ill health)", l, ok, err)
+	}
+
+	e.webappWith("budget:\n  per_hour: 3\n")
+	r.events.waitFor(t, n, 2*time.Minute, "the repair once the budget allows it", phase("repaired"))
+	url := identity(t, docOf(t, ctx, st, e.app), proxy, "url")
+	deadline = time.Now().Add(time.Minute)
+	for !pageUp(ctx, url) {
+		if time.Now().After(deadline) {
+			t.Fatal("the page does not answer after the repair")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := e.agreementsOf(ctx); got != rented+1 {
+		t.Fatalf("agreements %d → %d: want exactly the replacement", rented, got)
+	}
+	t.Logf("events:\n%s", r.events.dump())
+}
