@@ -5,7 +5,7 @@
 //
 // How the docs mark what the test reads (DEVELOPERS.md, "Docs are tested", says it for authors):
 //   - a ```sh block is run, one line at a time, in one shell session
-//     (exports and cd carry over);
+//     (what a line leaves, variables, exports, cd, is there for the next);
 //   - a ```text block is the expected output (stdout and stderr, as a terminal
 //     shows them) of the last command run before it;
 //   - a ```console block holds "$ command" lines, each followed by its
@@ -22,9 +22,11 @@
 package docs
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -32,12 +34,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // The docs this test runs, in order: the README's first app, then the tutorial.
-var runDocs = []string{"README.md"}
+var runDocs = []string{"README.md", "docs/tutorial.md"}
 
 func TestDocsRunAsWritten(t *testing.T) {
 	if testing.Short() {
@@ -147,6 +150,7 @@ func TestMatchOutput(t *testing.T) {
 		{"volatile parts", "up at http://127.0.0.1:36927/ in 1.2s, db 192.168.77.2, id 9606a0a993d5",
 			"up at http://127.0.0.1:41001/ in 830ms, db 192.168.77.14, id 0123456789abcdef", true},
 		{"providers", "served by devnet-small-1", "served by devnet-small-0", true},
+		{"node ids", "devnet-large-3 (0x1ef300e11a30368a53d2d3f4d92ecd2a818e2f38)", "devnet-large-0 (0x1891c46d05874c95dcdfe173738e0bfd9e32b5a8)", true},
 		{"counts are not volatile", "Plan: 3 to create", "Plan: 4 to create", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,6 +158,35 @@ func TestMatchOutput(t *testing.T) {
 				t.Errorf("matchOutput(%q, %q) = %v, want ok=%v", tc.want, tc.got, err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestSessionIsOneShell: the docs' commands run as in one terminal: what a
+// line leaves (a plain variable, an export, a cd) is there for the next, a
+// command's stdin is empty, and both its streams are its output.
+func TestSessionIsOneShell(t *testing.T) {
+	s := startShell(t, t.TempDir(), os.Environ())
+	for _, tc := range []struct {
+		cmd, out string
+		rc       int
+	}{
+		{"ACT=$(echo 42 | sed -n 's/\\(4\\)2/\\1x/p')", "", 0},
+		{"export Y=7", "", 0},
+		{"mkdir sub && cd sub", "", 0},
+		{`echo "$ACT $Y ${PWD##*/}"`, "4x 7 sub\n", 0},
+		{"cat", "", 0},
+		{"echo out; echo err >&2", "out\nerr\n", 0},
+		{"false | true", "", 1}, // pipefail, as before
+		{"(exit 3)", "", 3},
+		{"echo still here", "still here\n", 0},
+	} {
+		out, rc, err := s.do(tc.cmd, time.Minute)
+		if err != nil {
+			t.Fatalf("$ %s: %v", tc.cmd, err)
+		}
+		if out != tc.out || rc != tc.rc {
+			t.Errorf("$ %s: printed %q, exit %d; want %q, exit %d", tc.cmd, out, rc, tc.out, tc.rc)
+		}
 	}
 }
 
@@ -209,19 +242,43 @@ func parseBlocks(doc, src string) ([]block, error) {
 	return out, nil
 }
 
-// session is one shell session over the docs: each command runs in its own
-// bash, which starts from the environment and directory the previous one
-// left, as a reader's terminal would.
+// session is one shell session over the docs: one bash process reads the
+// commands one at a time, as a reader's terminal would, so that whatever a
+// command leaves (a variable, an export, a cd) is there for the next one.
+// (Running each command in a bash of its own and carrying only the exports
+// over lost plain variables: the tutorial's ACT=$(...) was empty on the
+// next line, and its drift step killed nothing.)
 type session struct {
-	t       *testing.T
-	repo    string
-	envFile string
-	base    []string
-	last    *ran
+	repo  string
+	base  []string
+	out   string // where the current command's output goes
+	stdin io.WriteCloser
+	done  chan string // the lines bash itself prints: our end-of-command markers
+	shell *syncBuffer // bash's own stderr: syntax errors and the like
+	n     int
+	last  *ran
 }
 
 type ran struct {
 	cmd, where, output string
+}
+
+// syncBuffer is a bytes.Buffer for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 func newSession(t *testing.T, repo string) *session {
@@ -239,10 +296,7 @@ func newSession(t *testing.T, repo string) *session {
 		base = append(base, kv)
 	}
 	base = append(base, "COMPOSE_PROJECT_NAME="+project, "GCOMPOSE_DEVNET_PORT="+port, "TERM=dumb", "NO_COLOR=1")
-	s := &session{t: t, repo: repo, envFile: filepath.Join(t.TempDir(), "env"), base: base}
-	if err := os.WriteFile(s.envFile, []byte("cd "+strconv.Quote(repo)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	s := startShell(t, repo, base)
 	t.Cleanup(func() {
 		// Whatever the docs left when a step failed: the app, then the devnet
 		// (stopping it removes its providers and networks).
@@ -260,6 +314,49 @@ func newSession(t *testing.T, repo string) *session {
 				t.Logf("cleanup %s: %v\n%s", strings.Join(c, " "), err, out)
 			}
 		}
+	})
+	return s
+}
+
+// startShell starts the session's bash in dir with env; it ends with the test.
+func startShell(t *testing.T, dir string, env []string) *session {
+	s := &session{repo: dir, base: env, out: filepath.Join(t.TempDir(), "out"), done: make(chan string, 16), shell: &syncBuffer{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	sh := exec.CommandContext(ctx, "bash", "--noprofile", "--norc")
+	sh.Dir, sh.Env, sh.Stderr = dir, env, s.shell
+	sh.WaitDelay = 5 * time.Second
+	stdin, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatalf("starting the docs' shell: %v", err)
+	}
+	s.stdin = stdin
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			s.done <- sc.Text()
+		}
+		close(s.done)
+	}()
+	if _, err := io.WriteString(stdin, "set -o pipefail\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		exited := make(chan struct{})
+		go func() { _ = sh.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+		cancel()
+		<-exited
 	})
 	return s
 }
@@ -305,22 +402,51 @@ func (s *session) runDoc(t *testing.T, blocks []block) {
 	}
 }
 
-// run runs one command line of a doc, as written; it must succeed.
+// run runs one command line of a doc, as written, in the session's shell;
+// it must succeed.
 func (s *session) run(t *testing.T, command, where string) {
-	script := "set -o pipefail\n. " + strconv.Quote(s.envFile) + "\n" + command +
-		"\n__rc=$?\n{ export -p; printf 'cd %q\\n' \"$PWD\"; } > " + strconv.Quote(s.envFile) + "\nexit $__rc\n"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-c", script)
-	cmd.Dir, cmd.Env = s.repo, s.base
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out // one stream, as a terminal shows both
 	start := time.Now()
-	err := cmd.Run()
-	t.Logf("%s: $ %s (%s)", where, command, time.Since(start).Round(time.Millisecond))
-	s.last = &ran{cmd: command, where: where, output: out.String()}
+	out, rc, err := s.do(command, 5*time.Minute)
 	if err != nil {
-		t.Fatalf("%s: $ %s\nfailed: %v\n%s", where, command, err, out.String())
+		t.Fatalf("%s: $ %s\n%v", where, command, err)
+	}
+	t.Logf("%s: $ %s (%s)", where, command, time.Since(start).Round(time.Millisecond))
+	s.last = &ran{cmd: command, where: where, output: out}
+	if rc != 0 {
+		t.Fatalf("%s: $ %s\nfailed: exit status %d\n%s%s", where, command, rc, out, s.shell.String())
+	}
+}
+
+// do runs one command in the session's shell and returns what it printed
+// and its exit status. Its stdin is empty (no terminal); its stdout and
+// stderr go to one file, as a terminal shows both.
+func (s *session) do(command string, timeout time.Duration) (string, int, error) {
+	s.n++
+	marker := fmt.Sprintf("__doc_test_done_%d ", s.n)
+	script := "{ " + command + "\n} </dev/null >" + strconv.Quote(s.out) + " 2>&1\nprintf '%s%d\\n' " + strconv.Quote(marker) + " \"$?\"\n"
+	if _, err := io.WriteString(s.stdin, script); err != nil {
+		return "", -1, fmt.Errorf("the docs' shell is gone: %v\n%s", err, s.shell.String())
+	}
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-s.done:
+			if !ok {
+				return "", -1, fmt.Errorf("the docs' shell exited:\n%s", s.shell.String())
+			}
+			code, found := strings.CutPrefix(l, marker)
+			if !found {
+				continue
+			}
+			rc, err := strconv.Atoi(code)
+			if err != nil {
+				return "", -1, fmt.Errorf("the docs' shell said %q", l)
+			}
+			out, err := os.ReadFile(s.out)
+			return string(out), rc, err
+		case <-deadline:
+			return "", -1, fmt.Errorf("still running after %s", timeout)
+		}
 	}
 }
 
@@ -338,6 +464,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
 	{regexp.MustCompile(`\b192\.168\.\d+\.\d+\b`), "<vpn-ip>"},
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`), "<duration>"},
+	// Node ids (yagna's 0x + 40 hex): the devnet's differ per instance.
+	{regexp.MustCompile(`\b0x[0-9a-f]{40}\b`), "<node-id>"},
 	{regexp.MustCompile(`\b[0-9a-f]{12,}\b`), "<hex>"},
 	// The devnet's providers: which one wins an agreement varies.
 	{regexp.MustCompile(`\bdevnet-[a-z]+-\d+\b`), "<provider>"},
