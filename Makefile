@@ -7,7 +7,7 @@ GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 # Build tools (not images), kept out of bin/, which is the images' build context.
 TOOLS     := .tools
 
-.PHONY: all build binaries images test test-podman test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep
+.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep
 
 all: build
 
@@ -77,6 +77,21 @@ test-podman:
 	DOCKER_HOST=$$GCOMPOSE_PODMAN_HOST $(MAKE) --no-print-directory images
 	DOCKER_HOST=$$GCOMPOSE_PODMAN_HOST $(GO) test -race -count=1 -timeout 20m -skip '$(PODMAN_SKIP)' $(PODMAN_PKGS)
 	DOCKER_HOST=$$GCOMPOSE_PODMAN_HOST $(GO) test -race -count=1 -timeout 20m -run '^($(PODMAN_CLI))$$' ./cmd/gcompose/
+	@if [ -n "$$GCOMPOSE_PODMAN_ROOTLESS_HOST" ]; then $(MAKE) --no-print-directory test-podman-rootless; fi
+
+# The runner's suite on rootless Podman, run as its user (GCOMPOSE_PODMAN_ROOTLESS_USER): the test binary is
+# built here; it runs there beside a copy of what it builds its test image from (go.mod and the test
+# adapter's source), which that user can read whoever owns this checkout.
+ROOTLESS_DIR := /var/tmp/gcompose-rootless-test
+test-podman-rootless:
+	@test -n "$$GCOMPOSE_PODMAN_ROOTLESS_HOST" -a -n "$$GCOMPOSE_PODMAN_ROOTLESS_USER" || { echo 'test-podman-rootless: GCOMPOSE_PODMAN_ROOTLESS_HOST and _USER are unset: eval "$$(.ci/podman start)" first'; exit 1; }
+	rm -rf $(ROOTLESS_DIR) && mkdir -p $(ROOTLESS_DIR)/src/core/runner
+	cp --parents -r go.mod go.sum internal/testimage/testdata $(ROOTLESS_DIR)/src/
+	$(GO) test -c -race -o $(ROOTLESS_DIR)/runner.test ./core/runner/
+	cd $(ROOTLESS_DIR)/src/core/runner && setpriv --reuid=$$GCOMPOSE_PODMAN_ROOTLESS_USER --regid=$$GCOMPOSE_PODMAN_ROOTLESS_USER --init-groups \
+	  env -i PATH=$(dir $(shell command -v $(GO))):/usr/bin:/bin HOME=$$(getent passwd $$GCOMPOSE_PODMAN_ROOTLESS_USER | cut -d: -f6) \
+	  DOCKER_HOST=$$GCOMPOSE_PODMAN_ROOTLESS_HOST GOFLAGS=-buildvcs=false GOTOOLCHAIN=local $(ROOTLESS_DIR)/runner.test -test.count=1 -test.timeout=10m
+	rm -rf $(ROOTLESS_DIR)
 
 # The full devnet interrupt sweep (docs/golem.md): the webapp deploy cut short by SIGKILL and SIGINT after
 # every adapter call and inside calls, each followed by a deploy and a destroy. `make test` runs a sample.
