@@ -9,10 +9,14 @@ import (
 
 // WarnLogger is a logger for Options.Logger (and the adapter client's) that
 // hands every warning or error to warn as one line, "message (key=value,
-// ...)", and drops debug and info records. warn nil drops everything. A
-// command-line tool passes what prints its warnings, so that nothing the
-// runner warns about (a container the engine would not remove) is lost.
+// ...)", and drops debug and info records. A command-line tool passes what
+// prints its warnings, so that nothing the runner warns about (a container
+// the engine would not remove, limits it ignores) is lost; with warn nil,
+// they go to slog.Default().
 func WarnLogger(warn func(msg string)) *slog.Logger {
+	if warn == nil {
+		warn = func(msg string) { slog.Default().Warn(msg) }
+	}
 	return slog.New(&warnHandler{warn: warn})
 }
 
@@ -30,7 +34,7 @@ func (h *warnHandler) format(a slog.Attr) (string, bool) {
 }
 
 func (h *warnHandler) Enabled(_ context.Context, l slog.Level) bool {
-	return h.warn != nil && l >= slog.LevelWarn
+	return l >= slog.LevelWarn
 }
 
 func (h *warnHandler) Handle(_ context.Context, rec slog.Record) error {

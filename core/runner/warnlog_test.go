@@ -1,7 +1,10 @@
 package runner_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/gcompose/gcompose/core/runner"
@@ -26,5 +29,14 @@ func TestWarnLogger(t *testing.T) {
 			t.Errorf("line %d: got %q, want %q", i, got[i], want[i])
 		}
 	}
-	runner.WarnLogger(nil).Warn("dropped") // nil warn: no panic, nothing
+
+	// Without a function, warnings go to the default logger.
+	var def bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&def, nil)))
+	defer slog.SetDefault(old)
+	runner.WarnLogger(nil).Warn("a container could not be removed", "container", "abc123")
+	if !strings.Contains(def.String(), `level=WARN msg="a container could not be removed (container=abc123)"`) {
+		t.Errorf("default logger got %q", def.String())
+	}
 }
