@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
 	"github.com/gcompose/gcompose/core/adapter"
@@ -106,8 +105,11 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if app == "" {
 		return nil, errors.New("project.Open: which application? no project and no name")
 	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rn, err := runner.New(ctx, runner.Options{Timeout: opts.CallTimeout, Logger: quiet, Labels: opts.Labels})
+	// What the runner and the adapter client warn about (a container the
+	// engine would not remove, limits it ignores, a served adapter
+	// restarted) reaches people: Warn, or the default logger without it.
+	warnings := runner.WarnLogger(opts.Warn)
+	rn, err := runner.New(ctx, runner.Options{Timeout: opts.CallTimeout, Logger: warnings, Labels: opts.Labels})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the Docker Engine: %w", err)
 	}
@@ -120,7 +122,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		// Credentials sent to adapters on stdin are secrets of the run.
 		LookupEnv: CredentialEnv(opts.LookupEnv, opts.Redactor),
 		Timeout:   opts.CallTimeout,
-		Logger:    quiet,
+		Logger:    warnings,
 	})
 	if err != nil {
 		rn.Close()
