@@ -7,7 +7,7 @@ GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 # Build tools (not images), kept out of bin/, which is the images' build context.
 TOOLS     := .tools
 
-.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep
+.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep reconcile-sweep
 
 all: build
 
@@ -97,6 +97,10 @@ test-podman-rootless:
 # every adapter call and inside calls, each followed by a deploy and a destroy. `make test` runs a sample.
 interrupt-sweep:
 	GCOMPOSE_INTERRUPT_SWEEP=1 $(GO) test -count=1 -v -run '^TestInterruptSweep$$' -timeout 240m ./adapters/golem/e2e/
+
+# The reconciler's healing test (docs/reconcile.md) with 10 provider kills instead of the 3 of make test.
+reconcile-sweep:
+	GCOMPOSE_RECONCILE_TRIES=10 $(GO) test -count=1 -v -run '^TestReconcileHealsAKilledProvider$$' -timeout 60m ./adapters/golem/e2e/
 
 test-short:
 	$(GO) test -short -count=1 ./...
