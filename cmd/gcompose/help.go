@@ -25,9 +25,11 @@ func flagCategory(name string) string {
 	switch name {
 	case "file", "ignore-unknown", "var", "var-file", "allow-host-path":
 		return catDescriptor
-	case "state", "lock-timeout", "app", "state-key-file", "show-secrets", "force", "to", "remove-source", "force-new-state", "dry-run":
+	case "state", "lock-timeout", "app", "state-key-file", "show-secrets", "force", "to", "remove-source", "force-new-state", "dry-run",
+		"leader-ttl":
 		return catState
-	case "yes", "parallelism", "verbose", "destroy", "follow", "interval", "interrupt-grace", "target", "replace", "out":
+	case "yes", "parallelism", "verbose", "destroy", "follow", "interval", "interrupt-grace", "target", "replace", "out",
+		"cycles", "grace", "max-backoff", "listen", "max-glm-per-hour", "max-glm-total":
 		return catRun
 	case "json", "progress", "format", "detailed-exitcode", "deployed", "exit-code", "from", "status", "outputs", "identity", "all":
 		return catOutput
@@ -70,6 +72,13 @@ func examples(path string) []string {
 		return []string{"gcompose diff -f app.yaml", "gcompose diff --from state:ci/staging#shop --to state:ci/production#shop"}
 	case "unlock":
 		return []string{"gcompose unlock --app shop 6f1c2a0e"}
+	case "output":
+		return []string{"gcompose output -f app.yaml", "curl \"$(gcompose output url)\"", "gcompose output --json"}
+	case "cost":
+		return []string{"gcompose cost app.yaml", "gcompose cost --app shop --json"}
+	case "reconcile":
+		return []string{"gcompose reconcile app.yaml --state etcd://127.0.0.1:2379/gcompose",
+			"gcompose reconcile app.yaml --interval 1m --max-glm-per-hour 2 --cycles 1   # one pass, for cron"}
 	case "completion":
 		return []string{"source <(gcompose completion bash)", "gcompose completion fish > ~/.config/fish/completions/gcompose.fish"}
 	case "state list":
@@ -182,6 +191,16 @@ func setCategory(f cli.Flag, cat string, hidden bool) {
 	case *cli.IntFlag:
 		f.Category, f.Hidden = cat, hidden
 	case *cli.DurationFlag:
+		f.Category, f.Hidden = cat, hidden
+	case *cli.Float64Flag:
+		f.Category, f.Hidden = cat, hidden
+	case *cli.Int64Flag:
+		f.Category, f.Hidden = cat, hidden
+	case *cli.UintFlag:
+		f.Category, f.Hidden = cat, hidden
+	case *cli.PathFlag:
+		f.Category, f.Hidden = cat, hidden
+	case *cli.GenericFlag:
 		f.Category, f.Hidden = cat, hidden
 	}
 }
