@@ -99,6 +99,9 @@ func BenchmarkLongRunning(b *testing.B) {
 			b.Fatal(err)
 		}
 		stateDir := filepath.Join(dir, "state")
+		// Once: testimage.Labels registers a cleanup with every call, which
+		// would be the benchmark's own leak.
+		labels := testimage.Labels(b)
 		// One cycle: a reconciler's Opener and Run, then Close.
 		run := func(ctx context.Context, mode plan.Mode, planOnly bool) error {
 			p, diags := project.Load(ctx, project.LoadOptions{Files: []string{desc}})
@@ -110,7 +113,7 @@ func BenchmarkLongRunning(b *testing.B) {
 				return err
 			}
 			sess, err := project.Open(ctx, project.Options{Project: p, Store: st, Version: "bench", CacheDir: h.cache,
-				Labels: testimage.Labels(b), Parallelism: 10, LockTimeout: time.Minute})
+				Labels: labels, Parallelism: 10, LockTimeout: time.Minute})
 			if err != nil {
 				st.Close()
 				return err
@@ -185,12 +188,7 @@ var gctraceLine = regexp.MustCompile(`^gc \d+ @[\d.]+s .*, (\d+)->(\d+)->(\d+) M
 func logsFollow(b *testing.B, cycles int) {
 	h := newHarness(b, 50*time.Minute)
 	testimage.Build(b, h.ctx, "./core/engine/enginebench/testdata/polllogs", pollLogsImage)
-	bin := filepath.Join(b.TempDir(), "gcompose")
-	build := exec.CommandContext(h.ctx, "go", "build", "-o", bin, "./cmd/gcompose")
-	build.Dir = moduleRoot(b)
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/gcompose: %v\n%s", err, out)
-	}
+	bin := testimage.Binary(b, h.ctx, "./cmd/gcompose")
 	dir := b.TempDir()
 	desc := filepath.Join(dir, "app.yaml")
 	body := fmt.Sprintf("meta:\n  name: long-logs\nresources:\n  tail:\n    type: %s\n    config:\n      bytes: 4096\n", pollLogsImage)
@@ -318,12 +316,4 @@ func rssKiB(pid int) int {
 		}
 	}
 	return -1
-}
-
-func moduleRoot(tb testing.TB) string {
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return root
 }
