@@ -234,6 +234,10 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 		r.log.Info("the state is locked by someone else: next cycle", "err", err)
 		return res
 	}
+	if stopping(stop, err) {
+		res.Outcome, res.Err = Busy, err
+		return res
+	}
 	if err != nil || out == nil || out.Plan == nil || out.Plan.Prior == nil {
 		if err == nil {
 			err = errors.New("the refresh made no plan")
@@ -303,6 +307,10 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 		Targets: res.Targets, Confirm: confirm, Stop: stop})
 	if err != nil {
 		err = withCauses(err, rout)
+	} else if rout != nil && rout.Result != nil {
+		// What was done, not what the plan allowed: a knock-on planned as
+		// a possible rebuild often turns out unchanged.
+		res.Changes = changedBy(rout.Result)
 	}
 	switch {
 	case res.Refused != nil:
@@ -313,6 +321,11 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 	case errors.Is(err, state.ErrLocked):
 		res.Outcome, res.Err = Busy, err
 		r.log.Info("the state was locked by someone else before the repair: next cycle", "err", err)
+	case stopping(stop, err) && (rout == nil || rout.Result == nil || len(changedBy(rout.Result)) == 0):
+		// Stopped (or no longer leader) before anything changed: not a
+		// failure; the next leader, or the next run, repairs.
+		res.Outcome, res.Err = Busy, err
+		r.emit(Event{Level: slog.LevelWarn, Phase: PhaseRepairFailed, Message: "repair stopped before it changed anything (the reconciler stops, or no longer leads): " + err.Error()})
 	case err != nil:
 		res.Outcome, res.Err = Failed, err
 		m.repairs.WithLabelValues("failed").Inc()
@@ -359,6 +372,23 @@ func withCauses(err error, out *engine.Outcome) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s", err, strings.Join(causes, "; "))
+}
+
+// stopping reports an error caused by stop: the run was interrupted
+// because the reconciler stops or lost its leadership.
+func stopping(stop context.Context, err error) bool {
+	return err != nil && stop.Err() != nil && errors.Is(err, apply.ErrInterrupted)
+}
+
+// changedBy names what a run changed: "rebuild services.db", sorted.
+func changedBy(r *apply.Result) []string {
+	var out []string
+	for _, name := range sortedNames(r.Outcomes) {
+		if o := r.Outcomes[name]; o.Changed && o.Err == nil {
+			out = append(out, o.Op.Verb()+" "+name)
+		}
+	}
+	return out
 }
 
 // roughly rounds a wait for people: to the second from 10s up.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
 )
@@ -455,5 +456,25 @@ func TestRunLeadsAloneAndStops(t *testing.T) {
 	}
 	if p := ev.phases(); p[0] != PhaseLeader || p[len(p)-1] != PhaseLeader {
 		t.Fatalf("events %v", p)
+	}
+}
+
+// TestCycleStoppedIsNotAFailure: a cycle cut short by stop (the reconciler
+// stops, or lost its leadership) before it changed anything counts no
+// failure and backs nothing off.
+func TestCycleStoppedIsNotAFailure(t *testing.T) {
+	b := newBed(t, state.NewMemoryStore())
+	r := b.reconciler(Config{})
+	ctx := context.Background()
+	stop, cancel := context.WithCancel(ctx)
+	cancel()
+	b.w.kill(t, "resources.db")
+	rentals := b.w.rented()
+	res := r.Cycle(ctx, stop)
+	if res.Outcome != Busy || !errors.Is(res.Err, apply.ErrInterrupted) {
+		t.Fatalf("stopped cycle: %+v", res)
+	}
+	if b.w.rented() != rentals || counter(t, r, "repairs", "failed") != 0 || counter(t, r, "failures", "refresh") != 0 || r.Status().ConsecutiveFailures != 0 {
+		t.Fatal("a stopped cycle rented or counted as a failure")
 	}
 }

@@ -114,7 +114,7 @@ func checkRepair(pl *plan.Plan, doc *state.Document, targets []string) error {
 	return nil
 }
 
-// changesOf names what a repair plan changes: "rebuild services.db".
+// changesOf names what a repair plan may change: "rebuild services.db".
 func changesOf(pl *plan.Plan) []string {
 	var out []string
 	for _, s := range pl.Steps {

@@ -34,11 +34,10 @@ const (
 	recTTL      = 3 * time.Second // the leader's lease and the state lock's
 )
 
-// reconcileProviders: enough alike providers (1.08 GLM/h each: 0.36 per
-// hour of duration, 0.72 per CPU-hour) that a db whose provider is killed
-// three times still finds one.
-func reconcileProviders() []devnet.ProviderConfig {
-	return []devnet.ProviderConfig{{Name: "p", Count: 7, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}}}
+// reconcileProviders: n alike providers (1.08 GLM/h each: 0.36 per hour of
+// duration, 0.72 per CPU-hour).
+func reconcileProviders(n int) []devnet.ProviderConfig {
+	return []devnet.ProviderConfig{{Name: "p", Count: n, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}}}
 }
 
 // recEvent is one line of the JSON event stream (docs/events.md).
@@ -419,7 +418,13 @@ func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
 // the proxy. Its metrics, scraped over HTTP, count what happened, and GLM
 // spent agrees with gcompose cost.
 func TestReconcileHealsAKilledProvider(t *testing.T) {
-	e := start(t, devnet.Config{Providers: reconcileProviders()})
+	tries := 3
+	if n, err := strconv.Atoi(os.Getenv("GCOMPOSE_RECONCILE_TRIES")); err == nil && n > 0 {
+		tries = n // make reconcile-sweep
+	}
+	// A killed provider stays dead, and one that failed the db is not
+	// rented for it again: one more per try, besides web's and a spare.
+	e := start(t, devnet.Config{Providers: reconcileProviders(tries + 3)})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	st := e.etcdState(t)
@@ -433,10 +438,6 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 
 	r := e.composeReconciler(ctx, desc)
 	r.waitHealth(ctx, true, time.Minute)
-	tries := 3
-	if n, err := strconv.Atoi(os.Getenv("GCOMPOSE_RECONCILE_TRIES")); err == nil && n > 0 {
-		tries = n // make reconcile-sweep
-	}
 	var took []time.Duration
 	next := 0
 	for i := 1; i <= tries; i++ {
@@ -556,6 +557,13 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 		}
 	}
 	t.Logf("GLM spent: metrics %v (db %v), gcompose cost %v", spent, spentDB, rep.Total.Accepted)
+	table := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state)
+	table.Env = cost.Env
+	if out, err := table.CombinedOutput(); err != nil || !strings.Contains(string(out), "RESOURCE") || !strings.Contains(string(out), db) {
+		t.Fatalf("gcompose cost: %v\n%s", err, out)
+	} else {
+		t.Logf("gcompose cost:\n%s", out)
+	}
 	if s := e.summary(ctx); s.Agreements != 2 || s.PendingAgreements != 0 {
 		t.Fatalf("devnet after %d repairs: %+v, want 2 agreements (db and web)", tries, s)
 	}
@@ -569,7 +577,7 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 // made and recorded; the other leads within the lease's TTL, finishes the
 // repair, and nothing is rented twice.
 func TestReconcileLeaderKilledMidRepair(t *testing.T) {
-	e := start(t, devnet.Config{Providers: reconcileProviders()})
+	e := start(t, devnet.Config{Providers: reconcileProviders(5)})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	st := e.etcdState(t)
@@ -644,7 +652,7 @@ func TestReconcileLeaderKilledMidRepair(t *testing.T) {
 // so, and rents nothing, cycle after cycle; a budget raised in the
 // descriptor is read on the next cycle and the repair goes ahead.
 func TestReconcileRefusesOverBudget(t *testing.T) {
-	e := start(t, devnet.Config{Providers: reconcileProviders()})
+	e := start(t, devnet.Config{Providers: reconcileProviders(5)})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	st := e.etcdState(t)
