@@ -204,7 +204,7 @@ func (rv *resolver) lookup(sc *scope, ptr, s string, r expr.Ref) (v any, known b
 		}
 		val, ok := rv.opts.Vars[p[1].Name]
 		if !ok {
-			return nil, false, "", fmt.Errorf("variable %q is not set: pass --var %s=VALUE or a --var-file%s", p[1].Name, p[1].Name, source.Suggest(p[1].Name, slices.Sorted(maps.Keys(rv.opts.Vars))))
+			return nil, false, "", fmt.Errorf("variable %q is not set: pass --var %s=VALUE, a --var-file or GCOMPOSE_VAR_%s%s", p[1].Name, p[1].Name, p[1].Name, source.Suggest(p[1].Name, slices.Sorted(maps.Keys(rv.opts.Vars))))
 		}
 		return val, true, "", nil
 	case "env":
