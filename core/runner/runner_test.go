@@ -261,6 +261,7 @@ func TestRunLockedDown(t *testing.T) {
 		Mounts         map[string]bool `json:"mounts"`
 		Nofile         string          `json:"nofile"`
 		Nproc          string          `json:"nproc"`
+		Writable       []string        `json:"writable"`
 	}
 	if err := json.Unmarshal(res.Stdout, &p); err != nil {
 		t.Fatalf("probe answer %q: %v", res.Stdout, err)
@@ -282,6 +283,13 @@ func TestRunLockedDown(t *testing.T) {
 	}
 	if want := map[string]bool{"/data": true, "/ro": false}; !equalMounts(p.Mounts, want) {
 		t.Errorf("mounts (path: writable) %v, want %v", p.Mounts, want)
+	}
+	// Scratch space only, in memory: Docker's /tmp and /dev/shm, and the
+	// tmpfs Podman adds on /run and /var/tmp (docs/engines.md).
+	for _, dir := range p.Writable {
+		if dir != "/tmp" && dir != "/dev/shm" && dir != "/run" && dir != "/var/tmp" {
+			t.Errorf("%s is writable (writable: %v)", dir, p.Writable)
+		}
 	}
 	// The same limits on every engine, not the engine's own (Podman's
 	// 1048576 is more than an unprivileged runtime may set), or a warning

@@ -120,6 +120,17 @@ func probe() {
 			out[k] = strings.TrimSpace(v)
 		}
 	}
+	// Where it may write besides its mounts (engines differ: Podman adds
+	// tmpfs on /run and /var/tmp to a read-only root).
+	var writable []string
+	for _, dir := range []string{"/", "/tmp", "/run", "/var/tmp", "/dev/shm"} {
+		if f, err := os.CreateTemp(dir, "probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			writable = append(writable, dir)
+		}
+	}
+	out["writable"] = writable
 	// "Max open files  1024  4096  files": soft and hard.
 	limits, _ := os.ReadFile("/proc/self/limits")
 	for _, line := range strings.Split(string(limits), "\n") {
