@@ -95,7 +95,8 @@ resources:
 		cmd.Dir = ws
 		// docker-compose reads ${PWD} from its environment, not from its
 		// working directory.
-		cmd.Env = append(os.Environ(), "PWD="+ws, "GCOMPOSE_IMAGE="+ciImageTag, "GCOMPOSE_STATE=", "GCOMPOSE_PROGRESS=")
+		cmd.Env = append(os.Environ(), "PWD="+ws, "GCOMPOSE_IMAGE="+ciImageTag, "GCOMPOSE_STATE=", "GCOMPOSE_PROGRESS=",
+			"GCOMPOSE_ENGINE_SOCKET="+engineSocket(t))
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {
@@ -150,6 +151,20 @@ resources:
 			t.Errorf("%s still exists after destroy (%v)", f, err)
 		}
 	}
+}
+
+// engineSocket is the socket of the engine the test runs on (DOCKER_HOST,
+// e.g. Podman's), which the gcompose container gets at /var/run/docker.sock.
+func engineSocket(t *testing.T) string {
+	host := os.Getenv("DOCKER_HOST")
+	if host == "" {
+		return "/var/run/docker.sock"
+	}
+	path, ok := strings.CutPrefix(host, "unix://")
+	if !ok {
+		t.Skipf("the gcompose container reaches the engine through a socket; DOCKER_HOST=%s is none", host)
+	}
+	return path
 }
 
 // lastSummary parses and schema-checks the summary object on stdout.
