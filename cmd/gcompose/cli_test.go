@@ -186,6 +186,11 @@ printf '%s\n' "${COMPREPLY[@]}"`
 		{"gcompose state show --app shop serv", []string{"services.api"}, []string{"resources.web"}},
 		{"gcompose -f app.yaml logs ", []string{"resources.web", "services.api"}, nil},
 		{"gcompose state sh", []string{"show"}, nil},
+		{"gcompose deploy --", []string{"--yes", "--file", "--target"}, []string{"-f"}},
+		{"gcompose destroy -f app.yaml --target ", []string{"resources.web", "services.api"}, []string{"--yes"}},
+		{"gcompose plan app.yaml --replace serv", []string{"services.api"}, []string{"resources.web"}},
+		{"gcompose deploy app.yaml --y", []string{"--yes"}, []string{"resources.web"}},
+		{"gcompose destroy ", nil, []string{"resources.web", "--yes"}}, // files: the shell's own completion
 	} {
 		got := complete(tc.line)
 		for _, w := range tc.want {

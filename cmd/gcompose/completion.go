@@ -30,6 +30,13 @@ _gcompose_complete() {
     --var-file|--state-key-file|--etcd-cacert|--etcd-cert|--etcd-key|--etcd-password-file)
       compopt -o default 2>/dev/null
       return 0 ;;
+    --target|--replace)
+      local addr=() i
+      for ((i = 0; i < COMP_CWORD - 1; i++)); do addr+=("${COMP_WORDS[i]}"); done
+      while IFS= read -r line; do
+        [[ -n "$line" && "$line" == "$cur"* ]] && COMPREPLY+=("$line")
+      done < <(GCOMPOSE_COMPLETE=addresses "${addr[@]}" --generate-bash-completion 2>/dev/null)
+      return 0 ;;
   esac
   local words=() i
   for ((i = 0; i < COMP_CWORD; i++)); do words+=("${COMP_WORDS[i]}"); done
@@ -90,9 +97,33 @@ func completeResources(c *cli.Context) {
 		cli.DefaultCompleteWithFlags(c.Command)(c)
 		return
 	}
+	printAddresses(c)
+}
+
+// completeTargets is the completion of plan, deploy and destroy: their
+// flags; after --target or --replace (the script asks with
+// GCOMPOSE_COMPLETE=addresses, the flag left out), the resources the state
+// records. Their positional arguments are files, which the shell completes.
+func completeTargets(c *cli.Context) {
+	if os.Getenv("GCOMPOSE_COMPLETE") == "addresses" {
+		printAddresses(c)
+		return
+	}
+	cli.DefaultCompleteWithFlags(c.Command)(c)
+}
+
+// printAddresses prints the resources the state records for the
+// application, one a line; nothing when there is none.
+func printAddresses(c *cli.Context) {
 	name := c.String("app")
 	if name == "" {
-		p, err := loadFiles(c, fileArgs(c))
+		files := fileArgs(c)
+		for _, a := range c.Args().Slice() {
+			if looksLikeDescriptor(a) { // gcompose plan app.yaml --target <TAB>
+				files = append(files, a)
+			}
+		}
+		p, err := loadFiles(c, files)
 		if err != nil {
 			return
 		}

@@ -120,6 +120,14 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			completionCommand(),
 		},
 	}
+	for _, cmd := range app.Commands {
+		switch cmd.Name {
+		case "plan", "deploy", "destroy":
+			if cmd.BashComplete == nil {
+				cmd.BashComplete = completeTargets // --target and --replace take addresses
+			}
+		}
+	}
 	setUpHelp(app)
 	return app
 }
