@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -71,5 +72,15 @@ func TestRemoteEngine(t *testing.T) {
 	}
 	if !strings.Contains(string(res.Stdout), `"/data":true`) {
 		t.Errorf("the adapter could not write to the shared mount: %s", res.Stdout)
+	}
+}
+
+// An ssh:// engine address says what to do instead of failing to dial.
+func TestSSHEngineAddressExplained(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "ssh://someone@engine.example")
+	_, err := runner.New(context.Background(), runner.Options{})
+	if err == nil || !strings.Contains(err.Error(), "does not run ssh") ||
+		!strings.Contains(err.Error(), "ssh -NL 127.0.0.1:2376:/var/run/docker.sock someone@engine.example") {
+		t.Fatalf("DOCKER_HOST=ssh://...: %v", err)
 	}
 }

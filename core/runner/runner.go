@@ -211,6 +211,12 @@ type owner struct{ app, scope, lockID string }
 // pings it and negotiates the API version once (so that concurrent calls
 // never race on a lazy negotiation). An unreachable Engine is an error.
 func New(ctx context.Context, opts Options) (*Runner, error) {
+	if host := os.Getenv(client.EnvOverrideHost); strings.HasPrefix(host, "ssh://") {
+		// The docker CLI runs ssh for these; the Engine API client does not.
+		return nil, fmt.Errorf("DOCKER_HOST=%s: gcompose does not run ssh; forward the engine's socket to a local port, "+
+			"e.g. ssh -NL 127.0.0.1:2376:/var/run/docker.sock %s, and set DOCKER_HOST=tcp://127.0.0.1:2376 (docs/engines.md)",
+			host, strings.TrimPrefix(host, "ssh://"))
+	}
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("docker engine client: %w", err)
