@@ -67,11 +67,13 @@ test: lint cross images
 # The suites that cross the engine boundary, again against Podman (docs/engines.md): make images, the runner,
 # the adapter client (one-shot, served, misbehaving; not the hangs, which only wait out timeouts), the image
 # builders, and the CLI's deploy/plan/update/destroy, kill and leftovers, misbehaving and served adapters,
-# and a remote engine. GCOMPOSE_PODMAN_HOST names Podman's Docker-API socket, GCOMPOSE_REMOTE_ENGINE_HOST an
-# engine that does not see this machine's /tmp: `eval "$$(.ci/podman start)"` (.ci/run does) sets both.
+# docker-compose run of the CLI's image, and a remote engine; then the runner's suite on rootless Podman.
+# GCOMPOSE_PODMAN_HOST names Podman's Docker-API socket, GCOMPOSE_REMOTE_ENGINE_HOST an engine that does not
+# see this machine's /tmp, GCOMPOSE_PODMAN_ROOTLESS_HOST and _USER the rootless one: `eval "$$(.ci/podman
+# start)"` (.ci/run does) sets them all.
 PODMAN_PKGS := ./core/runner/ ./core/adapter/ ./internal/testimage/ ./internal/tools/imagebuild/ ./internal/dockerbuild/
 PODMAN_SKIP := TestMisbehaveAdapter/(action|state|init)_hang|TestErrors/timeout
-PODMAN_CLI  := TestE2EDeployRedeployUpdateDestroy|TestE2EKillDuringDeployConverges|TestE2EFirstDeployRefusedWhenContainersExist|TestE2EMissingPlugDirectoryIsCreated|TestE2EMisbehaving.*|TestE2EInitWrongProtocol|TestE2EInitHangIsKilledByTheTimeout|TestE2EServerDoesNotOutliveGcompose|TestE2ELogsFromAnAdapter|TestE2ERemoteEngine
+PODMAN_CLI  := TestComposeRunDeploysAndDestroys|TestE2EDeployRedeployUpdateDestroy|TestE2EKillDuringDeployConverges|TestE2EFirstDeployRefusedWhenContainersExist|TestE2EMissingPlugDirectoryIsCreated|TestE2EMisbehaving.*|TestE2EInitWrongProtocol|TestE2EInitHangIsKilledByTheTimeout|TestE2EServerDoesNotOutliveGcompose|TestE2ELogsFromAnAdapter|TestE2ERemoteEngine
 test-podman:
 	@test -n "$$GCOMPOSE_PODMAN_HOST" || { echo 'test-podman: GCOMPOSE_PODMAN_HOST is unset: eval "$$(.ci/podman start)" first (docs/engines.md)'; exit 1; }
 	DOCKER_HOST=$$GCOMPOSE_PODMAN_HOST $(MAKE) --no-print-directory images
