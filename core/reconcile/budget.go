@@ -104,20 +104,21 @@ func checkBudget(ctx context.Context, b Budget, refresh, repair *plan.Plan, spen
 			continue
 		}
 		c := costOf(s.Cost, Currency)
-		basis := "estimated"
+		why := s.Op.Verb() + " estimate"
+		if c != nil && c.Basis != "" {
+			why = s.Op.Verb() + ", " + c.Basis + " estimate"
+		}
 		if c == nil {
 			// No estimate (a knock-on whose config is known only at
-			// apply): it goes on at about the price it had.
-			c, basis = running[n], "as before"
+			// apply, which may turn out unchanged): counted at the price
+			// it runs at.
+			c, why = running[n], "knock-on, may "+s.Op.Verb()+": at its current price"
 		}
 		if c == nil {
 			continue
 		}
-		if c.Basis != "" && basis == "estimated" {
-			basis = c.Basis
-		}
 		rate += c.PerHour
-		parts = append(parts, fmt.Sprintf("%s %s/h (%s %s)", n, glm(c.PerHour), s.Op.Verb(), basis))
+		parts = append(parts, fmt.Sprintf("%s %s/h (%s)", n, glm(c.PerHour), why))
 		if s.Op == plan.Create || s.Op == plan.Rebuild {
 			whole += c.Total
 			rented = append(rented, fmt.Sprintf("%s %s over %gh", n, glm(c.Total), c.Hours))

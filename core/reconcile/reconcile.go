@@ -119,6 +119,8 @@ type Reconciler struct {
 	failures  int                  // repairs in a row that failed or were refused
 	lastAlert string               // the last mismatch or refusal reported
 	cycles    int                  // cycles run as leader
+	// lastTargets are the targets of the last repair tried.
+	lastTargets string
 }
 
 // New checks cfg and makes a reconciler.
@@ -285,7 +287,17 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 	if len(res.KnockOns) > 0 {
 		msg += "; knock-ons: " + strings.Join(res.KnockOns, ", ")
 	}
-	r.emit(Event{Level: slog.LevelInfo, Phase: PhaseRepair, Message: msg})
+	// A repair refused last time and tried again (backing off) is not news
+	// until it is no longer refused.
+	refusedBefore := strings.HasPrefix(r.lastAlertOf(), PhaseRepairRefused+":") && r.lastTargetsOf() == strings.Join(res.Targets, ",")
+	if refusedBefore {
+		r.log.Debug(msg, "phase", PhaseRepair, "repeated", true)
+	} else {
+		r.emit(Event{Level: slog.LevelInfo, Phase: PhaseRepair, Message: msg})
+	}
+	r.mu.Lock()
+	r.lastTargets = strings.Join(res.Targets, ",")
+	r.mu.Unlock()
 	confirm := func(p *plan.Plan) (bool, error) {
 		prior := p.Prior
 		if prior == nil {
@@ -486,6 +498,12 @@ func (r *Reconciler) lastAlertOf() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lastAlert
+}
+
+func (r *Reconciler) lastTargetsOf() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastTargets
 }
 
 func (r *Reconciler) lastAlertSet(s string) {

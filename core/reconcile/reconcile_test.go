@@ -295,7 +295,7 @@ func TestCycleRefusesAReplacementOverTheBudget(t *testing.T) {
 	}{
 		// Running: web and other at 0.01/h; the replacement's estimate 0.05/h.
 		{"per hour below", Budget{PerHour: 0.06}, Budget{}, nil,
-			"the application would cost 0.07 GLM per hour after the repair (resources.db 0.05/h (rebuild market), resources.other 0.01/h, resources.web 0.01/h (update as before)), above budget.per_hour 0.06: nothing rented"},
+			"the application would cost 0.07 GLM per hour after the repair (resources.db 0.05/h (rebuild, market estimate), resources.other 0.01/h, resources.web 0.01/h (knock-on, may update: at its current price)), above budget.per_hour 0.06: nothing rented"},
 		{"per hour enough", Budget{PerHour: 0.07}, Budget{}, nil, ""},
 		{"a flag wins over the descriptor", Budget{PerHour: 1}, Budget{PerHour: 0.06}, nil, "above budget.per_hour 0.06"},
 		{"total below", Budget{Total: 1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}},
@@ -341,6 +341,13 @@ func TestCycleRefusesAReplacementOverTheBudget(t *testing.T) {
 			doc, _ := b.store.Load(ctx, "shop")
 			if doc.Resources["resources.db"].Pending != nil {
 				t.Fatal("a refused repair left an operation on db")
+			}
+			// Tried again, refused again: no news, nothing rented.
+			if res := r.Cycle(ctx, ctx); res.Outcome != Refused || b.w.rented() != rentals {
+				t.Fatalf("second cycle over the budget: %+v", res)
+			}
+			if p := strings.Join(ev.phases(), " "); p != "drift repair repair-refused" {
+				t.Fatalf("events after two refused cycles: %s", p)
 			}
 		})
 	}
