@@ -49,6 +49,9 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{"refresh-help", []string{"refresh", "--help"}, exitOK},
 		{"ps-help", []string{"ps", "--help"}, exitOK},
 		{"missing-descriptor-file", []string{"plan", "nosuch.yaml"}, exitError},
+		{"help-unknown-topic", []string{"help", "nosuch"}, exitUsage},
+		{"help-typo-topic", []string{"help", "state", "shwo"}, exitUsage},
+		{"help-state-show", []string{"help", "state", "show"}, exitOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := gcPlain(tc.args...)

@@ -114,6 +114,9 @@ Docs: README.md and docs/ (cli.md for commands, flags and exit codes).
 `
 	app.OnUsageError = usageError
 	app.Action = unknownCommand
+	// With a help command of its own, urfave/cli adds no --help flag either.
+	app.Commands = append(app.Commands, helpCommand())
+	app.Flags = append(app.Flags, cli.HelpFlag)
 	for _, cmd := range app.Commands {
 		setUpCommandHelp(cmd, cmd.Name)
 	}
@@ -244,16 +247,50 @@ func unknownCommand(c *cli.Context) error {
 		}
 		return cli.ShowSubcommandHelp(c)
 	}
-	typed := c.Args().First()
-	msg := fmt.Sprintf("%q is not a %s command", typed, c.Command.HelpName)
+	return notACommand(c.Command.HelpName, c.Command.Subcommands, c.Args().First())
+}
+
+// notACommand is the usage error for typed, which is none of cmds, the
+// commands of parent ("gcompose", "gcompose state").
+func notACommand(parent string, cmds []*cli.Command, typed string) error {
+	msg := fmt.Sprintf("%q is not a %s command", typed, parent)
 	if cli.SuggestCommand != nil {
-		s := cli.SuggestCommand(visible(c.Command.Subcommands), typed)
+		s := cli.SuggestCommand(visible(cmds), typed)
 		var name string
 		if _, err := fmt.Sscanf(s, cli.SuggestDidYouMeanTemplate, &name); err == nil && alike(name, typed) {
 			msg += "\n" + s
 		}
 	}
-	return withCode(exitUsage, errors.New(msg+"\n"+helpHint(c)))
+	return withCode(exitUsage, fmt.Errorf("%s\nRun '%s --help' for usage.", msg, parent))
+}
+
+// helpCommand replaces urfave/cli's help command, whose unknown topic was
+// an error (exit 1) with a suggestion however far ("nosuch": "unlock"):
+// gcompose help COMMAND [SUBCOMMAND] shows what gcompose COMMAND
+// [SUBCOMMAND] --help shows, and an unknown one is a usage error like any
+// other.
+func helpCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "help",
+		Aliases:   []string{"h"},
+		Usage:     "show the commands, or one command's help (gcompose help state show)",
+		ArgsUsage: "[COMMAND [SUBCOMMAND]]",
+		Action: func(c *cli.Context) error {
+			topic := c.Args().Slice()
+			if len(topic) == 0 {
+				return cli.ShowAppHelp(c)
+			}
+			parent, cmds := c.App.Name, c.App.Commands
+			for _, typed := range topic {
+				cmd := findCommand(cmds, typed)
+				if cmd == nil || cmd.Name == "help" {
+					return notACommand(parent, cmds, typed)
+				}
+				parent, cmds = parent+" "+cmd.Name, cmd.Subcommands
+			}
+			return c.App.RunContext(c.Context, append(append([]string{c.App.Name}, topic...), "--help"))
+		},
+	}
 }
 
 // alike keeps urfave/cli's suggestion only when it is close to what was
