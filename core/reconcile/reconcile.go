@@ -599,13 +599,13 @@ func (r *Reconciler) lead(ctx, stop context.Context, term Term) {
 	}
 	m.leader.Set(0)
 	r.setStatus(func(s *Status) { s.Leader, s.LeaderSince = false, nil })
-	why := "stopped"
+	why, level := "stopped", slog.LevelInfo
 	select {
 	case <-lost:
-		why = "its leadership ended (" + term.Describe() + ")"
+		why, level = "its leadership ended ("+term.Describe()+")", slog.LevelWarn
 	default:
 	}
-	r.emit(Event{Level: slog.LevelWarn, Phase: PhaseLeader, Message: "no longer leading: " + why})
+	r.emit(Event{Level: level, Phase: PhaseLeader, Message: "no longer leading: " + why})
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := term.Resign(rctx); err != nil {
