@@ -126,8 +126,9 @@ func diffCommand() *cli.Command {
 			all := c.Bool("all")
 			res := diff.Compare(a, b, diff.Options{Status: all || c.Bool("status"), Outputs: all || c.Bool("outputs"), Identity: all || c.Bool("identity")})
 			if c.Bool("json") {
-				out, _ := json.MarshalIndent(res, "", "  ")
-				fmt.Fprintln(c.App.Writer, string(out))
+				if err := printJSON(c.App.Writer, res); err != nil {
+					return err
+				}
 			} else if err := res.Render(c.App.Writer); err != nil {
 				return err
 			}

@@ -110,8 +110,9 @@ func printEndpoints(w io.Writer, eps []display.Endpoint) {
 }
 
 func writeSummary(c *cli.Context, s progress.Summary) {
-	b, _ := json.Marshal(s)
-	fmt.Fprintln(c.App.Writer, string(b))
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetEscapeHTML(false) // messages as typed
+	_ = enc.Encode(s)
 }
 
 // printJSON writes v indented, as people and jq read it: nothing

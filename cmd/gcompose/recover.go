@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -53,9 +52,7 @@ func stateRecover(c *cli.Context) error {
 	}
 	fmt.Fprint(c.App.ErrWriter, rec.String())
 	if c.Bool("dry-run") {
-		b, _ := json.MarshalIndent(rec.Doc, "", "  ")
-		fmt.Fprintln(c.App.Writer, string(b))
-		return nil
+		return printJSON(c.App.Writer, rec.Doc)
 	}
 	if len(rec.Lost) > 0 && !c.Bool("force") {
 		return withCode(exitError, fmt.Errorf("part of the state of app %q could not be recovered (above): nothing was written. "+

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -50,9 +49,7 @@ func stateCommand() *cli.Command {
 						fmt.Fprintf(c.App.Writer, "%s: not locked\n", name)
 						return nil
 					}
-					b, _ := json.MarshalIndent(info, "", "  ")
-					fmt.Fprintln(c.App.Writer, string(b))
-					return nil
+					return printJSON(c.App.Writer, info)
 				},
 			},
 		}, append(stateSyncCommands(), stateRecoverCommand())...),

@@ -3,6 +3,7 @@
 package progress
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -328,12 +329,16 @@ func (r *Renderer) writeOutput(ev apply.Event) {
 	}
 }
 
+// writeJSON writes v as one line, not HTML-escaped: commands and messages
+// stay as typed ("a > b &", not "a \u003e b \u0026").
 func (r *Renderer) writeJSON(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return
 	}
-	r.w.Write(append(b, '\n'))
+	r.w.Write(b.Bytes())
 }
 
 func (r *Renderer) beat() {

@@ -241,3 +241,27 @@ func TestLiveStatusLine(t *testing.T) {
 		t.Errorf("live status line in plain mode:\n%s", plain)
 	}
 }
+
+// TestJSONKeepsTextAsTyped: the JSON stream and summary carry commands and
+// messages as they are, not HTML-escaped ("\u003e" for ">" in a shell
+// command is unreadable in a CI log and breaks a grep).
+func TestJSONKeepsTextAsTyped(t *testing.T) {
+	var buf bytes.Buffer
+	c := &clock{t: t0}
+	r := New(&buf, Options{Mode: JSON, Now: c.now})
+	r.Close()
+	r.SetPlan(testPlan())
+	const cmd = `init[1] /bin/sh -c "run > /tmp/out 2> /tmp/err &" <x>`
+	r.Observe(apply.Event{Time: c.add(0), Resource: "resources.a", Phase: apply.PhaseActionDone, Message: cmd, Output: "a & b\n"})
+	res := &apply.Result{Outcomes: map[string]*apply.Outcome{"resources.a": {Resource: "resources.a", Op: plan.Create, Err: errors.New("exit 1 > 0 & failed")}}}
+	r.WriteSummary(r.Summarize("deploy", "shop", testPlan(), res, true, time.Second, errors.New("a < b"), 1))
+	got := buf.String()
+	for _, want := range []string{`run > /tmp/out 2> /tmp/err &`, `<x>`, `a & b\n`, `exit 1 > 0 & failed`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the JSON lack %q as typed:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `\u00`) {
+		t.Errorf("HTML-escaped JSON:\n%s", got)
+	}
+}
