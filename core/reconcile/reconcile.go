@@ -334,10 +334,11 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 		res.Outcome, res.Err = Busy, err
 		r.log.Info("the state was locked by someone else before the repair: next cycle", "err", err)
 	case stopping(stop, err) && (rout == nil || rout.Result == nil || len(changedBy(rout.Result)) == 0):
-		// Stopped (or no longer leader) before anything changed: not a
-		// failure; the next leader, or the next run, repairs.
+		// Cut short because this reconciler stops or lost its leadership:
+		// a handover, not a failure to back off from; the next leader (or
+		// run) finishes the repair.
 		res.Outcome, res.Err = Busy, err
-		r.emit(Event{Level: slog.LevelWarn, Phase: PhaseRepairFailed, Message: "repair stopped before it changed anything (the reconciler stops, or no longer leads): " + err.Error()})
+		r.emit(Event{Level: slog.LevelWarn, Phase: PhaseRepairFailed, Message: "repair cut short: this reconciler stops or no longer leads, and the next leader finishes it: " + err.Error()})
 	case err != nil:
 		res.Outcome, res.Err = Failed, err
 		m.repairs.WithLabelValues("failed").Inc()

@@ -135,6 +135,8 @@ type reconciler struct {
 	events *eventLog
 	logs   *syncwriter.Buffer
 	kill   func()
+	// pause stops (SIGSTOP) or continues the process.
+	pause func(stop bool)
 }
 
 // freeAddr is a loopback address nothing listens on now.
@@ -175,7 +177,15 @@ func (e *env) startReconciler(ctx context.Context, name, desc string, extra ...s
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-done
 	}
+	r.pause = func(stop bool) {
+		sig := syscall.SIGCONT
+		if stop {
+			sig = syscall.SIGSTOP
+		}
+		_ = cmd.Process.Signal(sig)
+	}
 	e.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
@@ -704,4 +714,57 @@ func TestReconcileRefusesOverBudget(t *testing.T) {
 		t.Fatalf("agreements %d → %d: want exactly the replacement", rented, got)
 	}
 	t.Logf("events:\n%s", r.events.dump())
+}
+
+// TestReconcilePausedLeaderIsFenced (make reconcile-sweep): the leader is
+// paused (SIGSTOP) in the middle of its repair, for longer than its
+// leases; the other leads and repairs. Resumed, the old leader's writes
+// are refused by the state lock's fence: the state and the devnet are the
+// new leader's, nothing rented twice.
+func TestReconcilePausedLeaderIsFenced(t *testing.T) {
+	if os.Getenv("GCOMPOSE_RECONCILE_TRIES") == "" {
+		t.Skip("make reconcile-sweep runs it (GCOMPOSE_RECONCILE_TRIES set)")
+	}
+	e := start(t, devnet.Config{Providers: reconcileProviders(5)})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	st := e.etcdState(t)
+	desc := e.webappWith("")
+	e.must(ctx, "deploy", "-f", desc, "--yes", "--etcd-lock-ttl", recTTL.String())
+	doc := docOf(t, ctx, st, e.app)
+	a := e.startReconciler(ctx, "a", desc)
+	a.waitHealth(ctx, true, time.Minute)
+	b := e.startReconciler(ctx, "b", desc)
+	b.waitHealth(ctx, false, time.Minute)
+
+	e.killProvider(ctx, identity(t, doc, db, "provider_id"))
+	_, n := a.events.waitFor(t, 0, 2*time.Minute, "a's create of db", func(ev recEvent) bool {
+		return ev.Phase == "action" && ev.Resource == db && strings.HasPrefix(ev.Message, "create")
+	})
+	_, n = a.events.waitFor(t, n, time.Minute, "a's create of db recording an agreement", func(ev recEvent) bool {
+		return ev.Phase == "identity" && ev.Resource == db && strings.Contains(ev.Message, "agreement_id")
+	})
+	a.pause(true)
+	_, _ = b.events.waitFor(t, 0, 3*time.Minute, "b's repair done", phase("repaired"))
+	after := docOf(t, ctx, st, e.app)
+	agreement := identity(t, after, db, "agreement_id")
+	a.pause(false)
+	// a finds its leadership and its state lock gone; whatever it still
+	// tries to write is refused.
+	_, _ = a.events.waitFor(t, n, time.Minute, "a no longer leading", func(ev recEvent) bool {
+		return ev.Phase == "leader" && strings.HasPrefix(ev.Message, "no longer leading")
+	})
+	time.Sleep(2 * recInterval)
+	if got := identity(t, docOf(t, ctx, st, e.app), db, "agreement_id"); got != agreement {
+		t.Fatalf("db's agreement changed from b's %s to %s after a resumed", agreement, got)
+	}
+	// Its create's last report and the record of its failure both reached
+	// the state's fence.
+	if !strings.Contains(a.events.dump(), state.ErrLockNotHeld.Error()) {
+		t.Fatalf("a's late writes were not refused by the state lock; its events:\n%s", a.events.dump())
+	}
+	if s := e.summary(ctx); s.Agreements != 2 || s.PendingAgreements != 0 {
+		t.Fatalf("devnet after the paused leader resumed: %+v, want 2 agreements", s)
+	}
+	t.Logf("a's events:\n%s\nb's events:\n%s", a.events.dump(), b.events.dump())
 }
