@@ -32,6 +32,12 @@ func TestRender(t *testing.T) {
 	b.Reset()
 	(&Plan{Mode: Deploy, Steps: []*Step{{Resource: "resources.same", Op: NoOp}}}).finishAndRender(&b, RenderOptions{})
 	golden.Check(t, "testdata/render-nochange.golden", b.Bytes())
+
+	// refresh: what drifted says so, the rest is not listed.
+	b.Reset()
+	(&Plan{Mode: Refresh, Steps: []*Step{{Resource: "services.db", Op: NoOp, Drift: "stale", Reason: "the activity is Terminated"},
+		{Resource: "services.web", Op: NoOp}}}).finishAndRender(&b, RenderOptions{})
+	golden.Check(t, "testdata/render-refresh.golden", b.Bytes())
 }
 
 // A plan whose only news is a failure must not read as "No changes".
