@@ -344,7 +344,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer rmCancel()
 		if err := r.remove(rmCtx, id); err != nil {
-			r.log.Warn("an adapter container could not be removed; gcompose removes it on the next run of this application, or remove it yourself",
+			r.log.Warn("an adapter container could not be removed; the next run holding this application's state lock removes it, or remove it yourself",
 				"container", id[:min(12, len(id))], "resource", s.Resource, "call", s.Call, "err", err)
 		}
 	}()
@@ -552,8 +552,9 @@ func Ulimits() []*container.Ulimit {
 // remove force-removes a container and returns once it is gone. An engine
 // may refuse while the container is exiting or already being removed
 // (Docker: "removal already in progress"; Podman: "container state
-// improper"), so it retries until the container is gone or ctx ends; the
-// last refusal is the error.
+// improper"), so while the container is still there it retries, until ctx
+// ends; the last refusal is the error. An engine that cannot say whether
+// the container is there (gone itself) ends it at once.
 func (r *Runner) remove(ctx context.Context, id string) error {
 	wait := 50 * time.Millisecond
 	for {
@@ -563,6 +564,8 @@ func (r *Runner) remove(ctx context.Context, id string) error {
 		}
 		if _, ierr := r.cli.ContainerInspect(ctx, id); client.IsErrNotFound(ierr) {
 			return nil // removed meanwhile (auto-remove, another run)
+		} else if ierr != nil {
+			return fmt.Errorf("remove container %s: %w", id[:min(12, len(id))], err)
 		}
 		r.log.Debug("remove container: retrying", "container", id, "err", err)
 		select {
