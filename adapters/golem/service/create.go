@@ -47,7 +47,8 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 	if err := removeStrays(ctx, yc, ss.Strays); err != nil {
 		return fmt.Errorf("service %s: %w", req.Name, err)
 	}
-	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: ss.Failed, Applied: Fingerprints(req.Config), InitPending: true}}
+	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: ss.Failed, Applied: Fingerprints(req.Config), InitPending: true,
+		Agreements: historyOf(id, ss.Strays)}}
 	if err := r.run(ctx, ss.Previous); err != nil {
 		// Leave nothing half-made behind: what was reported is cleaned up
 		// by the next state call's rebuild if this cleanup fails too.
@@ -475,6 +476,7 @@ func (r *rental) agree(ctx context.Context, p *yagna.Proposal) (err error) {
 		return fmt.Errorf("creating the agreement: %w", err)
 	}
 	r.id.AgreementID, r.id.ProviderID = aid, p.IssuerID
+	r.id.Agreements = withAgreements(r.id.Agreements, aid)
 	if err := r.report(); err != nil {
 		return err
 	}
@@ -764,8 +766,31 @@ func (r *rental) cleanup(ctx context.Context) {
 		}
 	}
 	r.fail()
-	r.id = Identity{Failed: r.id.Failed, Applied: r.id.Applied, InitPending: r.id.InitPending}
+	r.id = Identity{Failed: r.id.Failed, Applied: r.id.Applied, InitPending: r.id.InitPending, Agreements: r.id.Agreements}
 	_ = r.report()
+}
+
+// historyOf is the agreements made for a resource so far: its identity's
+// history, the agreement it names (a state written before there was a
+// history lists only that one) and those of its strays, which an
+// interrupted create rented and never reported.
+func historyOf(id Identity, strays []tagged) []string {
+	h := withAgreements(id.Agreements, id.AgreementID)
+	for _, st := range strays {
+		if st.Kind == "agreement" {
+			h = withAgreements(h, st.ID)
+		}
+	}
+	return h
+}
+
+// withAgreements is history with id added at its end, unless it is empty
+// or listed already; history itself is not changed.
+func withAgreements(history []string, id string) []string {
+	if id == "" || slices.Contains(history, id) {
+		return history
+	}
+	return append(slices.Clip(history), id)
 }
 
 func firstNonEmpty(ss ...string) string {

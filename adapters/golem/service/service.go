@@ -69,6 +69,12 @@ type Identity struct {
 	Price *Agreed `json:"price"`
 	// Failed are providers that failed this resource: avoided next time.
 	Failed []string `json:"failed_providers,omitempty"`
+	// Agreements are every agreement made for this resource, the one it
+	// runs on and those of the rentals it replaced or gave up on: what
+	// gcompose cost counts. Kept across rebuilds as Failed is, in the state
+	// rather than asked of yagna, which forgets an agreement 90 days after
+	// it ends (YAGNA_MARKET_AGREEMENT_STORE_DAYS).
+	Agreements []string `json:"agreements,omitempty"`
 	// Applied fingerprints the config the rental was made for.
 	Applied map[string]string `json:"applied,omitempty"`
 	// InitPending is true from the first report of a create until its init
@@ -409,7 +415,12 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 	if len(unreachable) > 0 && id.ProviderID != "" && !slices.Contains(failed, id.ProviderID) {
 		failed = append(failed, id.ProviderID)
 	}
-	if err := req.ReportIdentity(map[string]any{"agreement_id": "", "activity_id": "", "provider_id": "", "ip": "", "price": nil, "failed_providers": failed}); err != nil {
+	cleared := map[string]any{"agreement_id": "", "activity_id": "", "provider_id": "", "ip": "", "price": nil, "failed_providers": failed}
+	// The agreement ended here stays in the history.
+	if h := historyOf(id, ss.Strays); len(h) > 0 {
+		cleared["agreements"] = h
+	}
+	if err := req.ReportIdentity(cleared); err != nil {
 		return err
 	}
 	if len(unreachable) > 0 {
