@@ -272,6 +272,11 @@ type StateExt struct {
 	// Unknown lists state fields (JSON pointers) that will only be known
 	// after apply, so plan can show them as such.
 	Unknown []string `json:"unknown,omitempty"`
+	// Planned are state fields a STALE answer's actions will leave known
+	// now, by JSON pointer into the VALID state (Terraform's planned
+	// values): {"/network_node/ip": "192.168.77.2"}. Dependents that read
+	// them are planned with these values; apply holds the adapter to them.
+	Planned map[string]any `json:"planned,omitempty"`
 	// Cost is what the resource costs to run, shown by plan.
 	Cost *Cost `json:"cost,omitempty"`
 }
