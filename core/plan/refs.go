@@ -8,6 +8,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/expr"
+	"github.com/gcompose/gcompose/core/state"
 )
 
 // OutputRef splits a runtime reference into the resource whose outputs it
@@ -32,6 +33,22 @@ func AppOutputsOf(app, lineage string) (map[string]any, bool) {
 		return nil, false
 	}
 	return map[string]any{"id": lineage, "name": app}, true
+}
+
+// RecordedOutputs are the outputs a state document records: each Active
+// resource's state, and the application's own. A resource that is not
+// Active has none that can be trusted.
+func RecordedOutputs(doc *state.Document) Outputs {
+	return func(name string) (map[string]any, bool) {
+		if name == AppOutputs {
+			return AppOutputsOf(doc.App, doc.Lineage)
+		}
+		r := doc.Resources[name]
+		if r == nil || r.Status != state.StatusActive {
+			return nil, false
+		}
+		return r.State, true
+	}
 }
 
 // lookupField finds a field path in an output tree.

@@ -28,17 +28,7 @@ func AppOutputs(doc *state.Document, outputs map[string]any) Outputs {
 	if len(outputs) == 0 {
 		return Outputs{}
 	}
-	outs := func(name string) (map[string]any, bool) {
-		if name == plan.AppOutputs {
-			return plan.AppOutputsOf(doc.App, doc.Lineage)
-		}
-		r := doc.Resources[name]
-		if r == nil || r.Status != state.StatusActive {
-			return nil, false
-		}
-		return r.State, true
-	}
-	values, unknown, err := plan.ResolveConfig(outputs, outs)
+	values, unknown, err := plan.ResolveConfig(outputs, plan.RecordedOutputs(doc))
 	if err != nil {
 		return Outputs{Err: fmt.Errorf("outputs: %w", err)}
 	}

@@ -37,18 +37,9 @@ type Intent struct {
 func Mismatches(in *Intent, doc *state.Document) []string {
 	var out []string
 	if doc == nil || len(doc.Resources) == 0 {
-		return []string{fmt.Sprintf("nothing of %s is deployed: the reconciler keeps a deployed application running and deploys nothing itself (run gcompose deploy)", in.App)}
+		return []string{fmt.Sprintf("nothing of %s is deployed (never, or destroyed since): the reconciler keeps a deployed application running and deploys nothing itself; it repairs again once a person deploys it (gcompose deploy)", in.App)}
 	}
-	outs := func(name string) (map[string]any, bool) {
-		if name == plan.AppOutputs {
-			return plan.AppOutputsOf(doc.App, doc.Lineage)
-		}
-		r := doc.Resources[name]
-		if r == nil || r.Status != state.StatusActive {
-			return nil, false
-		}
-		return r.State, true
-	}
+	outs := plan.RecordedOutputs(doc)
 	for _, name := range sortedNames(in.Desired) {
 		want, have := in.Desired[name], doc.Resources[name]
 		switch {
