@@ -74,7 +74,9 @@ func BenchmarkGolemDeploy(b *testing.B) {
 		ideal["re-deploy"] = one[1].wall
 		ideal["destroy"] = one[2].services.slowest
 	}
-	b.Logf("Golem on the devnet: apps of %v services on one VPN, parallelism 64, load %.2f -> %.2f", sizes, load0, load1)
+	// Printed, not logged: go test keeps only 10 lines of a benchmark's log.
+	show := func(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
+	show("%s: Golem on the devnet, apps of %v services on one VPN, parallelism 64, load %.2f -> %.2f", b.Name(), sizes, load0, load1)
 	for _, n := range sizes {
 		for i, op := range []string{"deploy", "re-deploy", "destroy"} {
 			r := results[n][i]
@@ -84,7 +86,7 @@ func BenchmarkGolemDeploy(b *testing.B) {
 			}
 			b.ReportMetric(r.wall.Seconds(), fmt.Sprintf("%s-%d-s", op, n))
 			b.ReportMetric(ratio, fmt.Sprintf("%s-%d/ideal", op, n))
-			b.Logf("  %-9s %2d services: %6.2f s, %5.2fx the ideal (%s); %s", op, n, r.wall.Seconds(), ratio, ms(ideal[op]), r)
+			show("  %-9s %2d services: %6.2f s, %5.2fx the ideal (%s); %s", op, n, r.wall.Seconds(), ratio, ms(ideal[op]), r)
 		}
 	}
 	b.ReportMetric(load0, "load-before")

@@ -192,7 +192,9 @@ func BenchmarkFreshDeploy(b *testing.B) {
 	}
 	b.StopTimer()
 	load1 := loadavg()
-	b.Logf("fresh deploy of %d resources, each action %s, median of %d rounds (one-shot: 1), load %.2f -> %.2f:", n, delay, rounds, load0, load1)
+	// Printed, not logged: go test keeps only 10 lines of a benchmark's log.
+	show := func(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
+	show("%s: fresh deploy of %d resources, each action %s, median of %d rounds (one-shot: 1), load %.2f -> %.2f:", b.Name(), n, delay, rounds, load0, load1)
 	floor := map[int]time.Duration{}
 	for j, v := range variants {
 		if v.mode == "adapter" {
@@ -209,12 +211,12 @@ func BenchmarkFreshDeploy(b *testing.B) {
 		if f, ok := floor[v.p]; ok && v.mode != "adapter" {
 			over = fmt.Sprintf(", %+.0f ms over the adapter alone", float64((med.d-f).Microseconds())/1000)
 		}
-		b.Logf("  %-8s parallelism %3d: %6.3f s (fastest %.3f s); ideal %4.2f s; %.2fx ideal (fastest %.2fx)%s; median run: %s",
+		show("  %-8s parallelism %3d: %6.3f s (fastest %.3f s); ideal %4.2f s; %.2fx ideal (fastest %.2fx)%s; median run: %s",
 			v.mode, v.p, med.d.Seconds(), best.d.Seconds(), ideal.Seconds(), ratio, best.d.Seconds()/ideal.Seconds(), over, med.detail)
 	}
 	b.ReportMetric(load0, "load-before")
 	b.ReportMetric(load1, "load-after")
-	b.Logf("  containers started: %v", h.count.take())
+	show("  containers started: %v", h.count.take())
 }
 
 // sample is one measured run and where its time went.
