@@ -15,6 +15,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/source"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -88,7 +89,12 @@ type Step struct {
 	// that other steps will produce, so the adapter could not be asked yet.
 	KnownAfterApply bool `json:"known_after_apply,omitempty"`
 	// Unknown lists output fields (JSON pointers) known only after apply.
-	Unknown   []string       `json:"unknown,omitempty"`
+	Unknown []string `json:"unknown,omitempty"`
+	// Planned are the outputs the resource's actions will leave that its
+	// adapter knows now (JSON pointer -> value; protocol StateExt.Planned):
+	// dependents that read them were planned with these values, and apply
+	// fails the resource if it ends with others.
+	Planned   map[string]any `json:"planned,omitempty"`
 	Before    map[string]any `json:"before,omitempty"`
 	After     map[string]any `json:"after,omitempty"`
 	DependsOn []string       `json:"depends_on,omitempty"`
@@ -156,6 +162,70 @@ func (e *Inconsistent) Error() string {
 		s += " (" + e.Reason + ")"
 	}
 	return s + "; left untouched: plan again to see and approve the change"
+}
+
+// CheckPlanned compares the state a resource reached by its actions with
+// the outputs its step planned (Planned): dependents were planned with
+// those values, so another one is an error, not news. A planned field also
+// listed as unknown was not promised.
+func (s *Step) CheckPlanned(st map[string]any) error {
+	ptrs := make([]string, 0, len(s.Planned))
+	for p := range s.Planned {
+		ptrs = append(ptrs, p)
+	}
+	sort.Strings(ptrs)
+	for _, p := range ptrs {
+		if overlapsUnknown(p, s.Unknown) {
+			continue
+		}
+		got, ok := jsonpointer.Lookup(map[string]any(st), p)
+		if !ok || !jsonvalue.Equal(got, s.Planned[p]) {
+			return &UnplannedOutputError{Resource: s.Resource, Pointer: p, Planned: s.Planned[p], Actual: got, Missing: !ok}
+		}
+	}
+	return nil
+}
+
+// overlapsUnknown says whether the pointer is, is inside, or holds a field
+// known only after apply.
+func overlapsUnknown(ptr string, unknown []string) bool {
+	toks, ok := jsonpointer.Split(ptr)
+	if !ok {
+		return true
+	}
+	for _, u := range unknown {
+		if ut, ok := jsonpointer.Split(u); ok && (isPrefix(ut, toks) || isPrefix(toks, ut)) {
+			return true
+		}
+	}
+	return false
+}
+
+// UnplannedOutputError is a resource whose actions left an output other
+// than its adapter planned: what was planned from it is held back.
+type UnplannedOutputError struct {
+	Resource string
+	Pointer  string
+	Planned  any
+	Actual   any
+	Missing  bool
+}
+
+func (e *UnplannedOutputError) Error() string {
+	got := "reports none"
+	if !e.Missing {
+		got = "reports " + jsonText(e.Actual)
+	}
+	return fmt.Sprintf("its adapter planned the output %s = %s, but after its actions it %s: what was planned with that value is held back (the adapter broke its promise: plan again)",
+		e.Pointer, jsonText(e.Planned), got)
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // Verb is the op as a word.

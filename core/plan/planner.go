@@ -101,8 +101,9 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 
 	// A resource's outputs are trusted for planning its dependents unless the
 	// resource is about to change: then a dependent that reads them is shown
-	// as a knock-on whose inputs are known only after apply. An update may
-	// leave outputs as they were; apply finds out and skips the dependent.
+	// as a knock-on whose inputs are known only after apply, except for the
+	// outputs its adapter planned (planned, below). An update may leave
+	// outputs as they were; apply finds out and skips the dependent.
 	outs := func(name string) (map[string]any, bool) {
 		if name == AppOutputs {
 			return AppOutputsOf(in.App, doc.Lineage)
@@ -120,12 +121,24 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 		return nil, false
 	}
 
+	// What a resource about to change will output that its adapter knows
+	// now: a dependent reading only that is planned with its value, not as
+	// a knock-on. A step whose own inputs were unknown was asked with
+	// ${...} text for them, so what it planned may hang on them: not used.
+	planned := func(name string) (map[string]any, []string) {
+		s := stepOf(name)
+		if s == nil || s.KnownAfterApply || s.Remove || !s.Op.Changes() {
+			return nil, nil
+		}
+		return s.Planned, s.Unknown
+	}
+
 	app := appRef{name: in.App, lineage: doc.Lineage}
 	visit := func(ctx context.Context, name string) error {
 		var s *Step
 		var err error
 		if r, ok := desired[name]; ok {
-			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs, p.declared(ctx, desired, doc))
+			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs, planned, p.declared(ctx, desired, doc))
 		} else {
 			s, err = p.planAbsent(ctx, app, name, doc.Resources[name], in.Mode)
 		}
@@ -158,7 +171,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 				errs = map[string]error{}
 			}
 			errs[OutputsSection] = err
-		} else if _, _, err := resolveStrict(in.Outputs, outs, p.declared(ctx, desired, doc)); err != nil {
+		} else if _, _, err := resolveStrict(in.Outputs, outs, p.declared(ctx, desired, doc), planned); err != nil {
 			if errs == nil {
 				errs = map[string]error{}
 			}
@@ -236,12 +249,12 @@ func keepKnown(names []string, known map[string]*state.Resource) []string {
 // state's lineage.
 type appRef struct{ name, lineage string }
 
-func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old *state.Resource, outs Outputs, declared Declared) (*Step, error) {
+func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old *state.Resource, outs Outputs, planned Planned, declared Declared) (*Step, error) {
 	s := &Step{Resource: r.Name, Type: r.Type, DependsOn: r.DependsOn, Config: r.Config}
 	if old != nil {
 		s.Before = old.Config
 	}
-	cfg, unknown, err := resolveStrict(r.Config, outs, declared)
+	cfg, unknown, err := resolveStrict(r.Config, outs, declared, planned)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ func fillStale(s *Step, ans *protocol.StateResult, old *state.Resource) {
 		s.Reason = ext.Reason
 		s.Forces = ext.Forces
 		s.Unknown = ext.Unknown
+		s.Planned = ext.Planned
 	}
 	switch kind {
 	case protocol.ChangeCreate:

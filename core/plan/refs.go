@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonpointer"
 )
 
 // OutputRef splits a runtime reference into the resource whose outputs it
@@ -80,28 +82,77 @@ type Outputs func(resource string) (state map[string]any, ok bool)
 // ResolveConfig substitutes every runtime reference in cfg whose value is
 // known. It returns the new config and the references still unknown.
 func ResolveConfig(cfg map[string]any, outs Outputs) (map[string]any, []expr.Unknown, error) {
-	return resolveConfig(cfg, outs, false, nil)
+	return resolveConfig(cfg, outs, false, nil, nil)
 }
 
 // resolveStrict is ResolveConfig for planning: a reference to an output
 // that a resource whose outputs are known (deployed and unchanged) does not
 // report is an error now, not a wait at apply for something that never
-// comes.
-func resolveStrict(cfg map[string]any, outs Outputs, declared Declared) (map[string]any, []expr.Unknown, error) {
-	return resolveConfig(cfg, outs, true, declared)
+// comes; one to an output that a changing resource's adapter planned
+// (Step.Planned) gets that value.
+func resolveStrict(cfg map[string]any, outs Outputs, declared Declared, planned Planned) (map[string]any, []expr.Unknown, error) {
+	return resolveConfig(cfg, outs, true, declared, planned)
 }
 
 // Declared gives the outputs a resource's adapter declares (nil, false:
 // it declares none).
 type Declared func(resource string) ([]string, bool)
 
-func resolveConfig(cfg map[string]any, outs Outputs, strict bool, declared Declared) (map[string]any, []expr.Unknown, error) {
+// Planned gives, for a resource about to change, the outputs its adapter
+// says its actions will leave, known now (JSON pointer -> value), and
+// those it says are known only after apply; nil, nil for none.
+type Planned func(resource string) (values map[string]any, unknown []string)
+
+// plannedValue is the value a planned output gives the field path: the
+// value of the most specific planned pointer at or above the field, unless
+// the field is, or holds, one known only after apply. A field above every
+// planned pointer (an object only partly planned) has no value yet.
+func plannedValue(values map[string]any, unknown []string, field []expr.Step) (any, bool) {
+	if len(values) == 0 {
+		return nil, false
+	}
+	path := make([]string, len(field))
+	for i, s := range field {
+		if s.IsIndex {
+			path[i] = strconv.Itoa(s.Index)
+		} else {
+			path[i] = s.Name
+		}
+	}
+	if overlapsUnknown(jsonpointer.Format(path), unknown) {
+		return nil, false
+	}
+	best, found := -1, any(nil)
+	for ptr, v := range values {
+		toks, ok := jsonpointer.Split(ptr)
+		if !ok || len(toks) <= best || !isPrefix(toks, path) {
+			continue
+		}
+		if x, ok := lookupField(v, field[len(toks):]); ok {
+			best, found = len(toks), x
+		}
+	}
+	return found, best >= 0
+}
+
+// isPrefix says whether p is a prefix of path (or path itself).
+func isPrefix(p, path []string) bool {
+	return len(p) <= len(path) && slices.Equal(p, path[:len(p)])
+}
+
+func resolveConfig(cfg map[string]any, outs Outputs, strict bool, declared Declared, planned Planned) (map[string]any, []expr.Unknown, error) {
 	lookup := func(r expr.Ref) (any, bool, error) {
 		res, field, err := OutputRef(r)
 		if err != nil {
 			return nil, false, err
 		}
 		st, ok := outs(res)
+		if !ok && planned != nil {
+			vals, unknown := planned(res)
+			if v, ok := plannedValue(vals, unknown, field); ok {
+				return v, true, nil
+			}
+		}
 		if !ok {
 			if declared != nil && len(field) > 0 && !field[0].IsIndex {
 				if names, ok := declared(res); ok && !slices.Contains(names, field[0].Name) {

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -61,6 +62,9 @@ func (p *Plan) Render(w io.Writer, opt RenderOptions) {
 		}
 		if s.Op.Changes() {
 			renderDiff(w, s, opt.Width)
+		}
+		if s.Op == Rebuild || s.Op == Update {
+			renderPlanned(w, s, opt.Width)
 		}
 	}
 	for _, c := range p.Cost {
@@ -155,6 +159,21 @@ func renderDiff(w io.Writer, s *Step, width int) {
 			indent = 10
 		}
 		fmt.Fprintln(w, jsondiff.Wrap(line, indent, width))
+	}
+}
+
+// renderPlanned prints the outputs a resource that changes will keep or
+// take that are known before apply (its adapter planned them): why what
+// reads them is not a knock-on.
+func renderPlanned(w io.Writer, s *Step, width int) {
+	ptrs := make([]string, 0, len(s.Planned))
+	for p := range s.Planned {
+		ptrs = append(ptrs, p)
+	}
+	sort.Strings(ptrs)
+	for _, p := range ptrs {
+		line := fmt.Sprintf("      = %s = %s (output known before apply)", p, jsondiff.Text(s.Planned[p]))
+		fmt.Fprintln(w, jsondiff.Wrap(line, 10, width))
 	}
 }
 
