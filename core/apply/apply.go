@@ -388,6 +388,12 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		return true, err
 	}
 	r.setOutputs(want.Name, final.State)
+	// Dependents were planned with the outputs the adapter planned: ending
+	// with others fails the resource (recorded as it is), which holds them
+	// back.
+	if err := step.CheckPlanned(final.State); err != nil {
+		return true, err
+	}
 	return true, nil
 }
 
