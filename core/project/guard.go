@@ -103,13 +103,7 @@ func (a *secretFieldAdapters) learnAt(cfg map[string]any, ptr string) {
 	if !ok || v == nil {
 		return
 	}
-	if s, ok := v.(string); ok {
-		a.red.Add(s)
-		return
-	}
-	if b, err := json.Marshal(v); err == nil {
-		a.red.Add(string(b))
-	}
+	a.red.AddValue(v)
 }
 
 func (a *secretFieldAdapters) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {

@@ -70,3 +70,22 @@ func TestCredentialEnv(t *testing.T) {
 		t.Errorf("redacted: %q", got)
 	}
 }
+
+// A secret field that is not a string is masked as its JSON text in both
+// forms our outputs write: json.Marshal's (HTML-escaped) and the
+// unescaped one of JSON events, plans and diffs.
+func TestSecretFieldObject(t *testing.T) {
+	red := secret.NewRedactor()
+	a := GuardAdapters(&recordingAdapters{}, fakeInit{fields: []string{"/auth"}}, red)
+	auth := map[string]any{"user": "app", "token": "a<b&c>d"}
+	call := plan.Call{Name: "resources.x", Type: "img", Config: map[string]any{"auth": auth}}
+	if _, err := a.State(context.Background(), call, protocol.Present); err != nil {
+		t.Fatal(err)
+	}
+	html, _ := json.Marshal(auth)
+	for _, out := range []string{string(html), `{"token":"a<b&c>d","user":"app"}`} {
+		if got := red.Redact("auth=" + out); got != "auth="+secret.Mask {
+			t.Errorf("Redact(%q) = %q", out, got)
+		}
+	}
+}

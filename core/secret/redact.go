@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -38,10 +39,10 @@ func NewRedactor() *Redactor {
 	return &Redactor{set: map[string]bool{}, byFirst: map[byte][]string{}}
 }
 
-// Add registers secret values. Besides each value itself, its JSON-escaped
-// form (as it appears inside JSON output) and each line of a multi-line
-// value are masked. Line breaks at either end are not part of the value;
-// empty values are ignored.
+// Add registers secret values. Each is masked in every form it takes in
+// gcompose's outputs (see Forms), and so is each line of a multi-line
+// value. Line breaks at either end are not part of the value; empty values
+// are ignored.
 func (r *Redactor) Add(values ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -53,18 +54,104 @@ func (r *Redactor) Add(values ...string) {
 		if v = strings.Trim(v, "\r\n"); v == "" {
 			continue
 		}
-		r.addPattern(v)
-		if b, err := json.Marshal(v); err == nil {
-			r.addPattern(string(b[1 : len(b)-1]))
+		for _, f := range Forms(v) {
+			r.addPattern(f)
 		}
 		if strings.ContainsAny(v, "\r\n") {
 			for _, l := range strings.FieldsFunc(v, func(c rune) bool { return c == '\n' || c == '\r' }) {
 				if l = strings.TrimSpace(l); len(l) >= minLineLen {
-					r.addPattern(l)
+					for _, f := range Forms(l) {
+						r.addPattern(f)
+					}
 				}
 			}
 		}
 	}
+}
+
+// AddValue registers a secret that may not be a string (a config field an
+// adapter marks secret, a value decrypted from the state): a string as
+// Add does; anything else as the texts of its JSON, compact, with and
+// without HTML escaping (json.Marshal writes one, our outputs and
+// interpolation the other).
+func (r *Redactor) AddValue(v any) {
+	switch x := v.(type) {
+	case nil:
+	case string:
+		r.Add(x)
+	default:
+		if b, err := json.Marshal(x); err == nil {
+			r.Add(string(b))
+		}
+		if s, err := jsonText(x); err == nil {
+			r.Add(s)
+		}
+	}
+}
+
+// quoteDepth is how many encodings deep a value is looked for: an
+// adapter's answer echoes it as JSON, an error quotes that answer with %q,
+// and a JSON event carries the error.
+const quoteDepth = 3
+
+// Forms returns the texts a value takes in gcompose's outputs: the value
+// itself and what any nesting of up to quoteDepth of these encodings makes
+// of it, each without its quotes:
+//   - JSON, with HTML escaping (json.Marshal: "<" as \u003c) and without
+//     (JSON events, summaries, plans, diff, state show, interpolation);
+//   - Go's %q (errors quoting a value: a config that breaks a pattern, an
+//     adapter's answer that is not JSON);
+//   - the JSON Schema validator's quoting ('...', %q with \" unescaped and
+//     ' escaped: a config that breaks a format).
+//
+// Most values have a few distinct forms; a value with none of the
+// characters these encodings escape has one.
+func Forms(v string) []string {
+	seen := map[string]bool{v: true}
+	forms := []string{v}
+	level := []string{v}
+	for range quoteDepth {
+		var next []string
+		for _, f := range level {
+			for _, e := range quotings(f) {
+				if !seen[e] {
+					seen[e] = true
+					forms = append(forms, e)
+					next = append(next, e)
+				}
+			}
+		}
+		level = next
+	}
+	return forms
+}
+
+// quotings returns what the ways our outputs quote a string make of s,
+// each without its quotes.
+func quotings(s string) [4]string {
+	html, _ := json.Marshal(s)
+	plain, _ := jsonText(s)
+	goq := strconv.Quote(s)
+	goq = goq[1 : len(goq)-1]
+	return [4]string{
+		string(html[1 : len(html)-1]),
+		plain[1 : len(plain)-1],
+		goq,
+		// santhosh-tekuri/jsonschema's quote: '...'
+		strings.ReplaceAll(strings.ReplaceAll(goq, `\"`, `"`), `'`, `\'`),
+	}
+}
+
+// jsonText is v's compact JSON without HTML escaping, as our outputs write
+// it.
+func jsonText(v any) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 func (r *Redactor) addPattern(p string) {

@@ -3,8 +3,14 @@ package secret
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 func TestRedact(t *testing.T) {
@@ -138,5 +144,119 @@ func TestMaskTree(t *testing.T) {
 	}
 	if in["url"] != "db://u:pw@h" {
 		t.Error("MaskTree modified its input")
+	}
+}
+
+// trickyValues hold each character that some encoding of our outputs
+// treats specially, and all of them at once.
+var trickyValues = []string{
+	`dq"quote-secret`, `bs\slash-secret`, "lt<-secret", "gt>-secret", "amp&-secret", "it's-secret",
+	"line-one-secret\nline-two-secret", "tab\t-secret", "grüße-secret", "ls\u2028-secret",
+	"all\"\\<>&'\n\tgrüße\u2028-secret", "ctl\x01\x7f-secret", "bad-utf8\xff-secret",
+}
+
+// jsonNoHTML is the JSON our outputs write (JSON events, summaries, plans,
+// diff): not HTML-escaped.
+func jsonNoHTML(t *testing.T, v any) string {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// Every form a secret takes in an output is masked: as typed, in JSON with
+// and without HTML escaping, quoted by %q and by the schema validator, and
+// nested (an error quoting the value, carried by a JSON event; an error
+// quoting an adapter's JSON answer, carried by a JSON event), in one write
+// and split across writes.
+func TestRedactEveryForm(t *testing.T) {
+	printer := message.NewPrinter(language.English)
+	for _, v := range trickyValues {
+		r := NewRedactor()
+		r.Add(v)
+		html, _ := json.Marshal(v)
+		answer, _ := json.Marshal(map[string]any{"config": map[string]any{"password": v}})
+		schemaErr := (&kind.Format{Got: v, Want: "email", Err: errors.New("no @")}).LocalizedString(printer)
+		patternErr := fmt.Sprintf("%q does not match the pattern %q", v, "^[0-7]{3}$")
+		outputs := map[string]string{
+			"text":                         "password: " + v + "\n",
+			"json.Marshal":                 string(html),
+			"JSON without HTML escaping":   jsonNoHTML(t, map[string]string{"message": "password " + v}),
+			"%q":                           fmt.Sprintf("error: %q\n", v),
+			"schema quote":                 schemaErr,
+			"JSON event of a %q error":     jsonNoHTML(t, map[string]string{"error": patternErr}),
+			"JSON of an HTML-escaped JSON": jsonNoHTML(t, map[string]string{"error": "config " + string(html)}),
+			"JSON event of a %q answer":    jsonNoHTML(t, map[string]string{"error": fmt.Sprintf("stdout began %q", answer)}),
+			"JSON of a schema error":       string(mustMarshal(t, map[string]string{"error": schemaErr})),
+		}
+		for name, out := range outputs {
+			masked := r.Redact(out)
+			if masked == out || strings.Contains(masked, "secret") {
+				t.Errorf("%q, %s: %q shows it", v, name, masked)
+			}
+			var b bytes.Buffer
+			w := r.Writer(&b)
+			for i := range len(out) {
+				w.Write([]byte{out[i]})
+			}
+			w.Flush()
+			if b.String() != masked {
+				t.Errorf("%q, %s, written a byte at a time: %q, want %q", v, name, b.String(), masked)
+			}
+		}
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A secret that begins or ends another is masked in the other's forms as
+// a whole, not as its own mask followed by the rest of the other.
+func TestRedactPrefixAndSuffix(t *testing.T) {
+	const base = "base-secret"
+	long := base + `&"tail`
+	r := NewRedactor()
+	r.Add(base, long, `<head"`+base)
+	for _, tt := range []struct{ in, want string }{
+		{long, Mask},
+		{jsonNoHTML(t, long), `"` + Mask + `"` + "\n"},
+		{string(mustMarshal(t, long)), `"` + Mask + `"`},
+		{fmt.Sprintf("%q", long), `"` + Mask + `"`},
+		{fmt.Sprintf("%q", `<head"`+base), `"` + Mask + `"`},
+		{jsonNoHTML(t, `<head"`+base+" "+base), `"` + Mask + " " + Mask + `"` + "\n"},
+	} {
+		if got := r.Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// A secret that is not a string is masked as its JSON text, with and
+// without HTML escaping.
+func TestRedactAddValue(t *testing.T) {
+	r := NewRedactor()
+	r.AddValue(map[string]any{"user": "u", "password": "a<b&c"})
+	r.AddValue(nil)
+	for _, out := range []string{
+		`{"password":"a<b&c","user":"u"}`,
+		string(mustMarshal(t, map[string]any{"user": "u", "password": "a<b&c"})),
+		jsonNoHTML(t, map[string]any{"config": `{"password":"a<b&c","user":"u"}`}),
+	} {
+		if got := r.Redact(out); strings.Contains(got, "a<b") || strings.Contains(got, `a\u003cb`) {
+			t.Errorf("Redact(%q) = %q", out, got)
+		}
+	}
+	if r.Redact("u") != "u" {
+		t.Error("a part of a secret value is masked on its own")
 	}
 }

@@ -2,7 +2,6 @@ package secret
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -118,13 +117,7 @@ func (s *Store) learn(v any) {
 	if s.Redactor == nil {
 		return
 	}
-	if str, ok := v.(string); ok {
-		s.Redactor.Add(str)
-		return
-	}
-	if b, err := json.Marshal(v); err == nil {
-		s.Redactor.Add(string(b))
-	}
+	s.Redactor.AddValue(v)
 }
 
 // Apply encrypts the secrets of every resource put.
