@@ -243,7 +243,7 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", req.Name, err)
 		}
-		res, err := stale(protocol.ChangeCreate, "estimate only", nil, false, nil, "create")
+		res, err := stale(protocol.ChangeCreate, "estimate only", nil, "", nil, "create")
 		if err == nil {
 			res.Gcompose.Cost = cost
 		}
@@ -267,12 +267,15 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		if !o.anything() {
 			why = strayReason(left)
 		}
-		return stale(protocol.ChangeDelete, why, nil, false, staleState{Strays: left}, "delete")
+		return stale(protocol.ChangeDelete, why, nil, "", staleState{Strays: left}, "delete")
 	}
 	ss := staleState{Failed: id.Failed, Previous: id.IP, Strays: left}
 	// The node's address after a (re)create is known now when it is planned
-	// on a network.
-	planned := cfg.NodeIP != "" && cfg.Network != nil
+	// on a network: join takes it or fails.
+	planned := ""
+	if cfg.Network != nil {
+		planned = cfg.PlannedIP()
+	}
 	if id.AgreementID == "" && id.ActivityID == "" {
 		reason := "not rented yet"
 		if len(left) > 0 {
@@ -337,9 +340,12 @@ func outputs(id Identity, a *yagna.Agreement) map[string]any {
 	return out
 }
 
-// stale is a STALE answer; plannedIP says the node's address is known
-// before the create (planned by adapters/golem/lowering).
-func stale(change, reason string, forces []string, plannedIP bool, ss any, actions ...string) (*protocol.StateResult, error) {
+// stale is a STALE answer; plannedIP is the node's address when it is
+// known before the create (planned by adapters/golem/lowering), "" if not.
+// A create or rebuild plans it (protocol StateExt.Planned): what reads it
+// is planned with it, so a rebuild at the same address leaves its readers
+// unchanged in the plan, as it does in the deploy.
+func stale(change, reason string, forces []string, plannedIP string, ss any, actions ...string) (*protocol.StateResult, error) {
 	res := &protocol.StateResult{Status: protocol.Stale, Gcompose: &protocol.StateExt{Change: change, Reason: reason, Forces: forces}}
 	if ss != nil {
 		raw, err := sdk.StaleState(ss)
@@ -353,8 +359,10 @@ func stale(change, reason string, forces []string, plannedIP bool, ss any, actio
 	}
 	if change == protocol.ChangeCreate || change == protocol.ChangeRebuild {
 		res.Gcompose.Unknown = []string{"/network_node/node_id", "/agreement", "/activity"}
-		if !plannedIP {
+		if plannedIP == "" {
 			res.Gcompose.Unknown = append([]string{"/network_node/ip"}, res.Gcompose.Unknown...)
+		} else {
+			res.Gcompose.Planned = map[string]any{"/network_node/ip": plannedIP}
 		}
 	}
 	return res, nil
