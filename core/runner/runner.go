@@ -641,10 +641,17 @@ type Container struct {
 	// Lineage is the state lineage an adapter labelled it with
 	// (gcompose.lineage), if any.
 	Lineage string
+	// Adapter is the adapter image that started it to outlive the run
+	// (gcompose.adapter), if it says.
+	Adapter string
 }
 
 // LabelLineage is the label adapters put the state's lineage in.
 const LabelLineage = "gcompose.lineage"
+
+// LabelAdapter is the label an adapter puts its own image in on the
+// containers it starts to outlive the run: its sweep accounts for them.
+const LabelAdapter = "gcompose.adapter"
 
 // Leftovers lists the gcompose containers of an application that still
 // exist (a call in flight, or the remains of a crash), oldest first.
@@ -733,7 +740,7 @@ func (r *Runner) Objects(ctx context.Context, app string) ([]Container, error) {
 			name = strings.TrimPrefix(c.Names[0], "/")
 		}
 		out = append(out, Container{ID: c.ID, Name: name, Image: c.Image, App: app, Resource: c.Labels[LabelResource],
-			State: c.State, Created: time.Unix(c.Created, 0), Lineage: c.Labels[LabelLineage]})
+			State: c.State, Created: time.Unix(c.Created, 0), Lineage: c.Labels[LabelLineage], Adapter: c.Labels[LabelAdapter]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
