@@ -556,7 +556,10 @@ func Ulimits() []*container.Ulimit {
 // ends; the last refusal is the error. An engine that cannot say whether
 // the container is there (gone itself) ends it at once.
 func (r *Runner) remove(ctx context.Context, id string) error {
-	wait := 50 * time.Millisecond
+	// Short at first: a served adapter's container, auto-removed as it
+	// exits, is gone some 30 ms after its stdin closes, and a first wait
+	// of 50 ms made every run's end wait that long for nothing.
+	wait := 5 * time.Millisecond
 	for {
 		err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 		if err == nil || client.IsErrNotFound(err) {
