@@ -83,16 +83,17 @@ func RunnerCleanup(r *runner.Runner) func(ctx context.Context, l *state.Lock) (i
 }
 
 // RunnerExisting is Engine.Existing for the containers r's Engine holds:
-// those labelled with the application that are not adapter calls.
-func RunnerExisting(r *runner.Runner) func(ctx context.Context, app string) ([]string, error) {
-	return func(ctx context.Context, app string) ([]string, error) {
+// those labelled with the application that are not adapter calls, each
+// with the adapter that started it (runner.LabelAdapter), if it says.
+func RunnerExisting(r *runner.Runner) func(ctx context.Context, app string) ([]ExistingObject, error) {
+	return func(ctx context.Context, app string) ([]ExistingObject, error) {
 		cs, err := r.Objects(ctx, app)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]string, len(cs))
+		out := make([]ExistingObject, len(cs))
 		for i, c := range cs {
-			out[i] = c.Describe()
+			out[i] = ExistingObject{Description: c.Describe(), Adapter: c.Adapter}
 		}
 		return out, nil
 	}

@@ -41,8 +41,9 @@ type Engine struct {
 	// Existing lists objects of an application that exist outside gcompose's
 	// adapter calls (containers labelled with it). Asked before a first
 	// deploy, with the report-only sweep: anything found stops it unless
-	// the request forces a new state. Nil skips it.
-	Existing func(ctx context.Context, app string) ([]string, error)
+	// the request forces a new state; an object made by an adapter whose
+	// sweep answered is left to that sweep. Nil skips it.
+	Existing func(ctx context.Context, app string) ([]ExistingObject, error)
 }
 
 // Request is one run.
@@ -170,7 +171,8 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	}
 	terminate := !req.PlanOnly && req.Mode != plan.Refresh && !firstDeploy
 	// A sweep terminates what it started terminating even when interrupted.
-	if out.Swept, err = e.sweep(ctx, req.App, desired, doc, terminate); err != nil {
+	var swept map[string]bool
+	if out.Swept, swept, err = e.sweep(ctx, req.App, desired, doc, terminate); err != nil {
 		return out, interruptedOr(req.Stop, err)
 	}
 	if stopped(req.Stop) {
@@ -178,7 +180,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	}
 	if firstDeploy && req.Mode == plan.Deploy {
 		// Before the lineage is written: does the application exist already?
-		if err := e.checkFirstDeploy(ctx, req, out.Swept); err != nil {
+		if err := e.checkFirstDeploy(ctx, req, out.Swept, swept); err != nil {
 			return out, err
 		}
 		if !req.PlanOnly {

@@ -30,18 +30,38 @@ func (e *ExistingError) Error() string {
 	return b.String()
 }
 
+// ExistingObject is something of an application that exists outside
+// gcompose's adapter calls (Engine.Existing).
+type ExistingObject struct {
+	// Description is the object in a sentence, for messages.
+	Description string
+	// Adapter is the adapter image that made it, when the object says so.
+	Adapter string
+}
+
 // checkFirstDeploy runs before a first deploy writes the application's
 // lineage: it gathers what already exists of the application (containers
 // found by their labels, and what the report-only sweep found) and refuses
 // unless the request forces a new state. A plan only warns.
-func (e *Engine) checkFirstDeploy(ctx context.Context, req Request, swept []Swept) error {
+//
+// A container made by an adapter whose sweep answered (sweptTypes) is left
+// to that sweep: the adapter knows which of its objects can collide with
+// this run's (the Golem ones: those of the same yagna node) and reports
+// those; the same app name deployed through another yagna on this machine
+// is no second copy of this one.
+func (e *Engine) checkFirstDeploy(ctx context.Context, req Request, swept []Swept, sweptTypes map[string]bool) error {
 	var found []string
 	if e.Existing != nil {
 		objs, err := e.Existing(ctx, req.App)
 		if err != nil {
 			return fmt.Errorf("looking for objects of %s that exist already: %w", req.App, err)
 		}
-		found = append(found, objs...)
+		for _, o := range objs {
+			if o.Adapter != "" && sweptTypes[o.Adapter] {
+				continue
+			}
+			found = append(found, o.Description)
+		}
 	}
 	for _, s := range swept {
 		if s.Action == protocol.OrphanReported {

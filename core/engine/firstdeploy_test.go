@@ -39,8 +39,8 @@ func TestFirstDeployRefusedWhenObjectsExist(t *testing.T) {
 	e, st := newEngine(t, ad)
 	var n notes
 	e.Log = n.log
-	e.Existing = func(ctx context.Context, app string) ([]string, error) {
-		return []string{"container gcompose-app-payments (resource payments, running)"}, nil
+	e.Existing = func(ctx context.Context, app string) ([]ExistingObject, error) {
+		return []ExistingObject{{Description: "container gcompose-app-payments (resource payments, running)"}}, nil
 	}
 	ctx := context.Background()
 	_, err := e.Run(ctx, Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1")})
@@ -62,8 +62,57 @@ func TestFirstDeployRefusedWhenObjectsExist(t *testing.T) {
 		t.Fatalf("forced: %v", err)
 	}
 	// Not a first deploy any more: nothing is asked.
-	e.Existing = func(context.Context, string) ([]string, error) { t.Fatal("asked again"); return nil, nil }
+	e.Existing = func(context.Context, string) ([]ExistingObject, error) { t.Fatal("asked again"); return nil, nil }
 	deploy(t, e, diamond("v1"))
+}
+
+// A container that says which adapter made it is left to that adapter's
+// sweep, when the run asked it: the sweep knows whether the container can
+// collide with this run (a Golem keeper of the same yagna) or not (one of
+// another yagna on the same machine). What no sweep that answered speaks
+// for still stops the first deploy; what the sweep reports does too.
+func TestFirstDeployLeavesAnAdaptersContainersToItsSweep(t *testing.T) {
+	keeper := ExistingObject{Description: "container gcompose-app-1a2b3c4d-payments (resource payments, running)", Adapter: "mem"}
+	for _, tc := range []struct {
+		name    string
+		sweeps  bool
+		objects []ExistingObject
+		orphan  bool // the sweep reports an object of the app (another lineage)
+		refused bool
+	}{
+		{"made by an adapter whose sweep answered", true, []ExistingObject{keeper}, false, false},
+		{"its sweep reports what can collide", true, []ExistingObject{keeper}, true, true},
+		{"made by an adapter that does not sweep", false, []ExistingObject{keeper}, false, true},
+		{"made by an adapter this run does not use", true, []ExistingObject{{Description: "container x", Adapter: "gcompose/other:dev"}}, false, true},
+		{"made by no adapter it names", true, []ExistingObject{{Description: "container y"}}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ad := memadapter.New()
+			ad.Sweeps = tc.sweeps
+			e, st := newEngine(t, ad)
+			if tc.orphan {
+				// Deployed by another state (lineage) of the same app, whose
+				// document is not here.
+				other, _ := newEngine(t, ad)
+				deploy(t, other, map[string]*plan.Resource{"resources.z": {Name: "resources.z", Type: "mem", Config: map[string]any{"value": "z"}}})
+			}
+			e.Existing = func(context.Context, string) ([]ExistingObject, error) { return tc.objects, nil }
+			ctx := context.Background()
+			_, err := e.Run(ctx, Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1")})
+			var ee *ExistingError
+			if refused := errors.As(err, &ee); refused != tc.refused {
+				t.Fatalf("first deploy: %v, want refused %v", err, tc.refused)
+			}
+			if tc.refused {
+				if d, _ := st.Load(ctx, "app"); d.Lineage != "" {
+					t.Fatalf("a refused deploy wrote lineage %s", d.Lineage)
+				}
+				t.Logf("refused: %v", err)
+			} else if err != nil {
+				t.Fatalf("first deploy: %v", err)
+			}
+		})
+	}
 }
 
 // A state whose document was lost stops the run; --force-new-state starts

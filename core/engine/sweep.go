@@ -64,7 +64,8 @@ func (e *SweepError) Unwrap() error { return e.Err }
 // of the state for what it made for the app that no state names;
 // terminate says whether to remove it or only report it. Types are swept
 // in parallel; the result is sorted by type, in each adapter's order.
-func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan.Resource, doc *state.Document, terminate bool) ([]Swept, error) {
+// swept are the types whose sweep answered.
+func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan.Resource, doc *state.Document, terminate bool) (found []Swept, swept map[string]bool, err error) {
 	// One resource name per type (the first in order) decides the plugs
 	// mounted into the sweep's container, as for that resource's calls.
 	types, first := typesOf(desired, doc)
@@ -75,6 +76,7 @@ func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan
 
 	results := make([][]Swept, len(types))
 	errs := make([]error, len(types))
+	answered := make([]bool, len(types))
 	e.eachType(types, func(i int, typ string) {
 		ks := known[typ]
 		sort.Slice(ks, func(a, b int) bool { return ks[a].Name < ks[b].Name })
@@ -88,6 +90,7 @@ func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan
 			errs[i] = &SweepError{Type: typ, Err: err}
 			return
 		}
+		answered[i] = true
 		for _, o := range res.Found {
 			if !terminate && o.Action == protocol.OrphanTerminated {
 				errs[i] = &SweepError{Type: typ, Err: fmt.Errorf("asked to report only, the adapter says it terminated %s %s: the adapter is broken", o.Kind, o.ID)}
@@ -100,16 +103,20 @@ func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan
 	// failed: it is gone either way.
 	var out []Swept
 	var firstErr error
-	for i := range types {
+	swept = map[string]bool{}
+	for i, typ := range types {
 		if errs[i] != nil && firstErr == nil {
 			firstErr = errs[i]
+		}
+		if answered[i] && errs[i] == nil {
+			swept[typ] = true
 		}
 		out = append(out, results[i]...)
 	}
 	for _, s := range out {
 		e.emit(apply.Event{Phase: apply.PhaseSwept, Message: s.Describe(doc.Lineage)})
 	}
-	return out, firstErr
+	return out, swept, firstErr
 }
 
 func (e *Engine) emit(ev apply.Event) {
