@@ -106,7 +106,8 @@ func isUnknown(unknown []Ref, r *Ref) bool {
 
 // Stringify renders a value for interpolation into text: strings as they
 // are, numbers and booleans in their shortest form, null as "", lists and
-// maps as JSON.
+// maps as compact JSON, not HTML-escaped: the text is a value an adapter
+// receives (a shell command keeps its ">" and "&&"), not a web page.
 func Stringify(v any) (string, error) {
 	switch x := v.(type) {
 	case nil:
@@ -126,10 +127,12 @@ func Stringify(v any) (string, error) {
 	case fmt.Stringer:
 		return x.String(), nil
 	default:
-		b, err := json.Marshal(x)
-		if err != nil {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(x); err != nil {
 			return "", fmt.Errorf("cannot render %T as text: %w", v, err)
 		}
-		return string(b), nil
+		return strings.TrimSuffix(b.String(), "\n"), nil
 	}
 }

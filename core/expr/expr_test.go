@@ -111,6 +111,7 @@ func TestEval(t *testing.T) {
 		"var.on":    true,
 		"var.null":  nil,
 		"var.m":     map[string]any{"a": 1},
+		"var.cmd":   map[string]any{"run": `a > b && c < d "q"`},
 	}
 	tests := []struct {
 		in   string
@@ -124,6 +125,8 @@ func TestEval(t *testing.T) {
 		{"${var.ratio}/${var.on}/${var.null}/${var.m}", `0.5/true//{"a":1}`},
 		{"$${var.port} is ${var.port}", "${var.port} is 8080"},
 		{"$${x}", "${x}"},
+		// JSON as typed: the adapter gets ">", not "\u003e".
+		{"cmd=${var.cmd}", `cmd={"run":"a > b && c < d \"q\""}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
