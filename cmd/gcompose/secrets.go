@@ -58,8 +58,9 @@ func stateCodec(c *cli.Context) (*secret.Codec, error) {
 	return codec, nil
 }
 
-// maskPlan returns a copy of pl for printing: every config value holding a
-// secret shows as (sensitive) as a whole.
+// maskPlan returns a copy of pl for printing: every config value and
+// planned output holding a secret shows as (sensitive) as a whole, and
+// secrets in its notes (errors quoting a config) are masked.
 func maskPlan(c *cli.Context, pl *plan.Plan) *plan.Plan {
 	red := redactor(c)
 	if pl == nil || red.Len() == 0 {
@@ -72,6 +73,10 @@ func maskPlan(c *cli.Context, pl *plan.Plan) *plan.Plan {
 		sc.Before = red.MaskMap(s.Before)
 		sc.After = red.MaskMap(s.After)
 		sc.Config = red.MaskMap(s.Config)
+		sc.Planned = red.MaskMap(s.Planned)
+		// A terminal's plan wraps these lines at its width: a secret split
+		// across lines is past what the output's redactor recognises.
+		sc.Error, sc.Reason, sc.Drift = red.Redact(s.Error), red.Redact(s.Reason), red.Redact(s.Drift)
 		if s.Answer != nil {
 			// The answer's outputs and opaque staleState may echo what the
 			// adapter was given; a saved plan is asked again anyway.

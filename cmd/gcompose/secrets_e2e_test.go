@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,6 +32,7 @@ meta:
 secrets:
   db_password: {env: E2E_DB_PASSWORD}
   api_key: {file: ./api.key}
+TRICKY_SECRETS
 plugs:
   files:
     path: ./out
@@ -38,7 +41,7 @@ resources:
     type: IMAGE
     config:
       path: creds.txt
-      content: "user=app password=${secret.db_password} key=${secret.api_key}"
+      content: "user=app password=${secret.db_password} key=${secret.api_key} TRICKY"
       delay_ms: 1500
   echo:
     type: IMAGE
@@ -126,12 +129,61 @@ func labelsText(m map[string]string) string {
 	return b.String()
 }
 
+// trickySecret is a secret value whose characters our outputs encode in
+// different ways (JSON with and without HTML escaping, Go's %q, a
+// validator's quoting, one line at a time), declared as ${secret.NAME}
+// from $ENV. Each ends in a random token that no encoding changes, so a
+// search for the token finds the value, or any part of it that holds the
+// token, in whatever form an output shows it.
+type trickySecret struct {
+	name, env, value string
+	tokens           []string
+}
+
+// trickySecrets: one value for each character that an encoding treats
+// specially, one with all of them, and a value that is the prefix of one
+// secret and the suffix of another.
+func trickySecrets() []trickySecret {
+	var all []trickySecret
+	add := func(name string, parts ...string) {
+		ts := trickySecret{name: "t_" + name, env: "E2E_SECRET_" + strings.ToUpper(name)}
+		for i, p := range parts {
+			if i%2 == 1 { // a token between the fixed parts
+				p = randomSecret("")
+				ts.tokens = append(ts.tokens, p)
+			}
+			ts.value += p
+		}
+		all = append(all, ts)
+	}
+	add("quote", `dq"`, "")
+	add("backslash", `bs\`, "")
+	add("lt", "lt<", "")
+	add("gt", "gt>", "")
+	add("amp", "amp&", "")
+	add("apos", "it's-", "")
+	add("newline", "line-one-", "", "\nline-two-", "")
+	add("tab", "tab\t", "")
+	add("nonascii", "grüße-", "")
+	add("linesep", "ls\u2028", "")
+	add("all", `all"\<>&'`+"\n\tgrüße\u2028", "")
+	add("base", "base-", "")
+	base := all[len(all)-1]
+	prefixed := trickySecret{name: "t_prefixed", env: "E2E_SECRET_PREFIXED", tokens: []string{randomSecret("")}}
+	prefixed.value = base.value + `&"tail-` + prefixed.tokens[0]
+	suffixed := trickySecret{name: "t_suffixed", env: "E2E_SECRET_SUFFIXED", tokens: []string{randomSecret("")}}
+	suffixed.value = `<head"-` + suffixed.tokens[0] + "-" + base.value
+	return append(all, prefixed, suffixed)
+}
+
 // secretsRun is what the secret tests share: two secret values, one in
-// $E2E_DB_PASSWORD and one in api.key beside the descriptors; a state key
-// file, and no key in the environment; and a watcher that captures every
-// container and state file of the app until stopWatch.
+// $E2E_DB_PASSWORD and one in api.key beside the descriptors, and the
+// tricky secrets in their variables; a state key file, and no key in the
+// environment; and a watcher that captures every container and state file
+// of the app until stopWatch.
 type secretsRun struct {
 	password, apiKey string
+	tricky           []trickySecret
 	keyFile          string
 	got              *captured
 	stopWatch        func() int // the number of containers seen
@@ -139,8 +191,11 @@ type secretsRun struct {
 
 func startSecretsRun(t *testing.T, e *env) *secretsRun {
 	t.Helper()
-	sr := &secretsRun{password: randomSecret("pw-"), apiKey: randomSecret("ak-"), got: &captured{}}
+	sr := &secretsRun{password: randomSecret("pw-"), apiKey: randomSecret("ak-"), tricky: trickySecrets(), got: &captured{}}
 	t.Setenv("E2E_DB_PASSWORD", sr.password)
+	for _, ts := range sr.tricky {
+		t.Setenv(ts.env, ts.value)
+	}
 	if err := os.WriteFile(filepath.Join(e.dir, "api.key"), []byte(sr.apiKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -168,19 +223,46 @@ func startSecretsRun(t *testing.T, e *env) *secretsRun {
 	return sr
 }
 
-// search fails the test for every captured item that shows a secret value.
+// descriptor declares the tricky secrets at TRICKY_SECRETS (a line of the
+// secrets: section) and writes TRICKY as all of them, space-separated.
+func (sr *secretsRun) descriptor(body string) string {
+	var decl, refs []string
+	for _, ts := range sr.tricky {
+		decl = append(decl, "  "+ts.name+": {env: "+ts.env+"}")
+		refs = append(refs, "${secret."+ts.name+"}")
+	}
+	return strings.NewReplacer("TRICKY_SECRETS", strings.Join(decl, "\n"), "TRICKY", strings.Join(refs, " ")).Replace(body)
+}
+
+// trickyText is what TRICKY resolves to.
+func (sr *secretsRun) trickyText() string {
+	vals := make([]string, len(sr.tricky))
+	for i, ts := range sr.tricky {
+		vals[i] = ts.value
+	}
+	return strings.Join(vals, " ")
+}
+
+// search fails the test for every captured item that shows a secret
+// value, or the token of a tricky one.
 func (sr *secretsRun) search(t *testing.T, containers int) {
 	t.Helper()
 	hits := 0
+	needles := map[string]string{sr.password: "db_password", sr.apiKey: "api_key"}
+	for _, ts := range sr.tricky {
+		for _, tok := range ts.tokens {
+			needles[tok] = fmt.Sprintf("%s %q", ts.name, ts.value)
+		}
+	}
 	for name, text := range sr.got.items {
-		for _, s := range []string{sr.password, sr.apiKey} {
+		for s, what := range needles {
 			if strings.Contains(text, s) {
 				hits++
-				t.Errorf("%s shows a secret value:\n%s", name, excerpt(text, s))
+				t.Errorf("%s shows the secret %s:\n%s", name, what, excerpt(text, s))
 			}
 		}
 	}
-	t.Logf("searched %d outputs, state files and inspections (%d adapter containers): %d hits", len(sr.got.items), containers, hits)
+	t.Logf("searched %d outputs, state files and inspections (%d adapter containers) for %d secret values: %d hits", len(sr.got.items), containers, 2+len(sr.tricky), hits)
 }
 
 // TestE2ESecretsNeverShown deploys an app using two secrets with verbose
@@ -193,10 +275,12 @@ func TestE2ESecretsNeverShown(t *testing.T) {
 	sr := startSecretsRun(t, e)
 	password, apiKey, keyFile := sr.password, sr.apiKey, sr.keyFile
 
-	loud := strings.ReplaceAll(loudResource, "FAIL", "cannot log in with password ${secret.db_password}")
-	f := e.write("app.yaml", strings.Replace(secretsApp, "LOUD", "", 1))
-	fLoud := e.write("loud.yaml", strings.Replace(secretsApp, "LOUD", loud, 1))
-	fQuiet := e.write("quiet.yaml", strings.Replace(secretsApp, "LOUD", strings.Replace(loud, `fail: "cannot log in with password ${secret.db_password}"`, `mode: "0644"`, 1), 1))
+	const failMessage = "cannot log in with password ${secret.db_password} TRICKY"
+	loud := strings.ReplaceAll(loudResource, "FAIL", failMessage)
+	app := sr.descriptor(secretsApp)
+	f := e.write("app.yaml", strings.Replace(app, "LOUD", "", 1))
+	fLoud := e.write("loud.yaml", sr.descriptor(strings.Replace(secretsApp, "LOUD", loud, 1)))
+	fQuiet := e.write("quiet.yaml", strings.Replace(app, "LOUD", strings.Replace(loud, `fail: "`+failMessage+`"`, `mode: "0644"`, 1), 1))
 
 	got, stopWatch := sr.got, sr.stopWatch
 
@@ -235,7 +319,7 @@ func TestE2ESecretsNeverShown(t *testing.T) {
 	if !strings.Contains(r.stdout+r.stderr, "creds") {
 		t.Errorf("deploy output names no resource:\n%s\n%s", r.stdout, r.stderr)
 	}
-	if c := e.read("creds.txt"); c != "user=app password="+password+" key="+apiKey {
+	if c := e.read("creds.txt"); c != "user=app password="+password+" key="+apiKey+" "+sr.trickyText() {
 		t.Fatalf("creds.txt = %q", c)
 	}
 	// The state is unreadable without the key: plan refuses, naming what is needed.
@@ -306,36 +390,46 @@ func excerpt(text, s string) string {
 	return text[from:to]
 }
 
-// otherCommandsApp: creds keeps a secret in its config; web's adapter
-// (testdata/logs-adapter) echoes its message, a secret, in its create
-// action's output and in the command output it reports in its state (logs).
+// otherCommandsApp: creds keeps secrets in its config; web's adapter
+// (testdata/logs-adapter) echoes its message, secrets, in its create
+// action's output and in the command output it reports in its state
+// (logs); listing's content interpolates an object (web's first log
+// entry) into text, as JSON; the outputs read all of them. BAD is where a
+// resource goes whose config breaks its adapter's schema with secrets.
 const otherCommandsApp = `
 meta:
   name: APP
 secrets:
   db_password: {env: E2E_DB_PASSWORD}
   api_key: {file: ./api.key}
+TRICKY_SECRETS
 plugs:
   files:
     path: ./out
 resources:
   creds:
     type: IMAGE
-    config: {path: creds.txt, content: "user=app password=${secret.db_password}"}
+    config: {path: creds.txt, content: "user=app password=${secret.db_password} TRICKY"}
   web:
     type: LOGS
-    config: {message: "MESSAGE"}
+    config: {message: "MESSAGE TRICKY"}
+  listing:
+    type: IMAGE
+    config: {path: listing.txt, content: "init log: ${resources.web.state.logs[0]}"}
+BAD
+outputs:
+  creds: ${resources.creds.state.content}
+  message: ${resources.web.state.message}
+  init_log: "init log: ${resources.web.state.logs[0]}"
 `
 
-// TestE2ESecretsNeverShownByOtherCommands runs, on an app whose config and
-// outputs hold two secrets, what TestE2ESecretsNeverShown does not: action
-// output echoing a secret (plain and JSON progress), logs and logs -f (with
-// the descriptor and with --app alone), diff (state against descriptor,
-// state file against descriptor, two states, all fields, JSON, no key),
-// graph (from the descriptor and --deployed, every format), and state
-// pull, push and mv to other backends. Every output, every file of the
-// three state directories and docker inspect of every container are
-// searched for the two values: zero hits.
+// badModeResource's mode, secrets, breaks the file adapter's pattern: the
+// error quotes the value.
+const badModeResource = `
+  badmode:
+    type: IMAGE
+    config: {path: bad.txt, content: "x", mode: "${secret.db_password} TRICKY"}`
+
 func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	e := newEnv(t)
 	const logsTag = "gcompose-test/logs-adapter:e2e"
@@ -343,7 +437,9 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	sr := startSecretsRun(t, e)
 	password, kf := sr.password, "--state-key-file="+sr.keyFile
 
-	app := strings.ReplaceAll(otherCommandsApp, "LOGS", logsTag)
+	app := sr.descriptor(strings.ReplaceAll(otherCommandsApp, "LOGS", logsTag))
+	bad := e.write("bad.yaml", strings.NewReplacer("MESSAGE", "${secret.api_key}", "BAD", sr.descriptor(badModeResource)).Replace(app))
+	app = strings.Replace(app, "BAD", "", 1)
 	f := e.write("app.yaml", strings.Replace(app, "MESSAGE", "${secret.api_key}", 1))
 	// v2 changes both secret-bearing values, so that diff has them to show.
 	f2 := e.write("app-v2.yaml", strings.NewReplacer("MESSAGE", "v2 ${secret.api_key}", "password=", "v2 password=").Replace(app))
@@ -380,18 +476,46 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	// Action output that echoes a secret, in plain and JSON progress.
 	r := gc(0, "deploy", f, "--yes", "--verbose", "--progress", "plain", kf)
 	shows(r, "deploy --verbose", "ran echo "+secret.Mask)
-	if c := e.read("creds.txt"); c != "user=app password="+password {
+	if c := e.read("creds.txt"); c != "user=app password="+password+" "+sr.trickyText() {
 		t.Fatalf("creds.txt = %q", c)
 	}
+	// An object interpolated into text reaches the adapter as JSON as
+	// typed: "<" stays "<", not "\u003c".
+	message := sr.apiKey + " " + sr.trickyText()
+	if c, want := e.read("listing.txt"), "init log: "+jsonText(t, map[string]any{"command": "echo " + message, "exit_code": 0, "source": "init[0]", "stdout": message + "\n"}); c != want {
+		t.Errorf("listing.txt, the first log entry interpolated:\n got %q\nwant %q", c, want)
+	}
+	shows(r, "deploy (outputs)", "creds    = "+secret.Mask, "init_log = "+secret.Mask, "message  = "+secret.Mask)
+	gc(0, "plan", f2, "--verbose", kf)
+	gc(0, "plan", f2, "--json", kf)
 	r = gc(0, "deploy", f2, "--yes", "--verbose", "--json", kf)
 	shows(r, "deploy --json --verbose", "resources.web")
 	gc(0, "deploy", f, "--yes", "--verbose", "--json", kf)
 
+	// gcompose output, every output and each, as text and JSON.
+	gc(0, "output", "-f", f, kf)
+	gc(0, "output", "-f", f, "--json", kf)
+	for _, name := range []string{"creds", "message", "init_log"} {
+		r = gc(0, "output", name, "-f", f, kf)
+		shows(r, "output "+name, secret.Mask)
+		gc(0, "output", name, "-f", f, "--json", kf)
+	}
+	r = gc(1, "output", "-f", f)
+	shows(r, "output without a key", secret.EnvKey)
+
+	// A config that breaks its adapter's schema: the errors quote it.
+	r = gc(1, "plan", bad, kf)
+	shows(r, "plan of a bad config", "does not match the pattern")
+	gc(1, "plan", bad, "--json", kf)
+	gc(1, "deploy", bad, "--yes", "--json", kf)
+	gc(1, "deploy", bad, "--yes", "--progress", "plain", kf)
+
 	// logs: from the state, then following the adapter.
 	r = gc(0, "logs", "--app", e.app, kf)
 	// The command is masked as a whole: "echo S" was stored as one
-	// secret-bearing value. The line after the masked stdout stays apart.
-	shows(r, "logs --app", "==> resources.web init[0] "+secret.Mask+" (exit 0)", "resources.web | stdout: "+secret.Mask+"\n==> resources.web poll")
+	// secret-bearing value. The line after the masked stdout (its last
+	// line: the message has line breaks) stays apart.
+	shows(r, "logs --app", "==> resources.web init[0] "+secret.Mask+" (exit 0)", "resources.web | stdout: "+secret.Mask+"\n", secret.Mask+"\n==> resources.web poll")
 	r = gc(0, "logs", "-f", f, kf)
 	shows(r, "logs -f FILE", "resources.web | stdout: "+secret.Mask)
 	gc(1, "logs", "--app", e.app)
@@ -432,7 +556,7 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = gcAt(other, 0, "state", "push", doc, "--app", e.app)
-	shows(r, "state push", "pushed 2 resources")
+	shows(r, "state push", "pushed 3 resources")
 	gc(0, "state", "push", doc, "--app", e.app)
 	gc(0, "state", "mv", "--app", e.app, "--to", third)
 	r = gcAt(other, 0, "diff", "--from", "state:"+other+"#"+e.app, "--to", "state:"+third+"#"+e.app, "--all", kf)
@@ -452,4 +576,17 @@ func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 		t.Error("no adapter container was seen: docker inspect was not exercised")
 	}
 	sr.search(t, containers)
+}
+
+// jsonText is v as our outputs and interpolation write JSON: compact, not
+// HTML-escaped.
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -46,5 +49,30 @@ func TestUnsealDoc(t *testing.T) {
 	d, err := unsealDoc(c, "a", doc)
 	if err != nil || d.Resources["r"].Config["p"] != "pw-unseal" || redactor(c).Redact("pw-unseal") != secret.Mask {
 		t.Errorf("with the key: %v %v", err, d.Resources["r"].Config)
+	}
+}
+
+// A plan printed to a terminal wraps its lines; a secret in a step's error
+// (a config quoted by its schema's violation) or planned output is masked
+// before, since the output's redactor cannot recognise one split across
+// lines.
+func TestMaskPlanBeforeWrapping(t *testing.T) {
+	c := testContext()
+	const pw = "pw-0123456789abcdef0123456789abcdef"
+	redactor(c).Add(pw)
+	pl := &plan.Plan{Steps: []*plan.Step{
+		{Resource: "resources.bad", Op: plan.Failed, Error: fmt.Sprintf("resources.bad: config invalid at /mode: %q does not match the pattern", pw)},
+		{Resource: "resources.out", Op: plan.Update, Before: map[string]any{"n": 1.0}, After: map[string]any{"n": 2.0},
+			Planned: map[string]any{"/token": "token " + pw}},
+	}}
+	var out bytes.Buffer
+	w := redactor(c).Writer(&out)
+	maskPlan(c, pl).Render(w, plan.RenderOptions{Width: 50})
+	w.Flush()
+	if strings.Contains(out.String(), "0123456789") || !strings.Contains(out.String(), secret.Mask) {
+		t.Errorf("a secret shows in the plan as a terminal prints it:\n%s", out.String())
+	}
+	if pl.Steps[0].Error == secret.Mask || pl.Steps[1].Planned["/token"] == secret.Mask {
+		t.Error("maskPlan changed the plan the engine applies")
 	}
 }
