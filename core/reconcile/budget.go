@@ -80,6 +80,16 @@ func priceOf(r map[string]*protocol.Cost) float64 {
 
 // checkBudget refuses a repair whose replacements would take the
 // application over its budget. spent is asked only when a total is set.
+//
+// A knock-on planned as a possible rebuild (its inputs are known only at
+// apply) has no estimate of its own. Per hour it counts at the price it
+// runs at, which is right whether it is rebuilt or not. Against the total
+// it counts as a new rental at its current agreement's whole cost, although
+// it often turns out unchanged: whether it is rebuilt is decided at apply,
+// after this check, and nothing checks the budget again then, so counting
+// it only when sure would let a repair rent past a cap; counting it can
+// refuse a repair that would have fit, which says so with the figures and
+// is undone by raising the cap.
 func checkBudget(ctx context.Context, b Budget, refresh, repair *plan.Plan, spent func(context.Context) (*Spend, error)) error {
 	if b.IsZero() {
 		return nil
@@ -103,15 +113,11 @@ func checkBudget(ctx context.Context, b Budget, refresh, repair *plan.Plan, spen
 			}
 			continue
 		}
-		c := costOf(s.Cost, Currency)
-		why := s.Op.Verb() + " estimate"
-		if c != nil && c.Basis != "" {
+		c, why := costOf(s.Cost, Currency), s.Op.Verb()+" estimate"
+		switch {
+		case c != nil && c.Basis != "":
 			why = s.Op.Verb() + ", " + c.Basis + " estimate"
-		}
-		if c == nil {
-			// No estimate (a knock-on whose config is known only at
-			// apply, which may turn out unchanged): counted at the price
-			// it runs at.
+		case c == nil:
 			c, why = running[n], "knock-on, may "+s.Op.Verb()+": at its current price"
 		}
 		if c == nil {
@@ -121,7 +127,7 @@ func checkBudget(ctx context.Context, b Budget, refresh, repair *plan.Plan, spen
 		parts = append(parts, fmt.Sprintf("%s %s/h (%s)", n, glm(c.PerHour), why))
 		if s.Op == plan.Create || s.Op == plan.Rebuild {
 			whole += c.Total
-			rented = append(rented, fmt.Sprintf("%s %s over %gh", n, glm(c.Total), c.Hours))
+			rented = append(rented, fmt.Sprintf("%s %s over %gh (%s)", n, glm(c.Total), c.Hours, why))
 		}
 	}
 	if b.PerHour > 0 && rate > b.PerHour {
@@ -133,9 +139,12 @@ func checkBudget(ctx context.Context, b Budget, refresh, repair *plan.Plan, spen
 		if err != nil {
 			return &RefusedError{Budget: true, Reason: fmt.Sprintf("budget.total is %s GLM but what the application has spent cannot be read (%v): nothing rented", glm(b.Total), err)}
 		}
-		if sp.Total+whole > b.Total {
-			return &RefusedError{Budget: true, Reason: fmt.Sprintf("spent %s GLM + the replacements' whole agreements %s (%s) = %s, above budget.total %s: nothing rented",
-				glm(sp.Total), glm(whole), strings.Join(rented, ", "), glm(sp.Total+whole), glm(b.Total))}
+		// What providers asked and was not accepted yet is spent as well:
+		// the payments keeper accepts it.
+		so := sp.Total + sp.Due
+		if so+whole > b.Total {
+			return &RefusedError{Budget: true, Reason: fmt.Sprintf("spent %s GLM (%s accepted, %s due) + the new rentals' whole agreements %s (%s) = %s, above budget.total %s: nothing rented",
+				glm(so), glm(sp.Total), glm(sp.Due), glm(whole), strings.Join(rented, ", "), glm(so+whole), glm(b.Total))}
 		}
 	}
 	return nil

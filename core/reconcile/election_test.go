@@ -222,7 +222,7 @@ func TestFencedLeaderCannotWrite(t *testing.T) {
 	close(release)
 	deadline = time.Now().Add(30 * time.Second)
 	for {
-		if e := evA.last(PhaseRepairFailed); e != nil {
+		if e := evA.last(PhaseRepairStopped); e != nil {
 			if !strings.Contains(e.Message, state.ErrLockNotHeld.Error()) {
 				t.Fatalf("a's repair failed otherwise: %s", e.Message)
 			}

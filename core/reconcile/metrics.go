@@ -42,7 +42,7 @@ func NewMetrics(app string) *Metrics {
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gcompose_reconcile_leader", ConstLabels: l,
 			Help: "1 while this reconciler leads (repairs), 0 while it stands by."}),
 		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gcompose_reconcile_cycles_total", ConstLabels: l,
-			Help: "Cycles run as leader, by outcome: healthy, repaired, failed, refused, busy (the state was locked by someone else), mismatch (the descriptor is not the one deployed)."}, []string{"outcome"}),
+			Help: "Cycles run as leader, by outcome: healthy, repaired, failed, refused, busy (the state was locked by someone else), mismatch (the descriptor is not the one deployed), stopped (cut short: the reconciler stops or no longer leads)."}, []string{"outcome"}),
 		resources: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gcompose_reconcile_resources", ConstLabels: l,
 			Help: "Deployed resources at the last refresh, by status: active, pending, terminated (the state's), drifted (found not as recorded)."}, []string{"status"}),
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gcompose_reconcile_repairs_total", ConstLabels: l,
@@ -68,7 +68,7 @@ func NewMetrics(app string) *Metrics {
 	reg.MustRegister(m.leader, m.cycles, m.resources, m.repairs, m.failures, m.timeToRepair, m.spent, m.spentTotal, m.perHour, m.mismatch, m.budget, m.lastCycle)
 	// Every series exists from the start, at 0: a rate() over a counter
 	// that appears only at its first increment misses it.
-	for _, o := range []Outcome{Healthy, Repaired, Failed, Refused, Busy, Mismatch} {
+	for _, o := range []Outcome{Healthy, Repaired, Failed, Refused, Busy, Mismatch, Stopped} {
 		m.cycles.WithLabelValues(string(o))
 	}
 	for _, r := range []string{"repaired", "failed", "refused"} {

@@ -54,6 +54,7 @@ const (
 	Refused  Outcome = "refused"  // the repair was over the budget, or more than a repair
 	Busy     Outcome = "busy"     // someone else held the state lock (a person deploying)
 	Mismatch Outcome = "mismatch" // the descriptor is not the one deployed: nothing repaired
+	Stopped  Outcome = "stopped"  // cut short: the reconciler stops or no longer leads
 )
 
 // Event is one thing a reconciler reports; the CLI writes each to the JSON
@@ -75,6 +76,7 @@ const (
 	PhaseRepaired      = "repaired"       // a repair ended well; Duration is the time to repair
 	PhaseRepairFailed  = "repair-failed"  // a repair failed; the next try waits
 	PhaseRepairRefused = "repair-refused" // a repair was refused: over the budget, or more than a repair
+	PhaseRepairStopped = "repair-stopped" // a repair was cut short: the reconciler stops or no longer leads
 	PhaseIntent        = "intent"         // the descriptor is not (or again) the one deployed
 	PhaseCycleFailed   = "cycle-failed"   // the descriptor or the refresh failed
 )
@@ -237,7 +239,7 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 		return res
 	}
 	if stopping(stop, err) {
-		res.Outcome, res.Err = Busy, err
+		res.Outcome, res.Err = Stopped, err
 		return res
 	}
 	if err != nil || out == nil || out.Plan == nil || out.Plan.Prior == nil {
@@ -250,7 +252,8 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 		return res
 	}
 	refresh, doc := out.Plan, out.Plan.Prior
-	res.Drifted = driftOf(refresh)
+	mismatches, behind := Compare(in, doc)
+	res.Drifted = withDrift(driftOf(refresh), behind)
 	m.setResources(doc, res.Drifted)
 	m.perHour.Set(priceOf(rates(refresh)))
 	spent := r.spender(doc)
@@ -261,10 +264,13 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 	}
 	r.noteDrift(res.Drifted)
 
-	if res.Mismatches = Mismatches(in, doc); len(res.Mismatches) > 0 {
+	if res.Mismatches = mismatches; len(res.Mismatches) > 0 {
 		m.mismatch.Set(1)
 		res.Outcome = Mismatch
-		msg := "the descriptor is not the one deployed, so nothing is repaired until a person deploys it (gcompose deploy) or puts the deployed one back: " + strings.Join(res.Mismatches, "; ")
+		msg := strings.Join(res.Mismatches, "; ")
+		if len(doc.Resources) > 0 {
+			msg = "the descriptor is not the one deployed, so nothing is repaired until a person deploys it (gcompose deploy) or puts the deployed one back: " + msg
+		}
 		if len(res.Drifted) > 0 {
 			msg += "; drifted meanwhile: " + joinDrift(res.Drifted)
 		}
@@ -333,12 +339,14 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 	case errors.Is(err, state.ErrLocked):
 		res.Outcome, res.Err = Busy, err
 		r.log.Info("the state was locked by someone else before the repair: next cycle", "err", err)
-	case stopping(stop, err) && (rout == nil || rout.Result == nil || len(changedBy(rout.Result)) == 0):
-		// Cut short because this reconciler stops or lost its leadership:
-		// a handover, not a failure to back off from; the next leader (or
-		// run) finishes the repair.
-		res.Outcome, res.Err = Busy, err
-		r.emit(Event{Level: slog.LevelWarn, Phase: PhaseRepairFailed, Message: "repair cut short: this reconciler stops or no longer leads, and the next leader finishes it: " + err.Error()})
+	case stopping(stop, err):
+		// Cut short because this reconciler stops or lost its leadership,
+		// before or after part of it was done: a handover, not a failure
+		// to back off from. What was cut short is a pending operation in
+		// the state, which the next leader's (or run's) refresh resolves.
+		res.Outcome, res.Err = Stopped, err
+		r.emit(Event{Level: slog.LevelWarn, Phase: PhaseRepairStopped, Duration: time.Since(began),
+			Message: "repair cut short because this reconciler stops or no longer leads; the next leader or run finishes it: " + err.Error()})
 	case err != nil:
 		res.Outcome, res.Err = Failed, err
 		m.repairs.WithLabelValues("failed").Inc()

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/schemas"
 )
 
 // events collects what a reconciler reports.
@@ -201,7 +203,7 @@ func TestCycleRepairsNothingWhileTheDescriptorIsNotTheDeployedOne(t *testing.T) 
 	}
 }
 
-func TestMismatches(t *testing.T) {
+func TestCompare(t *testing.T) {
 	deployed := func() *state.Document {
 		b := newBed(t, state.NewMemoryStore())
 		doc, err := b.store.Load(context.Background(), "shop")
@@ -210,32 +212,63 @@ func TestMismatches(t *testing.T) {
 		}
 		return doc
 	}()
+	// dbRebuilt: db was rented again at another address after web was
+	// applied (a repair that did not get to web).
+	dbRebuilt := func(doc *state.Document) {
+		db := doc.Resources["resources.db"]
+		db.State = map[string]any{"ip": "10.9.9.9"}
+		db.UpdatedAt = doc.Resources["resources.web"].UpdatedAt.Add(time.Second)
+	}
 	for _, tc := range []struct {
 		name   string
 		change func(in *Intent, doc *state.Document)
 		want   []string
+		behind []string
 	}{
-		{"the deployed descriptor", func(*Intent, *state.Document) {}, nil},
+		{"the deployed descriptor", func(*Intent, *state.Document) {}, nil, nil},
 		{"a new resource", func(in *Intent, _ *state.Document) {
 			in.Desired["resources.new"] = &plan.Resource{Name: "resources.new", Type: fakeType}
-		}, []string{"resources.new: in the descriptor, never deployed"}},
+		}, []string{"resources.new: in the descriptor, never deployed"}, nil},
 		{"a removed resource", func(in *Intent, _ *state.Document) { delete(in.Desired, "resources.other") },
-			[]string{"resources.other: deployed, no longer in the descriptor"}},
+			[]string{"resources.other: deployed, no longer in the descriptor"}, nil},
 		{"another image", func(in *Intent, _ *state.Document) { in.Desired["resources.db"].Type = "test/fake:2" },
-			[]string{"resources.db: the descriptor says adapter test/fake:2, test/fake:1 was deployed"}},
+			[]string{"resources.db: the descriptor says adapter test/fake:2, test/fake:1 was deployed"}, nil},
 		{"a changed config", func(in *Intent, _ *state.Document) { in.Desired["resources.db"].Config = map[string]any{"size": 2} },
-			[]string{"resources.db: its config differs from the one deployed (size)"}},
+			[]string{"resources.db: its config differs from the one deployed (size)"}, nil},
 		{"a reference to outputs not recorded is not compared", func(in *Intent, doc *state.Document) {
 			doc.Resources["resources.db"].Status = state.StatusPending
-		}, nil},
+		}, nil, nil},
 		{"nothing deployed", func(in *Intent, doc *state.Document) { doc.Resources = nil },
-			[]string{"nothing of shop is deployed: the reconciler keeps a deployed application running and deploys nothing itself (run gcompose deploy)"}},
+			[]string{"nothing of shop is deployed (never, or destroyed since): the reconciler keeps a deployed application running and deploys nothing itself; it repairs again once a person deploys it (gcompose deploy)"}, nil},
+		{"a knock-on left behind by a repair: its dependency moved after it", func(_ *Intent, doc *state.Document) { dbRebuilt(doc) }, nil, []string{"resources.web"}},
+		{"a knock-on whose own operation did not finish", func(in *Intent, doc *state.Document) {
+			doc.Resources["resources.db"].State = map[string]any{"ip": "10.9.9.9"}
+			doc.Resources["resources.web"].Pending = &state.Operation{ID: "op", Kind: state.OpUpdate}
+		}, nil, []string{"resources.web"}},
+		{"a reference edited, its dependency unchanged since", func(in *Intent, doc *state.Document) {
+			in.Desired["resources.web"].Config = map[string]any{"db": "http://${resources.db.state.ip}"}
+		}, []string{"resources.web: its config differs from the one deployed (db)"}, nil},
+		{"a knock-on left behind, and a key beside the reference edited", func(in *Intent, doc *state.Document) {
+			dbRebuilt(doc)
+			in.Desired["resources.web"].Config = map[string]any{"db": "${resources.db.state.ip}", "replicas": 2}
+		}, []string{"resources.web: its config differs from the one deployed (db, replicas)"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, doc := testIntent(), deployed.Clone()
 			tc.change(in, doc)
-			if got := Mismatches(in, doc); !slices.Equal(got, tc.want) {
-				t.Fatalf("Mismatches = %q, want %q", got, tc.want)
+			got, behind := Compare(in, doc)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("mismatches = %q, want %q", got, tc.want)
+			}
+			var names []string
+			for _, d := range behind {
+				if d.Drift != DriftInputs || !strings.Contains(d.Reason, "the outputs it reads changed since it was applied") {
+					t.Fatalf("left behind: %+v", d)
+				}
+				names = append(names, d.Resource)
+			}
+			if !slices.Equal(names, tc.behind) {
+				t.Fatalf("left behind = %v, want %v", names, tc.behind)
 			}
 		})
 	}
@@ -292,21 +325,33 @@ func TestCycleRefusesAReplacementOverTheBudget(t *testing.T) {
 		flags   Budget
 		spender Spender
 		want    string // in the refusal; "" repairs
+		// golemLike: web is a knock-on that may be rebuilt (and is not:
+		// db keeps its planned address).
+		golemLike bool
 	}{
 		// Running: web and other at 0.01/h; the replacement's estimate 0.05/h.
 		{"per hour below", Budget{PerHour: 0.06}, Budget{}, nil,
-			"the application would cost 0.07 GLM per hour after the repair (resources.db 0.05/h (rebuild, market estimate), resources.other 0.01/h, resources.web 0.01/h (knock-on, may update: at its current price)), above budget.per_hour 0.06: nothing rented"},
-		{"per hour enough", Budget{PerHour: 0.07}, Budget{}, nil, ""},
-		{"a flag wins over the descriptor", Budget{PerHour: 1}, Budget{PerHour: 0.06}, nil, "above budget.per_hour 0.06"},
+			"the application would cost 0.07 GLM per hour after the repair (resources.db 0.05/h (rebuild, market estimate), resources.other 0.01/h, resources.web 0.01/h (knock-on, may update: at its current price)), above budget.per_hour 0.06: nothing rented", false},
+		{"per hour enough", Budget{PerHour: 0.07}, Budget{}, nil, "", false},
+		{"a flag wins over the descriptor", Budget{PerHour: 1}, Budget{PerHour: 0.06}, nil, "above budget.per_hour 0.06", false},
 		{"total below", Budget{Total: 1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}},
-			"spent 0.9 GLM + the replacements' whole agreements 0.15 (resources.db 0.15 over 3h) = 1.05, above budget.total 1: nothing rented"},
-		{"total enough", Budget{Total: 1.1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}}, ""},
+			"spent 0.9 GLM (0.9 accepted, 0 due) + the new rentals' whole agreements 0.15 (resources.db 0.15 over 3h (rebuild, market estimate)) = 1.05, above budget.total 1: nothing rented", false},
+		{"total enough", Budget{Total: 1.1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}}, "", false},
+		{"what is due counts as spent", Budget{Total: 1.1}, Budget{}, spendOf{sp: &Spend{Total: 0.9, Due: 0.1}},
+			"spent 1 GLM (0.9 accepted, 0.1 due) + the new rentals' whole agreements 0.15", false},
+		// Whether web is rebuilt is known only at apply: the total counts
+		// it at its current agreement, although here it stays.
+		{"a knock-on that may be rebuilt counts against the total", Budget{Total: 1}, Budget{}, spendOf{sp: &Spend{Total: 0.83}},
+			"spent 0.83 GLM (0.83 accepted, 0 due) + the new rentals' whole agreements 0.18 (resources.db 0.15 over 3h (rebuild, market estimate), resources.web 0.03 over 3h (knock-on, may rebuild: at its current price)) = 1.01, above budget.total 1: nothing rented", true},
+		{"a knock-on that may be rebuilt, within the total", Budget{Total: 1.02}, Budget{}, spendOf{sp: &Spend{Total: 0.83}}, "", true},
 		{"total unreadable", Budget{Total: 100}, Budget{}, spendOf{err: errors.New("yagna down")},
-			"budget.total is 100 GLM but what the application has spent cannot be read (yagna down): nothing rented"},
-		{"total without payments", Budget{Total: 100}, Budget{}, nil, "cannot be read (no payments to read"},
+			"budget.total is 100 GLM but what the application has spent cannot be read (yagna down): nothing rented", false},
+		{"total without payments", Budget{Total: 100}, Budget{}, nil, "cannot be read (no payments to read", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBed(t, state.NewMemoryStore())
+			w := newWorld()
+			w.golemLike = tc.golemLike
+			b := newBedOf(t, state.NewMemoryStore(), w)
 			in := testIntent()
 			in.Budget = tc.budget
 			b.setIntent(in)
@@ -322,6 +367,9 @@ func TestCycleRefusesAReplacementOverTheBudget(t *testing.T) {
 			if tc.want == "" {
 				if res.Outcome != Repaired || b.w.rented() != rentals+1 {
 					t.Fatalf("within the budget: %+v, rentals %d → %d", res, rentals, b.w.rented())
+				}
+				if tc.golemLike && !slices.Equal(res.Changes, []string{"rebuild resources.db"}) {
+					t.Fatalf("changes %v: web, planned as a possible rebuild, should have stayed", res.Changes)
 				}
 				return
 			}
@@ -383,6 +431,37 @@ func TestCycleFailuresBackOff(t *testing.T) {
 	}
 	if s := r.Status(); s.ConsecutiveFailures != 0 {
 		t.Fatalf("after a repair: %d failures", s.ConsecutiveFailures)
+	}
+}
+
+// TestCycleRepairsAKnockOnThatFailed: db is rebuilt at a new address and
+// web's update fails; the next cycle sees web left behind (its config
+// differs from the applied one only where it reads db), not a descriptor
+// change, and repairs it.
+func TestCycleRepairsAKnockOnThatFailed(t *testing.T) {
+	b := newBed(t, state.NewMemoryStore())
+	r := b.reconciler(Config{})
+	ctx := context.Background()
+	b.w.mu.Lock()
+	b.w.failUpdates = 1
+	b.w.mu.Unlock()
+	b.w.kill(t, "resources.db")
+	if res := r.Cycle(ctx, ctx); res.Outcome != Failed || !strings.Contains(errString(res.Err), "resources.web cannot be changed now") {
+		t.Fatalf("cycle with web's update failing: %+v", res)
+	}
+	rentals := b.w.rented()
+	res := r.Cycle(ctx, ctx)
+	if res.Outcome != Repaired || len(res.Mismatches) > 0 || !slices.Equal(res.Changes, []string{"update resources.web"}) {
+		t.Fatalf("the next cycle: %+v", res)
+	}
+	if len(res.Drifted) != 1 || res.Drifted[0].Resource != "resources.web" || res.Drifted[0].Drift != DriftInputs {
+		t.Fatalf("drifted: %+v", res.Drifted)
+	}
+	if b.w.rented() != rentals {
+		t.Fatal("repairing web rented")
+	}
+	if res := r.Cycle(ctx, ctx); res.Outcome != Healthy {
+		t.Fatalf("after: %+v", res)
 	}
 }
 
@@ -478,10 +557,83 @@ func TestCycleStoppedIsNotAFailure(t *testing.T) {
 	b.w.kill(t, "resources.db")
 	rentals := b.w.rented()
 	res := r.Cycle(ctx, stop)
-	if res.Outcome != Busy || !errors.Is(res.Err, apply.ErrInterrupted) {
+	if res.Outcome != Stopped || !errors.Is(res.Err, apply.ErrInterrupted) {
 		t.Fatalf("stopped cycle: %+v", res)
 	}
 	if b.w.rented() != rentals || counter(t, r, "repairs", "failed") != 0 || counter(t, r, "failures", "refresh") != 0 || r.Status().ConsecutiveFailures != 0 {
 		t.Fatal("a stopped cycle rented or counted as a failure")
+	}
+}
+
+// TestCycleStoppedMidRepair: stopped while db's create runs (Ctrl-C, or
+// the leadership lost), the reconciler lets it finish, starts nothing
+// more, and reports a cut-short repair, not a failure; the next cycle
+// (the next run, or leader) finishes the repair from the state.
+func TestCycleStoppedMidRepair(t *testing.T) {
+	b := newBed(t, state.NewMemoryStore())
+	ev := &events{}
+	r := b.reconciler(Config{Events: ev.add})
+	ctx := context.Background()
+	stop, cancel := context.WithCancel(ctx)
+	block, entered := make(chan struct{}), make(chan string, 1)
+	b.w.mu.Lock()
+	b.w.blockFirst, b.w.entered = block, entered
+	b.w.mu.Unlock()
+	b.w.kill(t, "resources.db")
+	rentals := b.w.rented()
+	done := make(chan Result, 1)
+	go func() { done <- r.Cycle(ctx, stop) }()
+	if got := <-entered; got != "resources.db" {
+		t.Fatalf("first create: %s", got)
+	}
+	cancel()
+	close(block)
+	res := <-done
+	if res.Outcome != Stopped || !errors.Is(res.Err, apply.ErrInterrupted) {
+		t.Fatalf("cycle stopped mid-repair: %+v", res)
+	}
+	if b.w.rented() != rentals+1 || b.w.live("resources.db") == "" {
+		t.Fatal("db's create, under way when stopped, did not finish")
+	}
+	if counter(t, r, "repairs", "failed") != 0 || counter(t, r, "cycles", string(Stopped)) != 1 || r.Status().ConsecutiveFailures != 0 {
+		t.Fatal("a repair cut short by a stop counted as a failure")
+	}
+	e := ev.last(PhaseRepairStopped)
+	if e == nil || e.Level != slog.LevelWarn || !strings.Contains(e.Message, "the next leader or run finishes it") || !strings.Contains(e.Message, "resources.web") {
+		t.Fatalf("repair-stopped event: %+v", e)
+	}
+	if ev.last(PhaseRepairFailed) != nil {
+		t.Fatal("a stop reported as a failed repair")
+	}
+	// web, a knock-on that did not start, is done by the next cycle, which
+	// rents nothing more.
+	if res := r.Cycle(ctx, ctx); res.Outcome != Repaired || !slices.Equal(res.Changes, []string{"update resources.web"}) {
+		t.Fatalf("the next cycle: %+v", res)
+	}
+	if b.w.rented() != rentals+1 {
+		t.Fatalf("rentals %d → %d: rented twice", rentals, b.w.rented())
+	}
+}
+
+// TestPhasesAreInTheEventsSchema: the reconciler's phases are the ones
+// schemas/events.schema.json lists as gcompose reconcile's.
+func TestPhasesAreInTheEventsSchema(t *testing.T) {
+	raw, err := schemas.FS.ReadFile("events.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sch struct {
+		Defs struct {
+			ReconcilePhase struct {
+				Enum []string `json:"enum"`
+			} `json:"reconcilePhase"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(raw, &sch); err != nil {
+		t.Fatal(err)
+	}
+	ours := []string{PhaseLeader, PhaseDrift, PhaseRepair, PhaseRepaired, PhaseRepairFailed, PhaseRepairRefused, PhaseRepairStopped, PhaseIntent, PhaseCycleFailed}
+	if got, want := slices.Sorted(slices.Values(sch.Defs.ReconcilePhase.Enum)), slices.Sorted(slices.Values(ours)); !slices.Equal(got, want) {
+		t.Fatalf("events.schema.json $defs/reconcilePhase = %q, the reconciler's phases %q", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -38,6 +39,18 @@ func driftOf(pl *plan.Plan) []Drifted {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out
+}
+
+// withDrift adds to drifted (sorted) what more drifted, each resource
+// once.
+func withDrift(drifted, more []Drifted) []Drifted {
+	for _, d := range more {
+		if !slices.ContainsFunc(drifted, func(x Drifted) bool { return x.Resource == d.Resource }) {
+			drifted = append(drifted, d)
+		}
+	}
+	sort.Slice(drifted, func(i, j int) bool { return drifted[i].Resource < drifted[j].Resource })
+	return drifted
 }
 
 // targetsOf is the smallest repair of what drifted: the drifted resources

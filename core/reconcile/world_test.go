@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -29,9 +30,13 @@ type world struct {
 	price     float64 // per hour, for new rentals
 	// failCreates fails that many creates; blockFirst, when set, holds the
 	// next create until it is closed (and entered is told it started).
-	failCreates int
+	failCreates, failUpdates int
 	blockFirst  chan struct{}
 	entered     chan string
+	// golemLike makes it behave as golem-service does: an instance keeps
+	// the address planned for its resource when it is rented again, and a
+	// config change is a rebuild (a rental cannot be changed in place).
+	golemLike bool
 }
 
 type instance struct {
@@ -90,6 +95,10 @@ func (w *world) State(ctx context.Context, c plan.Call, desired string) (*protoc
 		}
 		return &protocol.StateResult{Status: protocol.Stale, Actions: actions, Gcompose: ext}, nil
 	}
+	if !jsonvalue.Equal(inst.cfg, c.Config) && w.golemLike {
+		return &protocol.StateResult{Status: protocol.Stale, Actions: []protocol.ActionSpec{{Name: "delete"}, {Name: "create"}},
+			Gcompose: &protocol.StateExt{Change: protocol.ChangeRebuild, Reason: "config changed: renting again"}}, nil
+	}
 	if !jsonvalue.Equal(inst.cfg, c.Config) {
 		return &protocol.StateResult{Status: protocol.Stale, Actions: []protocol.ActionSpec{{Name: "update"}},
 			Gcompose: &protocol.StateExt{Change: protocol.ChangeUpdate, Reason: "config changed"}}, nil
@@ -123,7 +132,11 @@ func (w *world) Action(ctx context.Context, c plan.Call, a protocol.ActionSpec, 
 		}
 		w.next++
 		w.rentals++
-		inst := &instance{id: fmt.Sprintf("i-%d", w.next), name: c.Name, ip: fmt.Sprintf("10.0.0.%d", w.next), alive: true, cfg: maps.Clone(c.Config), price: w.price}
+		ip := fmt.Sprintf("10.0.0.%d", w.next)
+		if w.golemLike {
+			ip = "10.1.0." + strconv.Itoa(len(c.Name))
+		}
+		inst := &instance{id: fmt.Sprintf("i-%d", w.next), name: c.Name, ip: ip, alive: true, cfg: maps.Clone(c.Config), price: w.price}
 		w.instances[inst.id] = inst
 		return &plan.ActionOutcome{Identity: map[string]any{"id": inst.id}}, nil
 	case "delete":
@@ -136,6 +149,10 @@ func (w *world) Action(ctx context.Context, c plan.Call, a protocol.ActionSpec, 
 	case "update":
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		if w.failUpdates > 0 {
+			w.failUpdates--
+			return nil, fmt.Errorf("%s cannot be changed now", c.Name)
+		}
 		if inst := w.instances[idOf(c.Persisted)]; inst != nil {
 			inst.cfg = maps.Clone(c.Config)
 		}
@@ -213,7 +230,13 @@ type bed struct {
 
 func newBed(t testing.TB, store state.Store) *bed {
 	t.Helper()
-	b := &bed{t: t, store: store, w: newWorld(), intent: testIntent(), lockTimeout: 5 * time.Second}
+	return newBedOf(t, store, newWorld())
+}
+
+// newBedOf deploys the test application in w.
+func newBedOf(t testing.TB, store state.Store, w *world) *bed {
+	t.Helper()
+	b := &bed{t: t, store: store, w: w, intent: testIntent(), lockTimeout: 5 * time.Second}
 	if _, err := b.engine().Run(context.Background(), engine.Request{App: "shop", Mode: plan.Deploy, Desired: b.intent.Desired}); err != nil {
 		t.Fatalf("deploy: %v", err)
 	}
