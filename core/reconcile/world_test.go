@@ -31,8 +31,8 @@ type world struct {
 	// failCreates fails that many creates; blockFirst, when set, holds the
 	// next create until it is closed (and entered is told it started).
 	failCreates, failUpdates int
-	blockFirst  chan struct{}
-	entered     chan string
+	blockFirst               chan struct{}
+	entered                  chan string
 	// golemLike makes it behave as golem-service does: an instance keeps
 	// the address planned for its resource when it is rented again, and a
 	// config change is a rebuild (a rental cannot be changed in place).
