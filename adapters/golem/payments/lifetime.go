@@ -130,11 +130,11 @@ func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error)
 			pending = append(pending, k.Pending.ID)
 		}
 	}
+	yc, err := network.Client(req)
+	if err != nil {
+		return nil, err
+	}
 	if lineage != "" {
-		yc, err := network.Client(req)
-		if err != nil {
-			return nil, err
-		}
 		list, err := yc.Allocations(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing allocations: %w", err)
@@ -165,7 +165,11 @@ func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error)
 		return nil, err
 	}
 	defer d.Close()
-	cs, err := longlived.Sweep(ctx, d, app, lineage, req.Type, "keeper", names, q.Terminate)
+	node, err := longlived.Node(ctx, yc)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := longlived.Sweep(ctx, d, app, lineage, req.Type, "keeper", node, names, q.Terminate)
 	if err != nil {
 		return nil, err
 	}

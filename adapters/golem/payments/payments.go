@@ -305,6 +305,14 @@ func keeper(ctx context.Context, req *sdk.Request) error {
 	if err != nil {
 		return fmt.Errorf("payments %s: %w", cfg.App, err)
 	}
+	yc, err := network.Client(req)
+	if err != nil {
+		return err
+	}
+	node, err := longlived.Node(ctx, yc)
+	if err != nil {
+		return fmt.Errorf("payments %s: %w", cfg.App, err)
+	}
 	d, err := longlived.Docker()
 	if err != nil {
 		return err
@@ -317,7 +325,7 @@ func keeper(ctx context.Context, req *sdk.Request) error {
 		App: cfg.App, Resource: req.Name, Image: req.Type,
 		Args:    []string{KeepArg, "--app", cfg.App, "--allocation", alloc, "--allocation-timeout", ttl.String()},
 		Secrets: req.Gcompose.Env, Config: keeperConfig(cfg, alloc),
-		Lineage: req.Lineage(), Operation: opID(req),
+		Lineage: req.Lineage(), Operation: opID(req), Node: node,
 	}, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("payments %s: starting the keeper: %w", cfg.App, err)

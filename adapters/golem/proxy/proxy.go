@@ -125,12 +125,20 @@ func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error)
 	for _, k := range q.Known {
 		names[k.Name] = true
 	}
+	yc, err := network.Client(req)
+	if err != nil {
+		return nil, err
+	}
+	node, err := longlived.Node(ctx, yc)
+	if err != nil {
+		return nil, err
+	}
 	d, err := longlived.Docker()
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	found, err := longlived.Sweep(ctx, d, req.App(), req.Lineage(), req.Type, "proxy", names, q.Terminate)
+	found, err := longlived.Sweep(ctx, d, req.App(), req.Lineage(), req.Type, "proxy", node, names, q.Terminate)
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +299,14 @@ func create(ctx context.Context, req *sdk.Request) error {
 	if err := req.ReportIdentity(map[string]any{"ports": ch}); err != nil {
 		return err
 	}
+	yc, err := network.Client(req)
+	if err != nil {
+		return err
+	}
+	node, err := longlived.Node(ctx, yc)
+	if err != nil {
+		return fmt.Errorf("proxy of %s: %w", cfg.Service, err)
+	}
 	d, err := longlived.Docker()
 	if err != nil {
 		return err
@@ -306,7 +322,7 @@ func create(ctx context.Context, req *sdk.Request) error {
 	id, err := longlived.Start(ctx, d, longlived.Spec{
 		App: cfg.App, Resource: req.Name, Image: req.Type, Args: args,
 		Secrets: req.Gcompose.Env, Config: map[string]any{"network_id": cfg.NetworkID, "ip": cfg.IP, "maps": maps},
-		Lineage: req.Lineage(), Operation: opID(req),
+		Lineage: req.Lineage(), Operation: opID(req), Node: node,
 	}, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("proxy of %s: %w", cfg.Service, err)

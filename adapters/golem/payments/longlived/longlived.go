@@ -1,9 +1,10 @@
 // Package longlived runs the containers that must outlive `gcompose deploy`
 // (the payments keeper, the local proxies) as resources of the graph. A
 // long-lived container runs the adapter's own image with other arguments, on
-// the host network, labelled gcompose.app, gcompose.resource and
-// gcompose.longlived=true (never gcompose.managed: that label marks the
-// short adapter calls that gcompose removes after a crash).
+// the host network, labelled gcompose.app, gcompose.resource,
+// gcompose.longlived=true and the yagna node it works for (never
+// gcompose.managed: that label marks the short adapter calls that gcompose
+// removes after a crash).
 //
 // Secrets (the yagna app key) reach it on an attached stdin at start, as one
 // JSON object, then stdin is closed: they are never in the container's
@@ -32,6 +33,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -50,8 +52,15 @@ const (
 	LabelLineage   = "gcompose.lineage"
 	LabelOperation = "gcompose.operation"
 	// LabelAdapter is the adapter image that started the container (Docker
-	// shows an image id instead of the name once the tag moves).
-	LabelAdapter = "gcompose.adapter"
+	// shows an image id instead of the name once the tag moves); a first
+	// deploy leaves the container to that adapter's sweep
+	// (runner.LabelAdapter).
+	LabelAdapter = runner.LabelAdapter
+	// LabelNode is the yagna node the container works for: the requestor
+	// identity of GET /me. A sweep sees only its own node's containers: the
+	// same app name deployed through another yagna on this machine (another
+	// devnet, a testnet and a mainnet node) is not this app.
+	LabelNode = "gcompose.yagna-node"
 )
 
 // ReadyLine is what a long-lived process prints on stdout once it works;
@@ -71,6 +80,21 @@ type Spec struct {
 	Labels map[string]string
 	// Lineage and Operation become LabelLineage and LabelOperation.
 	Lineage, Operation string
+	// Node is the yagna node it works for (Node), LabelNode.
+	Node string
+}
+
+// Node is the identity of the yagna node yc talks to (GET /me): what
+// LabelNode holds.
+func Node(ctx context.Context, yc *yagna.Client) (string, error) {
+	me, err := yc.Me(ctx)
+	if err != nil {
+		return "", fmt.Errorf("asking yagna at %s who it is (GET /me): %w", yc.BaseURL, err)
+	}
+	if me.Identity == "" {
+		return "", fmt.Errorf("yagna at %s answered GET /me without an identity", yc.BaseURL)
+	}
+	return me.Identity, nil
 }
 
 // Fingerprint is the LabelConfig value of a config.
@@ -135,12 +159,15 @@ func Find(ctx context.Context, d *client.Client, app, lineage, resource string) 
 }
 
 // Sweep finds the app's long-lived containers of image (the adapter's own:
-// each runs its adapter's image) that no state names: those whose resource
-// is not among known (every resource of the adapter type in the state). A
-// container of this lineage is removed when terminate is set, one of
-// another lineage (or none) is only reported (CONTRACT-10). kind names the
-// object ("keeper", "proxy") in the answer.
-func Sweep(ctx context.Context, d *client.Client, app, lineage, image, kind string, known map[string]bool, terminate bool) ([]protocol.Orphan, error) {
+// each runs its adapter's image) for the yagna node (Node) that no state
+// names: those whose resource is not among known (every resource of the
+// adapter type in the state). A container of this lineage is removed when
+// terminate is set, one of another lineage (or none) is only reported
+// (CONTRACT-10). One labelled with another node works for another yagna:
+// no state of this one can own it, nor a deploy through this one collide
+// with it, so it is not listed; one without the label (an older gcompose)
+// is. kind names the object ("keeper", "proxy") in the answer.
+func Sweep(ctx context.Context, d *client.Client, app, lineage, image, kind, node string, known map[string]bool, terminate bool) ([]protocol.Orphan, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelApp+"="+app), filters.Arg("label", LabelLongLived+"=true"))
 	list, err := d.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
@@ -155,6 +182,9 @@ func Sweep(ctx context.Context, d *client.Client, app, lineage, image, kind stri
 			adapter = c.Image
 		}
 		if known[res] || adapter != image {
+			continue
+		}
+		if n, ok := c.Labels[LabelNode]; ok && n != node {
 			continue
 		}
 		o := protocol.Orphan{Kind: kind + " container", ID: c.ID[:12], Lineage: c.Labels[LabelLineage], Resource: res, Action: protocol.OrphanReported,
@@ -207,6 +237,9 @@ func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (s
 	}
 	if s.Operation != "" {
 		labels[LabelOperation] = s.Operation
+	}
+	if s.Node != "" {
+		labels[LabelNode] = s.Node
 	}
 	cfg := &container.Config{
 		Image: s.Image, Cmd: s.Args, Labels: labels,
