@@ -12,7 +12,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/adapters/golem/tag"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/core/reconcile"
 	"github.com/gcompose/gcompose/core/state"
@@ -23,11 +22,12 @@ func costCommand() *cli.Command {
 		Name:      "cost",
 		Usage:     "show what each service has cost so far: the debit notes and invoices accepted for its agreements",
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
-		Description: `Asks yagna ($YAGNA_API_URL, $YAGNA_APPKEY) for the application's agreements (appSessionId
-   gcompose/APP) made for this state's deployment (their demand's gcompose.lineage), and for each the
-   invoice accepted or, while there is none, the last debit note accepted for each of its activities.
+		Description: `Counts the agreements the state records for each service: the one it runs on and those of the
+   rentals it replaced. For each it asks yagna ($YAGNA_API_URL, $YAGNA_APPKEY) for the invoice accepted
+   or, while there is none, the last debit note accepted for each of its activities; other
+   applications' notes and invoices on the same yagna are not counted.
    ACCEPTED is what was accepted so far, DUE what providers ask and was not accepted yet, GLM/H the
-   agreed price of what runs now. Replaced rentals count towards their resource.`,
+   agreed price of what runs now.`,
 		Flags: append(append(descriptorFlags(), stateFlags()...),
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}),
 		Action: runCost,
@@ -48,9 +48,11 @@ func runCost(c *cli.Context) error {
 	if err != nil {
 		return withCode(exitError, err)
 	}
-	yc, err := yagna.FromEnvFunc(os.Getenv)
-	if err != nil {
-		return withCode(exitError, fmt.Errorf("asking yagna what %s cost: %w", name, err))
+	var yc *yagna.Client
+	if len(ledgerOf(doc)) > 0 {
+		if yc, err = yagna.FromEnvFunc(os.Getenv); err != nil {
+			return withCode(exitError, fmt.Errorf("asking yagna what %s cost: %w", name, err))
+		}
 	}
 	rep, err := golemCost(c.Context, yc, name, doc)
 	if err != nil {
@@ -60,7 +62,7 @@ func runCost(c *cli.Context) error {
 		return printJSON(c.App.Writer, rep)
 	}
 	if len(rep.Resources) == 0 {
-		fmt.Fprintf(c.App.Writer, "%s: no agreement of this deployment found on yagna\n", name)
+		fmt.Fprintf(c.App.Writer, "%s: the state records no agreement: nothing rented on Golem\n", name)
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
@@ -103,45 +105,42 @@ func amount(f float64) string {
 	return strings.TrimSuffix(s, ".")
 }
 
-// rental is one agreement of the deployment and the resource it was made
-// for.
-type rental struct {
-	agreement string
-	resource  string
+// ledgerOf maps every agreement the state records to the resource it was
+// made for: the one each Golem service runs on and those of the rentals it
+// replaced (golem-service keeps them in its identity, across rebuilds). The
+// state is where this history lives: it is the application's own, and
+// outlives yagna's, which forgets an agreement 90 days after it ends.
+func ledgerOf(doc *state.Document) map[string]string {
+	out := map[string]string{}
+	for name, r := range doc.Resources {
+		ids := []any{r.Identity["agreement_id"]}
+		switch h := r.Identity["agreements"].(type) {
+		case []any:
+			ids = append(ids, h...)
+		case []string:
+			for _, id := range h {
+				ids = append(ids, id)
+			}
+		}
+		for _, v := range ids {
+			if id, _ := v.(string); id != "" {
+				out[id] = name
+			}
+		}
+	}
+	return out
 }
 
-// golemCost asks yagna what the application's deployment has cost.
+// golemCost asks yagna what the agreements the state records have cost.
+// yagna cannot list the notes and invoices of given agreements, only all of
+// the node's (GET /debitNotes, /invoices): those of other applications on
+// the same node are read and left out.
 func golemCost(ctx context.Context, yc *yagna.Client, app string, doc *state.Document) (*costReport, error) {
-	list, err := yc.ListAgreements(ctx, tag.SessionID(app), "")
-	if err != nil {
-		return nil, fmt.Errorf("listing the agreements of %s: %w", app, err)
-	}
-	byAdapterName := map[string]string{}
-	for name, r := range doc.Resources {
-		byAdapterName[r.CalledAs()] = name
-	}
-	var rentals []rental
-	for _, e := range list {
-		a, err := yc.GetAgreement(ctx, e.ID)
-		if err != nil {
-			return nil, fmt.Errorf("reading agreement %s: %w", e.ID, err)
-		}
-		props := a.Demand.Properties
-		lineage, _ := props[tag.Lineage].(string)
-		if doc.Lineage == "" || lineage != doc.Lineage {
-			continue // another deployment of the same name
-		}
-		res, _ := props[tag.Resource].(string)
-		if addr, ok := byAdapterName[res]; ok {
-			res = addr
-		} else {
-			res = "(" + res + ", no longer in the state)"
-		}
-		rentals = append(rentals, rental{agreement: e.ID, resource: res})
-	}
+	mine := ledgerOf(doc)
 	var notes []yagna.DebitNote
 	var invoices []yagna.Invoice
-	if len(rentals) > 0 {
+	if len(mine) > 0 {
+		var err error
 		if notes, err = yc.DebitNotes(ctx, time.Time{}, 0); err != nil {
 			return nil, fmt.Errorf("listing debit notes: %w", err)
 		}
@@ -149,20 +148,17 @@ func golemCost(ctx context.Context, yc *yagna.Client, app string, doc *state.Doc
 			return nil, fmt.Errorf("listing invoices: %w", err)
 		}
 	}
-	return tally(app, doc, rentals, notes, invoices)
+	return tally(app, doc, mine, notes, invoices)
 }
 
-// tally adds up, per resource, what was accepted for each rental: its
+// tally adds up, per resource, what was accepted for each agreement of
+// mine (agreement -> resource): its
 // invoice once accepted (it covers the whole agreement), else the last
 // accepted debit note of each of its activities (a note's amount is the
 // activity's total so far). Due is what the latest note or invoice asks
 // beyond that.
-func tally(app string, doc *state.Document, rentals []rental, notes []yagna.DebitNote, invoices []yagna.Invoice) (*costReport, error) {
+func tally(app string, doc *state.Document, mine map[string]string, notes []yagna.DebitNote, invoices []yagna.Invoice) (*costReport, error) {
 	rep := &costReport{App: app, Lineage: doc.Lineage, Currency: reconcile.Currency, Resources: []costRow{}, Total: costRow{Resource: "total"}}
-	mine := map[string]string{} // agreement -> resource
-	for _, r := range rentals {
-		mine[r.agreement] = r.resource
-	}
 	type activity struct{ accepted, asked *big.Rat }
 	acts := map[string]map[string]*activity{} // agreement -> activity -> amounts
 	for _, n := range notes {

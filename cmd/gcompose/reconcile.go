@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +111,17 @@ func (s *reconcileSession) Run(ctx context.Context, req engine.Request) (*engine
 }
 
 func runReconcile(c *cli.Context) error {
+	backoff, err := reconcileBackoff(c)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	budget, err := budgetFlags(c)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if err := checkReconcileFlags(c); err != nil {
+		return withCode(exitUsage, err)
+	}
 	name, _, err := appName(c, true)
 	if err != nil {
 		return err
@@ -122,6 +135,21 @@ func runReconcile(c *cli.Context) error {
 		return err
 	}
 	defer st.Close()
+	// A reconciler keeps a deployed application running: with nothing
+	// deployed there is nothing to keep, and a typo in --app or --state
+	// would otherwise look like a reconciler at work.
+	if doc, err := st.Load(c.Context, name); err != nil {
+		return withCode(exitError, fmt.Errorf("reading the state of %s at %s: %w", name, stateurl.Redact(url), err))
+	} else if len(doc.Resources) == 0 {
+		return withCode(exitError, fmt.Errorf("nothing of %s is deployed in the state %s: gcompose reconcile keeps a deployed application running and deploys nothing itself; deploy it first (gcompose deploy)", name, stateurl.Redact(url)))
+	}
+	if fs, ok := st.(*state.FileStore); ok {
+		release, err := holdReconcilerLock(fs.Dir(), name)
+		if err != nil {
+			return withCode(exitError, err)
+		}
+		defer release()
+	}
 
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var stream *eventStream
@@ -164,7 +192,7 @@ func runReconcile(c *cli.Context) error {
 		elector = &reconcile.EtcdElector{Client: es.Client(), Key: reconcile.ElectionKey(u.Prefix, name),
 			TTL: leaderTTL(c), Holder: holder.Holder + " id " + state.NewID()}
 	} else {
-		logger.Warn("the state is not in etcd: this reconciler leads alone; run one only (two would take turns on the state lock and both repair)", "state", stateurl.Redact(url))
+		logger.Warn("the state is not in etcd: this reconciler leads alone, with no standby to take over when it stops (a second one on this state is refused)", "state", stateurl.Redact(url))
 	}
 	note := func(level slog.Level) func(string) {
 		return func(msg string) {
@@ -195,17 +223,11 @@ func runReconcile(c *cli.Context) error {
 	}
 	cfg := reconcile.Config{
 		App: name, Open: open, Spender: spender, Elector: elector,
-		Backoff: reconcile.Backoff{Interval: c.Duration("interval"), Max: c.Duration("max-backoff"), Jitter: 0.2},
-		Grace:   c.Duration("grace"),
-		Budget:  reconcile.Budget{PerHour: c.Float64("max-glm-per-hour"), Total: c.Float64("max-glm-total")},
-		Cycles:  c.Int("cycles"),
-		Log:     logger,
+		Backoff: backoff, Grace: c.Duration("grace"), Budget: budget, Cycles: c.Int("cycles"),
+		Log: logger,
 	}
 	if stream != nil {
 		cfg.Events = stream.event
-	}
-	if cfg.Backoff.Interval <= 0 {
-		return withCode(exitUsage, fmt.Errorf("--interval %s: must be above 0", cfg.Backoff.Interval))
 	}
 	r, err := reconcile.New(cfg)
 	if err != nil {
@@ -240,6 +262,74 @@ func runReconcile(c *cli.Context) error {
 		case reconcile.Failed, reconcile.Refused, reconcile.Mismatch:
 			return withCode(exitError, fmt.Errorf("the last cycle: %s: %s", s.LastOutcome, s.LastError+strings.Join(s.Mismatches, "; ")))
 		}
+	}
+	return nil
+}
+
+// flagSaid names a flag for an error about its value, with its
+// environment variable when one is set: a container is configured through
+// them (docker-compose.yml's reconcile service).
+func flagSaid(c *cli.Context, name string) string {
+	for _, f := range c.Command.Flags {
+		ev, ok := f.(interface{ GetEnvVars() []string })
+		if !ok || !slices.Contains(f.Names(), name) {
+			continue
+		}
+		for _, v := range ev.GetEnvVars() {
+			if os.Getenv(v) != "" {
+				return "--" + name + " ($" + v + ")"
+			}
+		}
+	}
+	return "--" + name
+}
+
+// reconcileBackoff is --interval and --max-backoff, checked: a wait of
+// zero would spin on yagna, and a maximum below the interval would be
+// ignored.
+func reconcileBackoff(c *cli.Context) (reconcile.Backoff, error) {
+	b := reconcile.Backoff{Interval: c.Duration("interval"), Max: c.Duration("max-backoff"), Jitter: 0.2}
+	if b.Interval <= 0 {
+		return b, fmt.Errorf("%s %s: must be above 0 (how often the application is refreshed, such as 30s)", flagSaid(c, "interval"), b.Interval)
+	}
+	switch {
+	case !c.IsSet("max-backoff"):
+		b.Max = max(b.Max, b.Interval)
+	case b.Max < b.Interval:
+		return b, fmt.Errorf("--max-backoff %s: must be at least %s %s (failed repairs are retried after the interval, then twice as long each time up to it)", b.Max, flagSaid(c, "interval"), b.Interval)
+	}
+	return b, nil
+}
+
+// budgetFlags are --max-glm-per-hour and --max-glm-total: 0 (unset) leaves
+// the descriptor's budget in force; a negative or non-finite cap is a
+// typo, not "no cap".
+func budgetFlags(c *cli.Context) (reconcile.Budget, error) {
+	var b reconcile.Budget
+	for _, f := range []struct {
+		name string
+		to   *float64
+	}{{"max-glm-per-hour", &b.PerHour}, {"max-glm-total", &b.Total}} {
+		v := c.Float64(f.name)
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return b, fmt.Errorf("%s %v: must be a GLM amount of 0 or more (0: the descriptor's budget, if any)", flagSaid(c, f.name), v)
+		}
+		*f.to = v
+	}
+	return b, nil
+}
+
+// checkReconcileFlags refuses the other values that would silently mean
+// something else than what was typed.
+func checkReconcileFlags(c *cli.Context) error {
+	if g := c.Duration("grace"); g <= 0 {
+		return fmt.Errorf("--grace %s: must be above 0 (how long the actions under way may finish once stopped; a second Ctrl-C aborts them at once)", g)
+	}
+	if n := c.Int("cycles"); n < 0 {
+		return fmt.Errorf("--cycles %d: must be 0 (run until stopped) or more", n)
+	}
+	if d := c.Duration("leader-ttl"); d < 0 || (d > 0 && d < time.Second) {
+		return fmt.Errorf("%s %s: must be at least 1s (etcd leases last whole seconds), or 0 for --etcd-lock-ttl's", flagSaid(c, "leader-ttl"), d)
 	}
 	return nil
 }
