@@ -252,7 +252,10 @@ func runReconcile(c *cli.Context) error {
 		case stageExitAtOnce:
 			msg = "exiting at once"
 		}
-		note(slog.LevelWarn)(msg)
+		logger.Warn(msg)
+		if stream != nil {
+			stream.prog.Interrupt(msg)
+		}
 	})()
 	if err := r.Run(it.hard, it.soft); err != nil {
 		return withCode(exitError, err)

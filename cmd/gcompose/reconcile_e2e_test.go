@@ -1,14 +1,24 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
+	"github.com/gcompose/gcompose/internal/syncwriter"
+	"github.com/gcompose/gcompose/schemas"
 )
 
 // reconcileApp: b reads a's checksum; other depends on nothing.
@@ -30,9 +40,32 @@ resources:
     config: {path: other.txt, content: "OTHER"}
 `
 
-// reconcileEvents parses and schema-checks reconcile's JSON stream.
+// knownPhase is schemas/events.schema.json's list of the phases of v1.
+var knownPhase = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	raw, err := schemas.FS.ReadFile("events.schema.json")
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	const id = "https://gcompose.dev/schemas/events.schema.json"
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(id, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(id + "#/$defs/knownPhase")
+})
+
+// reconcileEvents parses reconcile's JSON stream and checks every line
+// against schemas/events.schema.json: an event, of a phase it lists.
 func reconcileEvents(t *testing.T, stdout string) []progress.Event {
 	t.Helper()
+	phases, err := knownPhase()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []progress.Event
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
 		if line == "" {
@@ -44,6 +77,12 @@ func reconcileEvents(t *testing.T, stdout string) []progress.Event {
 		var ev progress.Event
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatal(err)
+		}
+		if ev.Type != "event" {
+			t.Fatalf("reconcile wrote a %s, not an event: %s", ev.Type, line)
+		}
+		if err := phases.Validate(ev.Phase); err != nil {
+			t.Fatalf("event %s: its phase is not among schemas/events.schema.json's $defs/knownPhase: %v", line, err)
 		}
 		out = append(out, ev)
 	}
@@ -127,5 +166,160 @@ func TestE2EReconcileCLI(t *testing.T) {
 	}
 	if got := e.read("other.txt"); got != "omega" {
 		t.Fatalf("other.txt = %q: the change was applied", got)
+	}
+}
+
+// TestE2EReconcileRefusesBadInput: every flag and state a user can get
+// wrong is refused with the flag (or the state) named, before anything is
+// written, and the deployed application is as it was.
+func TestE2EReconcileRefusesBadInput(t *testing.T) {
+	e := newEnv(t)
+	f := e.write("app.yaml", reconcileApp)
+	before := func() string {
+		b, err := os.ReadFile(filepath.Join(e.state, e.app+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	reconcile := func(args ...string) result {
+		t.Helper()
+		return e.gc(append([]string{"reconcile", f, "--listen", ""}, args...)...)
+	}
+
+	// Nothing deployed yet.
+	r := reconcile("--cycles", "1")
+	if r.code != 1 || !strings.Contains(r.stderr, "nothing of "+e.app+" is deployed in the state "+e.state+": gcompose reconcile keeps a deployed application running and deploys nothing itself; deploy it first (gcompose deploy)") {
+		t.Fatalf("nothing deployed: exit %d\n%s", r.code, r.stderr)
+	}
+
+	e.must("deploy", f, "--yes")
+	doc := before()
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--interval", "0"}, nil, "--interval 0s: must be above 0"},
+		{[]string{"--interval", "-1s"}, nil, "--interval -1s: must be above 0"},
+		{nil, map[string]string{"GCOMPOSE_RECONCILE_INTERVAL": "0s"}, "--interval ($GCOMPOSE_RECONCILE_INTERVAL) 0s: must be above 0"},
+		{[]string{"--interval", "1m", "--max-backoff", "30s"}, nil, "--max-backoff 30s: must be at least --interval 1m0s"},
+		{[]string{"--grace", "0"}, nil, "--grace 0s: must be above 0"},
+		{[]string{"--cycles", "-1"}, nil, "--cycles -1: must be 0 (run until stopped) or more"},
+		{[]string{"--leader-ttl", "500ms"}, nil, "--leader-ttl 500ms: must be at least 1s"},
+		{[]string{"--max-glm-per-hour", "-1"}, nil, "--max-glm-per-hour -1: must be a GLM amount of 0 or more"},
+		{[]string{"--max-glm-total", "NaN"}, nil, "--max-glm-total NaN: must be a GLM amount of 0 or more"},
+		{nil, map[string]string{"GCOMPOSE_MAX_GLM_TOTAL": "-2"}, "--max-glm-total ($GCOMPOSE_MAX_GLM_TOTAL) -2: must be a GLM amount of 0 or more"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			r := reconcile(append([]string{"--cycles", "1"}, tc.args...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, want %d and %q\n%s", r.code, exitUsage, tc.want, r.stderr)
+			}
+			if strings.Contains(r.stderr, "leading") {
+				t.Fatalf("it ran before refusing:\n%s", r.stderr)
+			}
+		})
+	}
+	for _, tc := range []struct{ budget, want string }{
+		{"per_hour: -1", "budget.per_hour: must be at least 0, got -1"},
+		{`per_hour: "abc"`, "budget.per_hour: 'abc' does not match"},
+		{"total: 0", "budget.total: 0 is not a GLM amount above 0"},
+	} {
+		t.Run(tc.budget, func(t *testing.T) {
+			bad := e.write("bad.yaml", reconcileApp+"budget: {"+tc.budget+"}\n")
+			r := e.gc("reconcile", bad, "--listen", "", "--cycles", "1")
+			if r.code == 0 || !strings.Contains(r.stderr, "bad.yaml:") || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, want the file, line and %q\n%s", r.code, tc.want, r.stderr)
+			}
+		})
+	}
+	if got := before(); got != doc {
+		t.Fatal("refused runs changed the state")
+	}
+
+	// A second reconciler on one file state.
+	first := exec.Command(gcomposeBinary(t), "reconcile", f, "--listen", "", "--interval", "1s", "--state", e.state)
+	var firstErr syncwriter.Buffer
+	first.Stderr = &firstErr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = first.Process.Kill(); _ = first.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(firstErr.String(), "leading") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first reconciler does not lead:\n%s", firstErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r = reconcile("--cycles", "1")
+	if r.code != 1 || !strings.Contains(r.stderr, "another reconciler keeps "+e.app+" running on the state "+e.state+" (pid "+strconv.Itoa(first.Process.Pid)) {
+		t.Fatalf("second reconciler: exit %d\n%s", r.code, r.stderr)
+	}
+	_ = first.Process.Signal(syscall.SIGTERM)
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first reconciler, stopped: %v\n%s", err, firstErr.String())
+	}
+	// Stopped, it lets the next one lead.
+	if r := reconcile("--cycles", "1"); r.code != 0 {
+		t.Fatalf("after the first stopped: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestE2EReconcileInterruptedMidRepair: Ctrl-C while a repair's create
+// runs lets it finish, starts nothing more, says the repair was cut short
+// (not failed), exits 0; the next run finds the state as the first left it
+// and finishes the repair.
+func TestE2EReconcileInterruptedMidRepair(t *testing.T) {
+	e := newEnv(t)
+	slow := strings.Replace(reconcileApp, `config: {path: a.txt, content: "alpha"}`, `config: {path: a.txt, content: "alpha", delay_ms: 1500}`, 1)
+	f := e.write("app.yaml", slow)
+	e.must("deploy", f, "--yes")
+	if err := os.Remove(filepath.Join(e.files, "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(gcomposeBinary(t), "reconcile", f, "--listen", "", "--interval", "200ms", "--json", "--state", e.state)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncwriter.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var lines bytes.Buffer
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		lines.WriteString(sc.Text() + "\n")
+		var ev progress.Event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Phase == "action" && ev.Resource == "resources.a" {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+		}
+	}
+	err = cmd.Wait()
+	evs := reconcileEvents(t, lines.String())
+	if err != nil || strings.Join(phasesOf(evs), " ") != "leader drift repair interrupt repair-stopped leader" {
+		t.Fatalf("interrupted mid-repair: %v, phases %v\nstdout:\n%s\nstderr:\n%s", err, phasesOf(evs), lines.String(), stderr.String())
+	}
+	for _, ev := range evs {
+		if ev.Phase == "repair-stopped" && (ev.Level != progress.Warn || !strings.Contains(ev.Message, "the next leader or run finishes it") || !strings.Contains(ev.Message, "resources.b")) {
+			t.Fatalf("repair-stopped event: %+v", ev)
+		}
+	}
+	if got := e.read("a.txt"); got != "alpha" {
+		t.Fatalf("a.txt, whose create was under way: %q", got)
+	}
+	r := e.gc("reconcile", f, "--listen", "", "--cycles", "1", "--interval", "100ms", "--json")
+	if evs := reconcileEvents(t, r.stdout); r.code != 0 || strings.Join(phasesOf(evs), " ") != "leader leader" {
+		t.Fatalf("the next run: exit %d, phases %v\n%s", r.code, phasesOf(evs), r.stderr)
+	}
+	if ps := e.must("ps", "-f", f); strings.Count(ps.stdout, "Active") != 3 {
+		t.Fatalf("after the next run:\n%s", ps.stdout)
 	}
 }
