@@ -32,11 +32,15 @@ type Redactor struct {
 	byFirst  map[byte][]string // patterns by first byte, longest first
 	maxLen   int
 	patterns int
+	// structured holds the JSON texts (jsonText) of secrets that are not
+	// strings, which MaskTree masks whole: their leaves are not secrets
+	// one by one.
+	structured map[string]bool
 }
 
 // NewRedactor returns an empty redactor.
 func NewRedactor() *Redactor {
-	return &Redactor{set: map[string]bool{}, byFirst: map[byte][]string{}}
+	return &Redactor{set: map[string]bool{}, byFirst: map[byte][]string{}, structured: map[string]bool{}}
 }
 
 // Add registers secret values. Each is masked in every form it takes in
@@ -85,8 +89,28 @@ func (r *Redactor) AddValue(v any) {
 		}
 		if s, err := jsonText(x); err == nil {
 			r.Add(s)
+			r.mu.Lock()
+			r.structured[s] = true
+			r.mu.Unlock()
 		}
 	}
+}
+
+// isStructuredSecret reports whether v is a secret that is not a string.
+func (r *Redactor) isStructuredSecret(v any) bool {
+	r.mu.RLock()
+	n := len(r.structured)
+	r.mu.RUnlock()
+	if n == 0 {
+		return false
+	}
+	s, err := jsonText(v)
+	if err != nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.structured[s]
 }
 
 // quoteDepth is how many encodings deep a value is looked for: an
@@ -285,7 +309,8 @@ func (w *Writer) Flush() error {
 func (w *Writer) Unwrap() io.Writer { return w.w }
 
 // MaskTree returns a copy of a JSON-like value where every string holding a
-// secret, and every encrypted envelope, is replaced by Mask as a whole.
+// secret, every secret that is not a string (AddValue), and every
+// encrypted envelope, is replaced by Mask as a whole.
 func (r *Redactor) MaskTree(v any) any {
 	switch x := v.(type) {
 	case string:
@@ -294,7 +319,7 @@ func (r *Redactor) MaskTree(v any) any {
 		}
 		return x
 	case map[string]any:
-		if _, ok := envelope(x); ok {
+		if _, ok := envelope(x); ok || r.isStructuredSecret(x) {
 			return Mask
 		}
 		m := make(map[string]any, len(x))
@@ -303,6 +328,9 @@ func (r *Redactor) MaskTree(v any) any {
 		}
 		return m
 	case []any:
+		if r.isStructuredSecret(x) {
+			return Mask
+		}
 		l := make([]any, len(x))
 		for i, e := range x {
 			l[i] = r.MaskTree(e)

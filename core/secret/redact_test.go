@@ -277,3 +277,21 @@ func BenchmarkWriter(b *testing.B) {
 	}
 	w.Flush()
 }
+
+// A secret that is not a string (a secret field holding an object) is
+// masked whole in a tree: its leaves are not secrets one by one, so a plan
+// would otherwise show them field by field.
+func TestMaskTreeMasksAStructuredSecretWhole(t *testing.T) {
+	r := NewRedactor()
+	r.AddValue(map[string]any{"user": "app", "token": "tok-1234"})
+	r.AddValue([]any{"k1", 2.0})
+	in := map[string]any{
+		"auth":  map[string]any{"token": "tok-1234", "user": "app"},
+		"keys":  []any{"k1", 2},
+		"other": map[string]any{"user": "app"},
+	}
+	got, _ := json.Marshal(r.MaskTree(in))
+	if want := `{"auth":"(sensitive)","keys":"(sensitive)","other":{"user":"app"}}`; string(got) != want {
+		t.Errorf("MaskTree = %s, want %s", got, want)
+	}
+}
