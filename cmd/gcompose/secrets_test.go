@@ -76,3 +76,22 @@ func TestMaskPlanBeforeWrapping(t *testing.T) {
 		t.Error("maskPlan changed the plan the engine applies")
 	}
 }
+
+// A secret field holding an object shows as (sensitive) in a plan, not
+// leaf by leaf where it changes.
+func TestMaskPlanStructuredSecret(t *testing.T) {
+	c := testContext()
+	before := map[string]any{"user": "app", "token": "tok-0123456789"}
+	after := map[string]any{"user": "app", "token": "tok-9876543210"}
+	redactor(c).AddValue(before)
+	redactor(c).AddValue(after)
+	pl := &plan.Plan{Steps: []*plan.Step{{Resource: "resources.db", Op: plan.Update,
+		Before: map[string]any{"auth": before, "port": 5432}, After: map[string]any{"auth": after, "port": 5433}}}}
+	var out bytes.Buffer
+	w := redactor(c).Writer(&out)
+	maskPlan(c, pl).Render(w, plan.RenderOptions{})
+	w.Flush()
+	if strings.Contains(out.String(), "0123456789") || strings.Contains(out.String(), "9876543210") || !strings.Contains(out.String(), "/port = 5432 -> 5433") {
+		t.Errorf("the secret field in the plan:\n%s", out.String())
+	}
+}
