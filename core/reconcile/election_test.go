@@ -118,12 +118,26 @@ func TestElectionResignHandsOverAtOnce(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("b does not lead 10s after a resigned (TTL 30s)")
 	}
-	// A candidate that gives up (its context ends) leaves no key behind.
-	cctx, ccancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	// A candidate that gives up (its context ends while it waits) leaves
+	// no key behind: once the leader resigns, the next candidate leads at
+	// once, not after the quitter's 30 s lease.
+	lead, err := (&EtcdElector{Client: etcdClient(t, c), Key: key, TTL: 30 * time.Second, Holder: "l"}).Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer dcancel()
+	if term, err := (&EtcdElector{Client: etcdClient(t, c), Key: key, TTL: 30 * time.Second, Holder: "d"}).Campaign(dctx); err == nil {
+		t.Fatalf("d leads while l does: %s", term.Describe())
+	}
+	if err := lead.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 	defer ccancel()
 	termC, err := (&EtcdElector{Client: etcdClient(t, c), Key: key, TTL: 30 * time.Second, Holder: "c"}).Campaign(cctx)
 	if err != nil {
-		t.Fatalf("c campaigns alone: %v", err)
+		t.Fatalf("c does not lead after l resigned and d gave up: %v", err)
 	}
 	_ = termC.Resign(ctx)
 }

@@ -32,7 +32,8 @@ import (
 // Session is one cycle's view of the application: its descriptor as
 // loaded now and the engine that runs it (the CLI's is core/project's
 // Session). Run gets a request whose App, Desired and Outputs are the
-// intent's.
+// intent's; a session that runs the very project its intent was made from
+// (the CLI's) may run that instead.
 type Session interface {
 	Intent() *Intent
 	Run(ctx context.Context, req engine.Request) (*engine.Outcome, error)
