@@ -102,6 +102,8 @@ func (s *Server) cleanupDocker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing networks: %w", err)
 	}
+	// A VPN's macvlan network before the bridge it hangs off (see vpn).
+	sort.SliceStable(ns, func(i, j int) bool { return ns[i].Driver == "macvlan" && ns[j].Driver != "macvlan" })
 	for _, n := range ns {
 		if s.self != "" {
 			_ = s.docker.NetworkDisconnect(ctx, n.ID, s.self, true)

@@ -2,6 +2,7 @@ package devnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -21,20 +22,33 @@ import (
 
 const netPrefix = "/net-api/v1"
 
-// vpn is a Net API network, backed by an internal Docker bridge network of its own. The bridge does not
-// carry the VPN's range: real yagna lets any number of requestors (and apps) use one range, say
-// 192.168.77.0/24, at once, and Docker refuses two networks with overlapping ranges ("Pool overlaps").
-// So the bridge gets a free /24 of bridgeRange, each node's container is given its VPN address on the
-// bridge's interface when it starts (the VPN's range is then a connected route inside it, and nodes
-// reach each other on the shared link), and TCP tunnels dial a node's bridge address. When the devnet
-// runs in a container, it joins each bridge so that it can dial them.
+// vpn is a Net API network, backed by Docker networks of its own. They do not carry the VPN's range:
+// real yagna lets any number of requestors (and apps) use one range, say 192.168.77.0/24, at once, and
+// Docker refuses two networks with overlapping ranges ("Pool overlaps"). So the network the nodes join
+// gets a free /24 of bridgeRange, each node's container is given its VPN address on that network's
+// interface when it starts (the VPN's range is then a connected route inside it, and nodes reach each
+// other on the shared link), and TCP tunnels dial a node's address on that network.
+//
+// How the nodes share a link depends on where the devnet runs (createVPNNetworks). In a container (the
+// compose service, `make demo`), it is a macvlan network hung off an internal bridge of its own: what
+// nodes send each other with their VPN addresses goes from one macvlan to the other and never through
+// the Docker host's netfilter. On a bridge it would: the host filters bridged IPv4 (bridge-nf-call-
+// iptables, which Docker needs), and any other Docker network whose masqueraded range overlaps the
+// VPN's (Docker hands out 192.168.x.0/20 ranges once 172.17-31 are taken) has a MASQUERADE rule that
+// rewrites a node's connection to another node as coming from the bridge's gateway, so the connection
+// never completes — as on yagna, where VPN packets travel between the nodes' exe-units and never meet the
+// host's firewall, nothing on the host may touch them. A macvlan link needs its parent to carry a
+// port, which the devnet's own container provides by joining the bridge; it joins the macvlan network
+// too, to dial the nodes. On the Docker host there is no container to do either, so a plain bridge is
+// the link, and a VPN range that a masqueraded Docker network overlaps is logged as a warning.
 type vpn struct {
 	id, ip, mask string
 	gateway      string
 	prefix       netip.Prefix
-	bridge       netip.Prefix // the Docker network's own range, from bridgeRange
-	dockerName   string
+	bridge       netip.Prefix // the range of the Docker network the nodes join, from bridgeRange
+	dockerName   string       // that network: deploy attaches nodes to it, the tunnels dial them on it
 	dockerID     string
+	anchorID     string // in a container, the bridge the nodes' macvlan network hangs off ("" on the host)
 	addresses    []string
 	nodes        map[string][]string // node id → its addresses (yagna lets a node hold several)
 	created      time.Time
@@ -113,9 +127,9 @@ func dottedMask(bits int) string {
 // rarely use (10.199.x.y).
 var bridgeRange = netip.MustParsePrefix("10.199.0.0/16")
 
-// createBridge creates the internal Docker network behind a VPN on a free /24 of bridgeRange that does
-// not overlap the VPN's own range; Docker refuses a range in use, so it tries others.
-func (s *Server) createBridge(ctx context.Context, name string, vpnRange netip.Prefix, labels map[string]string) (string, netip.Prefix, error) {
+// createOnFreeRange creates a Docker network on a free /24 of bridgeRange that does not overlap the VPN's
+// own range; Docker refuses a range in use, so it tries others.
+func (s *Server) createOnFreeRange(ctx context.Context, name string, vpnRange netip.Prefix, opts func(netip.Prefix) network.CreateOptions) (string, netip.Prefix, error) {
 	base := bridgeRange.Addr().As4()
 	start := rand.IntN(256)
 	var lastErr error
@@ -125,15 +139,7 @@ func (s *Server) createBridge(ctx context.Context, name string, vpnRange netip.P
 		if p.Overlaps(vpnRange) {
 			continue
 		}
-		// Not Internal: Docker drops what an internal bridge forwards unless source and destination are in
-		// the bridge's own range, which VPN addresses are not. Without masquerading, and without the
-		// default route that joinVPNs deletes in each node, nothing leaves it for the outside world.
-		resp, err := s.docker.NetworkCreate(ctx, name, network.CreateOptions{
-			Driver:  "bridge",
-			IPAM:    &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
-			Options: map[string]string{"com.docker.network.bridge.enable_ip_masquerade": "false"},
-			Labels:  labels,
-		})
+		resp, err := s.docker.NetworkCreate(ctx, name, opts(p))
 		if err == nil {
 			return resp.ID, p, nil
 		}
@@ -142,7 +148,129 @@ func (s *Server) createBridge(ctx context.Context, name string, vpnRange netip.P
 			break
 		}
 	}
-	return "", netip.Prefix{}, fmt.Errorf("no free /24 in %s: %w", bridgeRange, lastErr)
+	return "", netip.Prefix{}, fmt.Errorf("creating Docker network %s: no free /24 in %s: %w", name, bridgeRange, lastErr)
+}
+
+// vpnBridgeDevice names the Linux bridge behind a VPN's anchor network, the parent of its macvlan network
+// (at most 15 characters, as every interface name).
+func vpnBridgeDevice(vpnID string) string { return "gcv" + vpnID[:12] }
+
+// createVPNNetworks creates the Docker networks behind v (see vpn) and, in a container, joins the devnet
+// to them; on failure it removes what it created.
+func (s *Server) createVPNNetworks(ctx context.Context, v *vpn, labels map[string]string) error {
+	if s.self == "" {
+		// Not Internal: Docker drops what an internal bridge forwards unless source and destination are in
+		// the bridge's own range, which VPN addresses are not. Without masquerading, and without the
+		// default route that joinVPNs deletes in each node, nothing leaves it for the outside world.
+		id, p, err := s.createOnFreeRange(ctx, v.dockerName, v.prefix, func(p netip.Prefix) network.CreateOptions {
+			return network.CreateOptions{Driver: "bridge", Labels: labels,
+				IPAM:    &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
+				Options: map[string]string{"com.docker.network.bridge.enable_ip_masquerade": "false"}}
+		})
+		if err != nil {
+			return err
+		}
+		v.dockerID, v.bridge = id, p
+		s.warnMasqueradedOverlap(ctx, v)
+		return nil
+	}
+	undo := func() { s.removeVPNNetworks(context.WithoutCancel(ctx), v) }
+	// Internal: only the devnet and the macvlan network use it, on its own range; nothing is routed.
+	dev := vpnBridgeDevice(v.id)
+	anchor, _, err := s.createOnFreeRange(ctx, v.dockerName+"-anchor", v.prefix, func(p netip.Prefix) network.CreateOptions {
+		return network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels,
+			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
+			Options: map[string]string{"com.docker.network.bridge.name": dev,
+				"com.docker.network.bridge.enable_ip_masquerade": "false"}}
+	})
+	if err != nil {
+		return err
+	}
+	v.anchorID = anchor
+	// Its port gives the bridge a carrier, without which every macvlan on it is down.
+	if err := s.joinSelf(ctx, anchor); err != nil {
+		undo()
+		return err
+	}
+	// Bridge mode: the macvlans on one parent reach each other directly. Not Internal: Docker puts
+	// internal macvlan networks on a dummy parent of their own; nothing routes out of it anyway.
+	link, p, err := s.createOnFreeRange(ctx, v.dockerName, v.prefix, func(p netip.Prefix) network.CreateOptions {
+		return network.CreateOptions{Driver: "macvlan", Labels: labels,
+			IPAM:    &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
+			Options: map[string]string{"parent": dev, "macvlan_mode": "bridge"}}
+	})
+	if err != nil {
+		undo()
+		return err
+	}
+	v.dockerID, v.bridge = link, p
+	if err := s.joinSelf(ctx, link); err != nil {
+		undo()
+		return err
+	}
+	return nil
+}
+
+// joinSelf connects the devnet's container to a VPN's network: below the container's own network in the
+// choice of its default gateway (vpnNetPrefix), by priority on engines that have one (API 1.48), by name
+// on all.
+func (s *Server) joinSelf(ctx context.Context, netID string) error {
+	if err := s.docker.NetworkConnect(ctx, netID, s.self, &network.EndpointSettings{GwPriority: -1}); err != nil {
+		return fmt.Errorf("joining the devnet container to Docker network %s: %w", netID, err)
+	}
+	return nil
+}
+
+// removeVPNNetworks disconnects every container from the Docker networks behind v and removes them, the
+// macvlan network before the bridge it hangs off.
+func (s *Server) removeVPNNetworks(ctx context.Context, v *vpn) error {
+	var errs []error
+	for _, id := range []string{v.dockerID, v.anchorID} {
+		if id == "" {
+			continue
+		}
+		if info, err := s.docker.NetworkInspect(ctx, id, network.InspectOptions{}); err == nil {
+			for cid := range info.Containers {
+				_ = s.docker.NetworkDisconnect(ctx, id, cid, true)
+			}
+		}
+		if err := s.docker.NetworkRemove(ctx, id); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("removing Docker network %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// warnMasqueradedOverlap logs the Docker networks whose masquerading would rewrite the traffic between
+// v's nodes on the host's bridge (see vpn).
+func (s *Server) warnMasqueradedOverlap(ctx context.Context, v *vpn) {
+	nets, err := s.docker.NetworkList(ctx, network.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, n := range masqueradedOverlaps(nets, v.prefix) {
+		s.log.Warn("the VPN's range overlaps a Docker network whose range the host masquerades: its nodes cannot reach each other "+
+			"while that network exists (the devnet in a container, `docker-compose up devnet`, is not affected)",
+			"net", v.id, "range", v.prefix.String(), "docker_network", n)
+	}
+}
+
+// masqueradedOverlaps names the bridge networks (with their ranges) that the host masquerades and whose
+// range overlaps vpnRange.
+func masqueradedOverlaps(nets []network.Summary, vpnRange netip.Prefix) []string {
+	var out []string
+	for _, n := range nets {
+		if n.Driver != "bridge" || n.Internal || n.Options["com.docker.network.bridge.enable_ip_masquerade"] == "false" {
+			continue
+		}
+		for _, c := range n.IPAM.Config {
+			if p, err := netip.ParsePrefix(c.Subnet); err == nil && p.Overlaps(vpnRange) {
+				out = append(out, n.Name+" ("+p.String()+")")
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
@@ -162,27 +290,15 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 	id := newID()
 	v := &vpn{id: id, ip: prefix.Addr().String(), mask: dottedMask(prefix.Bits()), gateway: body.Gateway, prefix: prefix,
 		dockerName: s.vpnPrefix + "-" + id[:12], nodes: map[string][]string{}, conns: map[*tcpConn]struct{}{}}
-	resp, bridge, err := s.createBridge(r.Context(), v.dockerName, prefix, s.labels(map[string]string{labelInstance + ".net": id}))
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "creating Docker network for %s: %v", prefix, err)
+	if err := s.createVPNNetworks(r.Context(), v, s.labels(map[string]string{labelInstance + ".net": id})); err != nil {
+		writeError(w, http.StatusInternalServerError, "creating the Docker networks for %s: %v", prefix, err)
 		return
-	}
-	v.dockerID, v.bridge = resp, bridge
-	if s.self != "" {
-		// Below the container's own network in the choice of its default gateway (vpnNetPrefix): by
-		// priority on engines that have one (API 1.48), by name on all.
-		if err := s.docker.NetworkConnect(r.Context(), resp, s.self, &network.EndpointSettings{GwPriority: -1}); err != nil {
-			_ = s.docker.NetworkDisconnect(context.Background(), resp, s.self, true)
-			_ = s.docker.NetworkRemove(context.Background(), resp)
-			writeError(w, http.StatusInternalServerError, "joining the devnet container to network %s: %v", prefix, err)
-			return
-		}
 	}
 	s.mu.Lock()
 	v.created = s.now()
 	s.networks[id] = v
 	s.mu.Unlock()
-	s.log.Info("network created", "net", id, "range", prefix.String(), "docker", v.dockerName, "bridge", bridge.String())
+	s.log.Info("network created", "net", id, "range", prefix.String(), "docker", v.dockerName, "bridge", v.bridge.String(), "macvlan", v.anchorID != "")
 	writeJSON(w, http.StatusOK, v.json())
 }
 
@@ -223,14 +339,8 @@ func (s *Server) removeNetwork(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx := r.Context()
-	if info, err := s.docker.NetworkInspect(ctx, v.dockerID, network.InspectOptions{}); err == nil {
-		for cid := range info.Containers {
-			_ = s.docker.NetworkDisconnect(ctx, v.dockerID, cid, true)
-		}
-	}
-	if err := s.docker.NetworkRemove(ctx, v.dockerID); err != nil && !errdefs.IsNotFound(err) {
-		writeError(w, http.StatusInternalServerError, "removing Docker network %s: %v", v.dockerName, err)
+	if err := s.removeVPNNetworks(r.Context(), v); err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)

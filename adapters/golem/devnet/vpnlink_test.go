@@ -1,0 +1,152 @@
+package devnet_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/internal/testimage"
+)
+
+// TestWebappBesideAMasqueradedNetwork is the examples/webapp flow on the devnet as `make demo` runs it
+// (in a container), while another Docker network has a range that overlaps the VPN's, as a busy Docker
+// host has: once 172.17-31 are taken, Docker hands out 192.168.x.0/20 ranges, and 192.168.64.0/20 holds
+// the demo's 192.168.77.0/24. The host masquerades such a network's range towards every other interface,
+// and it filters bridged IPv4 (bridge-nf-call-iptables), so on a bridge the web node's connection to the
+// db node left as coming from the bridge's gateway and never completed: web's initdb gave up after a
+// minute with "context deadline exceeded". Nodes talk over macvlan instead, which the host never sees.
+func TestWebappBesideAMasqueradedNetwork(t *testing.T) {
+	testimage.RequireDocker(t)
+	docker := testimage.Client(t)
+	ctx := ctxT(t, 8*time.Minute)
+	// A range of this test's own: the masqueraded network below breaks any other devnet's VPN on it.
+	const prefix = "10.213.41"
+	labels := testimage.Labels(t)
+	masq := "gcompose-test-masquerade-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-"))
+	if _, err := docker.NetworkCreate(ctx, masq, network.CreateOptions{Labels: labels,
+		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: prefix + ".0/24"}}}}); err != nil {
+		t.Fatalf("creating the masqueraded network %s on %s.0/24: %v", masq, prefix, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := docker.NetworkRemove(ctx, masq); err != nil {
+			t.Errorf("removing %s: %v", masq, err)
+		}
+	})
+	buildProviderImage(t, docker)
+	buildWebImage(t, docker)
+	url, _, _ := startInContainer(t, ctx, docker, fmt.Sprintf("images: {%s: gcompose/devnet-db:test, %s: gcompose/devnet-web:test}\nproviders: [{name: p, count: 2}]\n", dbHash, webHash))
+	e := &env{t: t, url: url, c: yagna.New(url, testKey), docker: docker}
+	me, err := e.c.Me(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webappFlow(ctx, t, e, me.Identity, prefix)
+}
+
+// startInContainer runs the devnet as `make demo` and the doc test do: built from ./cmd/devnet, in a
+// container on a network of its own named after the instance (as compose names it), with the engine's
+// socket, its API published on a loopback port, and configYAML (plus the test's labels) as its
+// configuration. It returns the API's URL, the instance and the container's id. When the test ends the devnet gets SIGTERM,
+// and no network of its instance may be left.
+func startInContainer(t *testing.T, ctx context.Context, docker *client.Client, configYAML string) (url, instance, id string) {
+	t.Helper()
+	image := "gcompose/devnet:test"
+	testimage.Build(t, ctx, "./cmd/devnet", image)
+	instance = "test-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-")) // sorts after "gcompose-devnet-"
+	labels := testimage.Labels(t)
+	cfg := filepath.Join(t.TempDir(), "devnet.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("labels:\n  gcompose.test: %q\n%s", labels["gcompose.test"], configYAML)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docker.NetworkCreate(ctx, instance, network.CreateOptions{Labels: labels}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = docker.NetworkRemove(ctx, instance)
+	})
+	port := nat.Port("7465/tcp")
+	c, err := docker.ContainerCreate(ctx,
+		&container.Config{Image: image, Cmd: []string{"-listen", ":7465", "-config", "/devnet.yaml"}, Labels: labels,
+			Env: []string{"YAGNA_APPKEY=" + testKey, "DEVNET_INSTANCE=" + instance}, ExposedPorts: nat.PortSet{port: {}}},
+		&container.HostConfig{NetworkMode: container.NetworkMode(instance),
+			Binds:        []string{"/var/run/docker.sock:/var/run/docker.sock", cfg + ":/devnet.yaml:ro"},
+			PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1"}}}},
+		nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// SIGTERM: the devnet removes its containers and VPN networks (leaving itself out of them) before it exits.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		timeout := 60
+		if err := docker.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &timeout}); err != nil {
+			t.Errorf("stopping the devnet: %v", err)
+		}
+		if t.Failed() {
+			if logs, err := docker.ContainerLogs(ctx, c.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true}); err == nil {
+				var out bytes.Buffer
+				_, _ = stdcopy.StdCopy(&out, &out, logs)
+				t.Logf("devnet logs:\n%s", out.String())
+			}
+		}
+		_ = docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))
+		if cs, err := docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f}); err != nil || len(cs) != 0 {
+			t.Errorf("the devnet left %d containers (err %v)", len(cs), err)
+			for _, c := range cs {
+				_ = docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+			}
+		}
+		left, err := docker.NetworkList(ctx, network.ListOptions{Filters: f})
+		for _, n := range left {
+			t.Errorf("the devnet left network %s", n.Name)
+			_ = docker.NetworkRemove(ctx, n.ID)
+		}
+		if err != nil {
+			t.Errorf("listing networks: %v", err)
+		}
+	})
+	if err := docker.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	insp, err := docker.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binds := insp.NetworkSettings.Ports[port]
+	if len(binds) == 0 {
+		t.Fatalf("port %s is not published: %+v", port, insp.NetworkSettings.Ports)
+	}
+	url = "http://127.0.0.1:" + binds[0].HostPort
+	c2 := yagna.New(url, testKey)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := c2.Me(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the devnet does not answer on %s: %v", url, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return url, instance, c.ID
+}
