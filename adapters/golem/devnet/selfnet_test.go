@@ -2,22 +2,11 @@ package devnet_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/pkg/stdcopy"
-	"github.com/docker/go-connections/nat"
 
 	"github.com/gcompose/gcompose/internal/testimage"
 )
@@ -32,71 +21,7 @@ func TestInContainerKeepsItsPort(t *testing.T) {
 	testimage.RequireDocker(t)
 	docker := testimage.Client(t)
 	ctx := ctxT(t, 5*time.Minute)
-	image := "gcompose/devnet:test"
-	testimage.Build(t, ctx, "./cmd/devnet", image)
-	instance := "test-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-")) // sorts after "gcompose-devnet-"
-	labels := testimage.Labels(t)
-
-	cfg := filepath.Join(t.TempDir(), "devnet.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("labels:\n  gcompose.test: %q\n", labels["gcompose.test"])), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := docker.NetworkCreate(ctx, instance, network.CreateOptions{Labels: labels}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = docker.NetworkRemove(ctx, instance)
-	})
-	port := nat.Port("7465/tcp")
-	c, err := docker.ContainerCreate(ctx,
-		&container.Config{Image: image, Cmd: []string{"-listen", ":7465", "-config", "/devnet.yaml"}, Labels: labels,
-			Env: []string{"YAGNA_APPKEY=" + testKey, "DEVNET_INSTANCE=" + instance}, ExposedPorts: nat.PortSet{port: {}}},
-		&container.HostConfig{NetworkMode: container.NetworkMode(instance),
-			Binds:        []string{"/var/run/docker.sock:/var/run/docker.sock", cfg + ":/devnet.yaml:ro"},
-			PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1"}}}},
-		nil, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// SIGTERM: the devnet removes its VPN networks (leaving itself out of them) before it exits.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		timeout := 60
-		if err := docker.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &timeout}); err != nil {
-			t.Errorf("stopping the devnet: %v", err)
-		}
-		if t.Failed() {
-			if logs, err := docker.ContainerLogs(ctx, c.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true}); err == nil {
-				var out bytes.Buffer
-				_, _ = stdcopy.StdCopy(&out, &out, logs)
-				t.Logf("devnet logs:\n%s", out.String())
-			}
-		}
-		_ = docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
-		left, err := docker.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))})
-		for _, n := range left {
-			t.Errorf("the devnet left network %s", n.Name)
-			_ = docker.NetworkRemove(ctx, n.ID)
-		}
-		if err != nil {
-			t.Errorf("listing networks: %v", err)
-		}
-	})
-	if err := docker.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	insp, err := docker.ContainerInspect(ctx, c.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	binds := insp.NetworkSettings.Ports[port]
-	if len(binds) == 0 {
-		t.Fatalf("port %s is not published: %+v", port, insp.NetworkSettings.Ports)
-	}
-	url := "http://127.0.0.1:" + binds[0].HostPort
+	url, instance, id := startInContainer(t, ctx, docker, "")
 
 	// One client, as an adapter has: the VPN is created on a connection already open.
 	hc := &http.Client{Timeout: 30 * time.Second}
@@ -149,13 +74,14 @@ func TestInContainerKeepsItsPort(t *testing.T) {
 			t.Fatalf("after creating VPN %d: GET /me: %d %v", i+1, code, err)
 		}
 	}
-	// The devnet's container is on its own network and on both VPNs; its own network stays first.
-	insp, err = docker.ContainerInspect(ctx, c.ID)
+	// The devnet's container is on its own network and on both networks of each VPN (vpn: the bridge that
+	// anchors the macvlan network, and that network); its own network stays first.
+	insp, err := docker.ContainerInspect(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(insp.NetworkSettings.Networks); n != 3 {
-		t.Errorf("the devnet's container is on %d networks, want its own and 2 VPNs", n)
+	if n := len(insp.NetworkSettings.Networks); n != 5 {
+		t.Errorf("the devnet's container is on %d networks, want its own and 2 for each of 2 VPNs", n)
 	}
 	for name := range insp.NetworkSettings.Networks {
 		if name != instance && name <= instance {
