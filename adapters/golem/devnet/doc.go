@@ -108,19 +108,26 @@ reads back from devnet-db across the VPN. Both have busybox (/bin/sh), e.g. for 
 
 # VPNs and the TCP tunnel
 
-A Net API network is bookkeeping (range, addresses, nodes) over a Docker bridge network of its own on a
-free /24 of 10.199.0.0/16, so any number of VPNs, of any devnet on the host, may use the same range, as on
-yagna. A node's container gets its VPN address on that bridge's interface at start, and loses its default
-route; the bridge has masquerading off, so nothing leaves it. As in yagna (core/vpn/src/network.rs),
-adding a node at an address already taken answers 200 and the holder keeps it, a node may hold several
-addresses, and removing a node removes them all; a second requestor address at a taken IP is a 409.
+A Net API network is bookkeeping (range, addresses, nodes) over a Docker network of its own on a free /24
+of 10.199.0.0/16, so any number of VPNs, of any devnet on the host, may use the same range, as on yagna. A
+node's container gets its VPN address on that network's interface at start, and loses its default route;
+nothing leaves the network. When the devnet runs in a container (the compose service) that network is a
+macvlan network on an internal bridge of the VPN's own: what nodes send each other with their VPN addresses
+then never passes the Docker host's netfilter, where another Docker network's masquerading of an
+overlapping range (Docker's 192.168.64.0/20 holds 192.168.77.0/24) would rewrite it and no connection
+between nodes would complete. On the Docker host it is a bridge with masquerading off, and a VPN range that
+a masqueraded Docker network overlaps is logged as a warning (see vpn in net.go).
+
+As in yagna (core/vpn/src/network.rs), adding a node at an address already taken answers 200 and the holder
+keeps it, a node may hold several addresses, and removing a node removes them all; a second requestor
+address at a taken IP is a 409.
 deploy with net attaches the container with exactly its nodeIp (else the first address given to addNode
 for the provider), and refuses a nodeIp that the node map gives another node: yagna routes by that map,
 so its traffic would never arrive.
 
-The tunnel dials the node's address on the bridge. When the devnet runs in a container (the compose
-service), found with -self-container (auto: the container's hostname), it joins every VPN's bridge; on
-the Docker host it reaches the bridges directly. The bridges are named so that they sort after the
+The tunnel dials the node's address on that network. When the devnet runs in a container (the compose
+service), found with -self-container (auto: the container's hostname), it joins every VPN's networks; on
+the Docker host it reaches the bridges directly. The networks are named so that they sort after the
 container's own networks: Docker gives a container's default gateway and published ports to the network
 that sorts first, and moving the port cuts every open connection to the API (selfnet.go).
 
