@@ -14,6 +14,7 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -73,6 +74,27 @@ var page = template.Must(template.New("page").Parse(`<!doctype html>
 </body></html>
 `))
 
+// initDB stores the greeting, trying again for up to patience, as a payload on Golem must: what runs
+// first only waits for the database's init commands to have run (dapp-runner's depends_on waits for the
+// service to be running, dapp_runner/runner/runner.py _start_service), not for the database to answer,
+// and yagna tells the database's node of this one without waiting for it (core/vpn/src/network.rs,
+// Handler<AddNode> spawns VpnControl::AddNodes), so the first packets may go unanswered.
+func initDB(d db, greeting string, patience time.Duration) error {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := d.put(ctx, "greeting", greeting)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Since(start) >= patience {
+			return fmt.Errorf("the database at %s did not take the greeting in %s (%d attempts); the last: %w", d.base, time.Since(start).Round(time.Second), attempt, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func main() {
 	addr := flag.String("db-address", "", "database node IP")
 	port := flag.Int("db-port", 4001, "database port")
@@ -83,20 +105,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: devnet-web --db-address IP [--db-port 4001] [--listen :80] initdb|run")
 		os.Exit(2)
 	}
-	d := db{base: fmt.Sprintf("http://%s:%d", *addr, *port), hc: &http.Client{Timeout: 10 * time.Second}}
+	// A connection that gets no answer fails on its own (dial tcp ...: i/o timeout), so that initdb reports
+	// why it gave up rather than its own deadline.
+	transport := &http.Transport{DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
+	d := db{base: fmt.Sprintf("http://%s:%d", *addr, *port), hc: &http.Client{Transport: transport, Timeout: 10 * time.Second}}
 	host, _ := os.Hostname()
 	switch flag.Arg(0) {
 	case "initdb":
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		var err error
-		for ctx.Err() == nil { // the database may still be starting
-			if err = d.put(ctx, "greeting", "Hello from "+host+" through the devnet VPN"); err == nil {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		if err != nil {
+		if err := initDB(d, "Hello from "+host+" through the devnet VPN", time.Minute); err != nil {
 			fmt.Fprintln(os.Stderr, "initdb:", err)
 			os.Exit(1)
 		}
