@@ -1,8 +1,8 @@
 #!/bin/sh
 # `make demo`: start the devnet (docker-compose service devnet, 127.0.0.1:${GCOMPOSE_DEVNET_PORT:-7465}), deploy examples/webapp on
 # it (the deploy ends with the app's outputs: its URL and the database's VPN address), and fetch the URL. Images must be built (make images).
-# Remove everything afterwards with:
-#   YAGNA_API_URL=http://127.0.0.1:7465 YAGNA_APPKEY=devnet-appkey bin/gcompose destroy -f examples/webapp/webapp.yaml --yes
+# It ends with how to remove everything: the app (gcompose destroy), then the devnet (docker-compose down:
+# the devnet removes every container and network it made when it stops, and compose removes its network).
 set -eu
 cd "$(dirname "$0")/../.."
 : "${YAGNA_APPKEY:=devnet-appkey}"
@@ -30,4 +30,12 @@ echo
 echo "== the web service is at $url"
 curl -fsS "$url"
 echo
-echo "== remove it all with: YAGNA_API_URL=$YAGNA_API_URL YAGNA_APPKEY=... $GCOMPOSE destroy -f $DESCRIPTOR --yes"
+# The devnet's own key is printed as it is; a key of yours is not.
+key='"$YAGNA_APPKEY"'
+if [ "$YAGNA_APPKEY" = devnet-appkey ]; then key=devnet-appkey; fi
+# docker-compose must be told the same project as above when it is not the one .env pins.
+compose=
+if [ -n "${COMPOSE_PROJECT_NAME:-}" ]; then compose="COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME "; fi
+echo "== remove it all with:"
+echo "   YAGNA_API_URL=$YAGNA_API_URL YAGNA_APPKEY=$key $GCOMPOSE destroy -f $DESCRIPTOR --yes"
+echo "   ${compose}docker-compose down"
