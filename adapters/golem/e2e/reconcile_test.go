@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
 	"github.com/gcompose/gcompose/adapters/golem/tag"
 	"github.com/gcompose/gcompose/core/state"
@@ -25,6 +29,7 @@ import (
 	"github.com/gcompose/gcompose/core/state/etcd/etcdtest"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
+	"github.com/gcompose/gcompose/schemas"
 )
 
 // The reconciler's timings in these tests: short, so that they stay a
@@ -53,6 +58,53 @@ type recEvent struct {
 	seen       time.Time // when the test read it
 }
 
+// streamSchemas are schemas/events.schema.json's event and its list of
+// the phases of v1.
+var streamSchemas = sync.OnceValues(func() ([2]*jsonschema.Schema, error) {
+	var out [2]*jsonschema.Schema
+	raw, err := schemas.FS.ReadFile("events.schema.json")
+	if err != nil {
+		return out, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return out, err
+	}
+	const id = "https://gcompose.dev/schemas/events.schema.json"
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource(id, doc); err != nil {
+		return out, err
+	}
+	for i, def := range []string{"event", "knownPhase"} {
+		if out[i], err = c.Compile(id + "#/$defs/" + def); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+})
+
+// checkEvent says what is wrong with a line of the stream: not an event of
+// the events schema, or of a phase it does not list ("" when right).
+func checkEvent(line string) string {
+	sch, err := streamSchemas()
+	if err != nil {
+		return err.Error()
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+	if err != nil {
+		return err.Error()
+	}
+	if err := sch[0].Validate(v); err != nil {
+		return err.Error()
+	}
+	phase, _ := v.(map[string]any)["phase"]
+	if err := sch[1].Validate(phase); err != nil {
+		return "a phase schemas/events.schema.json does not list: " + err.Error()
+	}
+	return ""
+}
+
 // eventLog collects a reconciler's event stream as it comes.
 type eventLog struct {
 	mu     sync.Mutex
@@ -70,8 +122,10 @@ func (l *eventLog) feed(r io.Reader) {
 		line := sc.Text()
 		l.mu.Lock()
 		var ev recEvent
-		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.V != 1 || ev.Type != "event" || ev.Phase == "" || ev.Time.IsZero() {
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			l.bad = append(l.bad, line)
+		} else if why := checkEvent(line); why != "" {
+			l.bad = append(l.bad, line+" ("+why+")")
 		} else {
 			ev.seen = time.Now()
 			l.events = append(l.events, ev)
@@ -103,6 +157,17 @@ func (l *eventLog) waitFor(t *testing.T, from int, timeout time.Duration, what s
 		case <-deadline:
 			t.Fatalf("no %s within %s; events:\n%s", what, timeout, l.dump())
 		}
+	}
+}
+
+// checkStream fails the test for every line of the stream that was not an
+// event of the events schema.
+func (l *eventLog) checkStream(t *testing.T, name string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.bad {
+		t.Errorf("reconciler %s wrote a line that is not an event of schemas/events.schema.json: %s", name, line)
 	}
 }
 
@@ -192,6 +257,7 @@ func (e *env) startReconciler(ctx context.Context, name, desc string, extra ...s
 		case <-time.After(30 * time.Second):
 			r.kill()
 		}
+		r.events.checkStream(e.t, name)
 		if e.t.Failed() {
 			e.t.Logf("reconciler %s log:\n%s", name, r.logs.String())
 		}
@@ -348,6 +414,103 @@ func (e *env) agreementsOf(ctx context.Context) int {
 	return len(list)
 }
 
+// otherDB is a second application: a db alone, on a VPN of its own.
+const otherDB = `meta:
+  name: other
+payloads:
+  db-server:
+    runtime: vm
+    capabilities: [vpn]
+    params:
+      image_hash: "31f814403334f67b62dc243ef54431551d376744d40eed7ae86f8408"
+      offer_window: "1s"
+networks:
+  default:
+    ip: "192.168.78.1/24"
+services:
+  db-service:
+    payload: db-server
+    network: default
+    init:
+      - run:
+          args: ["/bin/sh", "-c", "/devnet-db -listen :4001 > /tmp/db.out 2> /tmp/db.err &"]
+`
+
+// otherApp deploys otherDB as another application on the same devnet
+// (its own name, state and allocation), destroyed when the test ends.
+func (e *env) otherApp(ctx context.Context) *env {
+	e.t.Helper()
+	o := *e
+	o.app, o.dir = e.app+"-other", e.t.TempDir()
+	o.state = filepath.Join(o.dir, "state")
+	desc := filepath.Join(o.dir, "other.yaml")
+	if err := os.WriteFile(desc, []byte(otherDB), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	o.must(ctx, "deploy", "-f", desc, "--yes")
+	e.t.Cleanup(func() {
+		if out, err := o.gcompose(context.Background(), "destroy", "-f", desc, "--yes"); err != nil {
+			e.t.Errorf("destroying the other app: %v\n%s", err, out)
+		}
+		o.removeApp(context.Background())
+	})
+	return &o
+}
+
+// allocationSpent is what yagna charged to the app's allocation: the sum
+// of what its payments keeper accepted, as the devnet counts it.
+func allocationSpent(t *testing.T, ctx context.Context, e *env, doc *state.Document) float64 {
+	t.Helper()
+	a, err := e.yc.GetAllocation(ctx, identity(t, doc, pay, "allocation_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := strconv.ParseFloat(a.SpentAmount, 64)
+	if err != nil {
+		t.Fatalf("allocation %s spent %q: %v", a.AllocationID, a.SpentAmount, err)
+	}
+	return f
+}
+
+// costReport is gcompose cost --json.
+type costReport struct {
+	Resources []struct {
+		Resource   string  `json:"resource"`
+		Agreements int     `json:"agreements"`
+		Accepted   float64 `json:"accepted"`
+	} `json:"resources"`
+	Total struct {
+		Accepted float64 `json:"accepted"`
+		Due      float64 `json:"due"`
+	} `json:"total"`
+}
+
+func (e *env) cost(ctx context.Context) costReport {
+	e.t.Helper()
+	cmd := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state, "--json")
+	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
+	out, err := cmd.Output()
+	if err != nil {
+		e.t.Fatalf("gcompose cost: %v\n%s", err, out)
+	}
+	var rep costReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		e.t.Fatalf("gcompose cost --json: %v\n%s", err, out)
+	}
+	return rep
+}
+
+// vpnNodes are the nodes of a service's VPN (node id -> address), for a
+// failure's report.
+func (e *env) vpnNodes(ctx context.Context, doc *state.Document, service string) string {
+	id, _ := doc.Resources[service].Identity["network_id"].(string)
+	nodes, err := e.yc.Nodes(ctx, id)
+	if err != nil {
+		return fmt.Sprintf("VPN %q: %v", id, err)
+	}
+	return fmt.Sprintf("VPN %s: %+v", id, nodes)
+}
+
 // composeReconciler runs the reconcile service of docker-compose.yml (the
 // gcompose image built from this tree) in the workspace e.dir.
 func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
@@ -412,6 +575,7 @@ func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
 	}
 	go func() { r.events.feed(out); _ = logs.Wait() }()
 	t.Cleanup(func() {
+		r.events.checkStream(t, "compose")
 		if t.Failed() {
 			t.Logf("compose reconciler log:\n%s", r.logs.String())
 		}
@@ -434,7 +598,8 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 	}
 	// A killed provider stays dead, and one that failed the db is not
 	// rented for it again: one more per try, besides web's and a spare.
-	e := start(t, devnet.Config{Providers: reconcileProviders(tries + 3)})
+	// Two more for another application on the same yagna.
+	e := start(t, devnet.Config{Providers: reconcileProviders(tries + 5)})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	st := e.etcdState(t)
@@ -445,7 +610,25 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 	if !pageUp(ctx, url) {
 		t.Fatal("the page does not answer after the deploy")
 	}
+	// The other application spends too: its provider is shut down and
+	// sends its invoice, which the other app's keeper accepts. None of it
+	// may count as this application's.
+	other := e.otherApp(ctx)
+	otherStore, err := state.NewFileStore(other.state, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherDoc := docOf(t, ctx, otherStore, other.app)
+	e.killProvider(ctx, identity(t, otherDoc, db, "provider_id"))
+	otherSpent := 0.0
+	for deadline := time.Now().Add(time.Minute); otherSpent == 0; otherSpent = allocationSpent(t, ctx, other, otherDoc) {
+		if time.Now().After(deadline) {
+			t.Fatal("the other application spent nothing within a minute of its provider's shutdown")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 
+	firstAgreement := identity(t, doc, db, "agreement_id")
 	r := e.composeReconciler(ctx, desc)
 	r.waitHealth(ctx, true, time.Minute)
 	var took []time.Duration
@@ -469,7 +652,9 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 				break
 			}
 			if time.Since(killed) > 3*time.Minute {
-				t.Fatalf("try %d: the page does not answer 3 minutes after the kill; events:\n%s", i, r.events.dump())
+				doc := docOf(t, ctx, st, e.app)
+				t.Fatalf("try %d: the page does not answer 3 minutes after the kill\ndevnet: %+v\n%s\ndb: %+v\nweb: %+v\nevents:\n%s",
+					i, e.summary(ctx), e.vpnNodes(ctx, doc, db), doc.Resources[db], doc.Resources[web], r.events.dump())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -530,45 +715,43 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 	if s := m["gcompose_reconcile_time_to_repair_seconds_sum"]; s <= 0 || s > float64(tries)*180 {
 		t.Errorf("time_to_repair sum %v s for %d repairs", s, tries)
 	}
-	spent, spentDB := m["gcompose_reconcile_glm_spent_total"], m[`gcompose_reconcile_glm_spent{resource="`+db+`"}`]
-	// The killed providers' invoices are accepted at once; web's debit notes
-	// come every devnet interval.
-	if _, ok := m[`gcompose_reconcile_glm_spent{resource="`+web+`"}`]; spent <= 0 || spentDB <= 0 || !ok {
-		t.Fatalf("GLM spent: total %v, db %v; metrics:\n%v", spent, spentDB, m)
+	// GLM spent: the metrics and gcompose cost count this application's
+	// agreements, all of them (the db's history in the state), and only
+	// them: they agree with what the devnet charged to its allocation, and
+	// the other application's spending is not in it. The killed providers'
+	// invoices are accepted by the keeper a moment after each kill, and web's
+	// debit notes come every devnet interval: compared once they agree.
+	doc = docOf(t, ctx, st, e.app)
+	if h, _ := doc.Resources[db].Identity["agreements"].([]any); len(h) != tries+1 || h[0] != firstAgreement || h[tries] != identity(t, doc, db, "agreement_id") {
+		t.Fatalf("db's agreement history %v: want the first (%s), one per repair, the current last", h, firstAgreement)
 	}
-	cost := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state, "--json")
-	cost.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
-	outb, err := cost.CombinedOutput()
-	out := string(outb)
-	if err != nil {
-		t.Fatalf("gcompose cost: %v\n%s", err, out)
+	var spent, charged float64
+	var rep costReport
+	for deadline := time.Now().Add(time.Minute); ; {
+		m = r.metrics(ctx)
+		spent = m["gcompose_reconcile_glm_spent_total"]
+		rep = e.cost(ctx)
+		charged = allocationSpent(t, ctx, e, doc)
+		if charged > 0 && math.Abs(spent-charged) < 1e-9 && math.Abs(rep.Total.Accepted-charged) < 1e-9 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GLM spent: metrics %v, gcompose cost %v (%+v), the devnet charged the allocation %v (the other application %v)",
+				spent, rep.Total.Accepted, rep, charged, otherSpent)
+		}
+		time.Sleep(time.Second)
 	}
-	var rep struct {
-		Resources []struct {
-			Resource   string  `json:"resource"`
-			Agreements int     `json:"agreements"`
-			Accepted   float64 `json:"accepted"`
-		} `json:"resources"`
-		Total struct {
-			Accepted float64 `json:"accepted"`
-		} `json:"total"`
-	}
-	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &rep); err != nil {
-		t.Fatalf("cost --json: %v\n%s", err, out)
-	}
-	// Spending only grows: the report, read after the scrape, holds at least
-	// what the metrics had.
-	if rep.Total.Accepted < spent {
-		t.Fatalf("gcompose cost says %v GLM accepted, the metrics %v before it", rep.Total.Accepted, spent)
+	if _, ok := m[`gcompose_reconcile_glm_spent{resource="`+web+`"}`]; !ok || m[`gcompose_reconcile_glm_spent{resource="`+db+`"}`] <= 0 {
+		t.Fatalf("GLM spent by resource: %v", m)
 	}
 	for _, row := range rep.Resources {
 		if row.Resource == db && row.Agreements != tries+1 {
 			t.Fatalf("cost: db has %d agreements, want %d (the first and one per repair)", row.Agreements, tries+1)
 		}
 	}
-	t.Logf("GLM spent: metrics %v (db %v), gcompose cost %v", spent, spentDB, rep.Total.Accepted)
+	t.Logf("GLM spent: %v (metrics, gcompose cost and the allocation agree); the other application on the same yagna: %v", spent, otherSpent)
 	table := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state)
-	table.Env = cost.Env
+	table.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	if out, err := table.CombinedOutput(); err != nil || !strings.Contains(string(out), "RESOURCE") || !strings.Contains(string(out), db) {
 		t.Fatalf("gcompose cost: %v\n%s", err, out)
 	} else {
@@ -576,9 +759,6 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 	}
 	if s := e.summary(ctx); s.Agreements != 2 || s.PendingAgreements != 0 {
 		t.Fatalf("devnet after %d repairs: %+v, want 2 agreements (db and web)", tries, s)
-	}
-	if r.events.bad != nil {
-		t.Fatalf("lines of the event stream that are not events: %q", r.events.bad)
 	}
 }
 
@@ -638,8 +818,8 @@ func TestReconcileLeaderKilledMidRepair(t *testing.T) {
 		if time.Now().After(deadline) {
 			body, err := get(ctx, url)
 			doc := docOf(t, ctx, st, e.app)
-			t.Fatalf("the page does not answer after b's repair: %v %s\ndevnet: %+v\ndb: %+v\nweb: %+v\na's events:\n%s\nb's events:\n%s",
-				err, body, e.summary(ctx), doc.Resources[db], doc.Resources[web], a.events.dump(), b.events.dump())
+			t.Fatalf("the page does not answer after b's repair: %v %s\ndevnet: %+v\n%s\ndb: %+v\nweb: %+v\na's events:\n%s\nb's events:\n%s",
+				err, body, e.summary(ctx), e.vpnNodes(ctx, doc, db), doc.Resources[db], doc.Resources[web], a.events.dump(), b.events.dump())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
