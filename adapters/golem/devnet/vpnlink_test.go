@@ -32,13 +32,21 @@ func TestWebappBesideAMasqueradedNetwork(t *testing.T) {
 	testimage.RequireDocker(t)
 	docker := testimage.Client(t)
 	ctx := ctxT(t, 8*time.Minute)
-	// A range of this test's own: the masqueraded network below breaks any other devnet's VPN on it.
-	const prefix = "10.213.41"
+	// A range of this test's own (the masqueraded network breaks any host-run devnet's VPN on it), the
+	// first of 10.213.41-60 that no other Docker network holds.
 	labels := testimage.Labels(t)
 	masq := "gcompose-test-masquerade-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-"))
-	if _, err := docker.NetworkCreate(ctx, masq, network.CreateOptions{Labels: labels,
-		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: prefix + ".0/24"}}}}); err != nil {
-		t.Fatalf("creating the masqueraded network %s on %s.0/24: %v", masq, prefix, err)
+	var prefix string
+	for i := 41; prefix == "" && i <= 60; i++ {
+		p := fmt.Sprintf("10.213.%d", i)
+		_, err := docker.NetworkCreate(ctx, masq, network.CreateOptions{Labels: labels,
+			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: p + ".0/24"}}}})
+		switch {
+		case err == nil:
+			prefix = p
+		case !strings.Contains(err.Error(), "overlaps") || i == 60:
+			t.Fatalf("creating the masqueraded network %s on %s.0/24: %v", masq, p, err)
+		}
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
