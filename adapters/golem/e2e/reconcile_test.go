@@ -762,34 +762,42 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 	}
 }
 
+// leaderMidRepair deploys examples/webapp with its state in etcd, starts
+// two reconcilers, a leading and b standing by, shuts down the db's
+// provider, and returns once a's create of the db has made and recorded a
+// new agreement: in the middle of a's repair. doc is the state before the
+// kill; next is the index of a's events after that record.
+func leaderMidRepair(t *testing.T, ctx context.Context) (e *env, st state.Store, doc *state.Document, a, b *reconciler, next int) {
+	t.Helper()
+	e = start(t, devnet.Config{Providers: reconcileProviders(5)})
+	st = e.etcdState(t)
+	desc := e.webappWith("")
+	e.must(ctx, "deploy", "-f", desc, "--yes", "--etcd-lock-ttl", recTTL.String())
+	doc = docOf(t, ctx, st, e.app)
+	a = e.startReconciler(ctx, "a", desc)
+	a.waitHealth(ctx, true, time.Minute)
+	b = e.startReconciler(ctx, "b", desc)
+	b.waitHealth(ctx, false, time.Minute)
+
+	e.killProvider(ctx, identity(t, doc, db, "provider_id"))
+	_, next = a.events.waitFor(t, 0, 2*time.Minute, "a's create of db", func(ev recEvent) bool {
+		return ev.Phase == "action" && ev.Resource == db && strings.HasPrefix(ev.Message, "create")
+	})
+	_, next = a.events.waitFor(t, next, time.Minute, "a's create of db recording an agreement", func(ev recEvent) bool {
+		return ev.Phase == "identity" && ev.Resource == db && strings.Contains(ev.Message, "agreement_id")
+	})
+	return e, st, doc, a, b, next
+}
+
 // TestReconcileLeaderKilledMidRepair: two reconcilers on one etcd state;
 // the leader is killed (SIGKILL) after the db's replacement agreement was
 // made and recorded; the other leads within the lease's TTL, finishes the
 // repair, and nothing is rented twice.
 func TestReconcileLeaderKilledMidRepair(t *testing.T) {
-	e := start(t, devnet.Config{Providers: reconcileProviders(5)})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	st := e.etcdState(t)
-	desc := e.webappWith("")
-	e.must(ctx, "deploy", "-f", desc, "--yes", "--etcd-lock-ttl", recTTL.String())
-	doc := docOf(t, ctx, st, e.app)
-	url := identity(t, doc, proxy, "url")
-
-	a := e.startReconciler(ctx, "a", desc)
-	a.waitHealth(ctx, true, time.Minute)
-	b := e.startReconciler(ctx, "b", desc)
-	b.waitHealth(ctx, false, time.Minute)
-
-	oldProvider := identity(t, doc, db, "provider_id")
-	e.killProvider(ctx, oldProvider)
-	// Mid-repair: a's create of db has made and recorded a new agreement.
-	_, n := a.events.waitFor(t, 0, 2*time.Minute, "a's create of db", func(ev recEvent) bool {
-		return ev.Phase == "action" && ev.Resource == db && strings.HasPrefix(ev.Message, "create")
-	})
-	_, _ = a.events.waitFor(t, n, time.Minute, "a's create of db recording an agreement", func(ev recEvent) bool {
-		return ev.Phase == "identity" && ev.Resource == db && strings.Contains(ev.Message, "agreement_id")
-	})
+	e, st, doc, a, b, _ := leaderMidRepair(t, ctx)
+	url, oldProvider := identity(t, doc, proxy, "url"), identity(t, doc, db, "provider_id")
 	killed := time.Now()
 	a.kill()
 
@@ -905,25 +913,9 @@ func TestReconcilePausedLeaderIsFenced(t *testing.T) {
 	if os.Getenv("GCOMPOSE_RECONCILE_TRIES") == "" {
 		t.Skip("make reconcile-sweep runs it (GCOMPOSE_RECONCILE_TRIES set)")
 	}
-	e := start(t, devnet.Config{Providers: reconcileProviders(5)})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	st := e.etcdState(t)
-	desc := e.webappWith("")
-	e.must(ctx, "deploy", "-f", desc, "--yes", "--etcd-lock-ttl", recTTL.String())
-	doc := docOf(t, ctx, st, e.app)
-	a := e.startReconciler(ctx, "a", desc)
-	a.waitHealth(ctx, true, time.Minute)
-	b := e.startReconciler(ctx, "b", desc)
-	b.waitHealth(ctx, false, time.Minute)
-
-	e.killProvider(ctx, identity(t, doc, db, "provider_id"))
-	_, n := a.events.waitFor(t, 0, 2*time.Minute, "a's create of db", func(ev recEvent) bool {
-		return ev.Phase == "action" && ev.Resource == db && strings.HasPrefix(ev.Message, "create")
-	})
-	_, n = a.events.waitFor(t, n, time.Minute, "a's create of db recording an agreement", func(ev recEvent) bool {
-		return ev.Phase == "identity" && ev.Resource == db && strings.Contains(ev.Message, "agreement_id")
-	})
+	e, st, _, a, b, n := leaderMidRepair(t, ctx)
 	a.pause(true)
 	_, _ = b.events.waitFor(t, 0, 3*time.Minute, "b's repair done", phase("repaired"))
 	after := docOf(t, ctx, st, e.app)
