@@ -174,7 +174,7 @@ func (s *Server) createVPNNetworks(ctx context.Context, v *vpn, labels map[strin
 		s.warnMasqueradedOverlap(ctx, v)
 		return nil
 	}
-	undo := func() { s.removeVPNNetworks(context.WithoutCancel(ctx), v) }
+	undo := func() { _ = s.removeVPNNetworks(context.WithoutCancel(ctx), v) }
 	// Internal: only the devnet and the macvlan network use it, on its own range; nothing is routed.
 	dev := vpnBridgeDevice(v.id)
 	anchor, _, err := s.createOnFreeRange(ctx, v.dockerName+"-anchor", v.prefix, func(p netip.Prefix) network.CreateOptions {
