@@ -511,6 +511,25 @@ func (e *env) vpnNodes(ctx context.Context, doc *state.Document, service string)
 	return fmt.Sprintf("VPN %s: %+v", id, nodes)
 }
 
+// inside is what the payloads of db and web say from inside their
+// containers (their logs, addresses, routes and neighbours), for a
+// failure's report: whether web reaches db across the VPN.
+func (e *env) inside(ctx context.Context, doc *state.Document) string {
+	var b strings.Builder
+	for _, svc := range []string{db, web} {
+		act, _ := doc.Resources[svc].Identity["activity_id"].(string)
+		ids := testimage.ContainersLabelled(e.t, ctx, "gcompose.devnet.activity", act)
+		if len(ids) != 1 {
+			fmt.Fprintf(&b, "%s: activity %q has %d containers\n", svc, act, len(ids))
+			continue
+		}
+		out, err := exec.CommandContext(ctx, "docker", "exec", ids[0], "/bin/sh", "-c",
+			"for f in /tmp/*.out /tmp/*.err; do echo \"== $f\"; tail -c 2000 $f; done; echo == ip; ip addr; ip route; ip neigh").CombinedOutput()
+		fmt.Fprintf(&b, "%s (container %.12s, activity %s): %v\n%s\n", svc, ids[0], act, err, out)
+	}
+	return b.String()
+}
+
 // composeReconciler runs the reconcile service of docker-compose.yml (the
 // gcompose image built from this tree) in the workspace e.dir.
 func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
@@ -653,8 +672,9 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 			}
 			if time.Since(killed) > 3*time.Minute {
 				doc := docOf(t, ctx, st, e.app)
-				t.Fatalf("try %d: the page does not answer 3 minutes after the kill\ndevnet: %+v\n%s\ndb: %+v\nweb: %+v\nevents:\n%s",
-					i, e.summary(ctx), e.vpnNodes(ctx, doc, db), doc.Resources[db], doc.Resources[web], r.events.dump())
+				body, err := get(ctx, url)
+				t.Fatalf("try %d: the page does not answer 3 minutes after the kill: %v %s\ndevnet: %+v\n%s\n%s\ndb: %+v\nweb: %+v\nevents:\n%s",
+					i, err, body, e.summary(ctx), e.vpnNodes(ctx, doc, db), e.inside(ctx, doc), doc.Resources[db], doc.Resources[web], r.events.dump())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -826,8 +846,8 @@ func TestReconcileLeaderKilledMidRepair(t *testing.T) {
 		if time.Now().After(deadline) {
 			body, err := get(ctx, url)
 			doc := docOf(t, ctx, st, e.app)
-			t.Fatalf("the page does not answer after b's repair: %v %s\ndevnet: %+v\n%s\ndb: %+v\nweb: %+v\na's events:\n%s\nb's events:\n%s",
-				err, body, e.summary(ctx), e.vpnNodes(ctx, doc, db), doc.Resources[db], doc.Resources[web], a.events.dump(), b.events.dump())
+			t.Fatalf("the page does not answer after b's repair: %v %s\ndevnet: %+v\n%s\n%s\ndb: %+v\nweb: %+v\na's events:\n%s\nb's events:\n%s",
+				err, body, e.summary(ctx), e.vpnNodes(ctx, doc, db), e.inside(ctx, doc), doc.Resources[db], doc.Resources[web], a.events.dump(), b.events.dump())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
