@@ -35,18 +35,21 @@ type activity struct {
 	batches         map[string]*batch
 	nets            map[string]string // VPN id → node IP
 	vpnAddrs        []vpnAddr         // what start puts on the container's interfaces
-	bridgeIPs       map[string]string // VPN id → the container's address on the VPN's Docker bridge, once started
+	anchorIPs       map[string]string // VPN id → the container's address on the VPN's anchor network (tunnels dial it), once started
 	execMu          sync.Mutex        // one batch at a time
 	ctx             context.Context
 	cancel          context.CancelFunc
 }
 
-// vpnAddr is a VPN address a node's container takes on its interface to that VPN's Docker bridge.
-type vpnAddr struct{ vpnID, netName, cidr string }
+// vpnAddr is a VPN address a node's container takes on its interface to that VPN's macvlan network (see vpn).
+type vpnAddr struct{ vpnID, linkName, anchorName, cidr string }
 
-// joinVPNs gives the started container its VPN addresses, each on the interface that carries the
-// VPN's Docker bridge (found by the container's bridge address), and records the bridge addresses,
-// which TCP tunnels dial.
+// joinVPNScript puts the VPN address $2 on the interface that holds address $1 (the container's address on
+// the VPN's macvlan network) and deletes the default route: nothing leaves the VPN.
+const joinVPNScript = `set -e; dev=$(ip -o -4 addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2 } }'); [ -n "$dev" ]; ip addr add "$2" dev "$dev"; ip route del default 2>/dev/null || true`
+
+// joinVPNs gives the started container its VPN addresses, each on its interface to the VPN's macvlan
+// network, and records its addresses on the VPNs' anchor networks, which TCP tunnels dial.
 func (s *Server) joinVPNs(act *activity) error {
 	s.mu.Lock()
 	addrs := slices.Clone(act.vpnAddrs)
@@ -58,21 +61,28 @@ func (s *Server) joinVPNs(act *activity) error {
 	if err != nil {
 		return fmt.Errorf("inspecting the container: %w", err)
 	}
-	bridgeIPs := map[string]string{}
-	for _, a := range addrs {
-		ep := insp.NetworkSettings.Networks[a.netName]
-		if ep == nil || ep.IPAddress == "" {
-			return fmt.Errorf("the container has no address on network %s", a.netName)
+	address := func(netName string) (string, error) {
+		if ep := insp.NetworkSettings.Networks[netName]; ep != nil && ep.IPAddress != "" {
+			return ep.IPAddress, nil
 		}
-		script := `set -e; dev=$(ip -o -4 addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2 } }'); [ -n "$dev" ]; ip addr add "$2" dev "$dev"; ip route del default 2>/dev/null || true`
-		so, se, code, err := s.execIn(act.ctx, act.containerID, []string{"/bin/sh", "-c", script, "join-vpn", ep.IPAddress, a.cidr})
+		return "", fmt.Errorf("the container has no address on Docker network %s", netName)
+	}
+	anchorIPs := map[string]string{}
+	for _, a := range addrs {
+		linkIP, err := address(a.linkName)
+		if err != nil {
+			return err
+		}
+		if anchorIPs[a.vpnID], err = address(a.anchorName); err != nil {
+			return err
+		}
+		so, se, code, err := s.execIn(act.ctx, act.containerID, []string{"/bin/sh", "-c", joinVPNScript, "join-vpn", linkIP, a.cidr})
 		if err != nil || code != 0 {
 			return fmt.Errorf("giving the container VPN address %s on network %s: exit %d, %v %s%s", a.cidr, a.vpnID, code, err, so, se)
 		}
-		bridgeIPs[a.vpnID] = ep.IPAddress
 	}
 	s.mu.Lock()
-	act.bridgeIPs = bridgeIPs
+	act.anchorIPs = anchorIPs
 	s.mu.Unlock()
 	return nil
 }
@@ -524,8 +534,8 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	relax := s.cfg.Relax.Capabilities
 	tp := taskPackageOf(a.demandProps, relax || slices.Contains(caps, "manifest-support"))
 	type attach struct {
-		netName, ip, vpnID string
-		bits               int
+		linkName, anchorName, ip, vpnID string
+		bits                            int
 	}
 	var attaches []attach
 	// The exe-unit starts the VPN endpoint only when the offer lists the vpn capability
@@ -559,7 +569,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 			s.mu.Unlock()
 			return fmt.Errorf("deploy: node IP %s is held by %s in network %s's node map: its traffic would go there, not to this provider", addr, who, v.id)
 		}
-		attaches = append(attaches, attach{netName: v.dockerName, ip: addr.String(), vpnID: v.id, bits: v.prefix.Bits()})
+		attaches = append(attaches, attach{linkName: v.linkName, anchorName: v.anchorName, ip: addr.String(), vpnID: v.id, bits: v.prefix.Bits()})
 	}
 	name := fmt.Sprintf("gcompose-devnet-%s-%s", s.cfg.Instance, act.id[:12])
 	labels := s.labels(map[string]string{labelInstance + ".activity": act.id, labelInstance + ".agreement": a.id, labelInstance + ".provider": a.provider.name})
@@ -594,13 +604,23 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	}
 	hc := &container.HostConfig{NetworkMode: "none", ExtraHosts: extraHosts}
 	nc := &network.NetworkingConfig{}
-	if len(attaches) > 0 {
-		// The VPN address is put on the bridge's interface at start (see vpn), which takes NET_ADMIN (a
+	// Each VPN's anchor and macvlan network (see vpn); the engine takes one network at create (before
+	// API 1.44), the others are connected below.
+	var joins []string
+	for _, at := range attaches {
+		joins = append(joins, at.anchorName, at.linkName)
+	}
+	if len(joins) > 0 {
+		// The VPN address is put on the macvlan interface at start (see vpn), which takes NET_ADMIN (a
 		// privileged exec would not need it in the container, but rootless and user-namespaced engines
 		// refuse one). A VM on a real provider is root in its own kernel anyway.
-		hc.NetworkMode = container.NetworkMode(attaches[0].netName)
+		hc.NetworkMode = container.NetworkMode(joins[0])
 		hc.CapAdd = []string{"NET_ADMIN"}
-		nc.EndpointsConfig = map[string]*network.EndpointSettings{attaches[0].netName: {}}
+		// ARP answered only on the interface that holds the address asked for: the node's VPN address
+		// is local on every interface, and its answer on the anchor would send the other nodes' VPN
+		// traffic through the bridge, where the host's netfilter sees it.
+		hc.Sysctls = map[string]string{"net.ipv4.conf.all.arp_ignore": "1"}
+		nc.EndpointsConfig = map[string]*network.EndpointSettings{joins[0]: {}}
 	}
 	cfg := &container.Config{Image: img, Labels: labels, Hostname: hostname}
 	// Not cancelled with the activity: a cancelled request does not stop the
@@ -612,10 +632,11 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	if err != nil {
 		return fmt.Errorf("deploy: creating container from image %s: %w", img, err)
 	}
-	for _, at := range attaches[min(1, len(attaches)):] {
-		if err := s.docker.NetworkConnect(context.WithoutCancel(act.ctx), at.netName, created.ID, &network.EndpointSettings{}); err != nil {
+	for i, name := range joins[min(1, len(joins)):] {
+		if err := s.docker.NetworkConnect(context.WithoutCancel(act.ctx), name, created.ID, &network.EndpointSettings{}); err != nil {
 			s.removeContainers(context.Background(), []string{created.ID})
-			return fmt.Errorf("deploy: joining network %s at %s: %w", at.vpnID, at.ip, err)
+			at := attaches[(i+1)/2]
+			return fmt.Errorf("deploy: joining network %s at %s (Docker network %s): %w", at.vpnID, at.ip, name, err)
 		}
 	}
 	s.mu.Lock()
@@ -629,7 +650,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	act.vpnAddrs = nil
 	for _, at := range attaches {
 		act.nets[at.vpnID] = at.ip
-		act.vpnAddrs = append(act.vpnAddrs, vpnAddr{vpnID: at.vpnID, netName: at.netName, cidr: fmt.Sprintf("%s/%d", at.ip, at.bits)})
+		act.vpnAddrs = append(act.vpnAddrs, vpnAddr{vpnID: at.vpnID, linkName: at.linkName, anchorName: at.anchorName, cidr: fmt.Sprintf("%s/%d", at.ip, at.bits)})
 	}
 	s.notify()
 	return nil

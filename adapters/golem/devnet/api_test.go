@@ -271,10 +271,16 @@ func TestNetAPI(t *testing.T) {
 	if err := e.c.RemoveNode(ctx, n.ID, "0xabc"); !yagna.IsNotFound(err) {
 		t.Errorf("RemoveNode twice: %v, want 404", err)
 	}
-	// The Docker network behind it has a range of its own (see TestWebappDemo) and no way out.
-	insp, err := e.docker.NetworkInspect(ctx, "gcompose-devnet-"+e.instance+"-"+n.ID[:12], networkInspectOptions())
-	if err != nil || len(insp.IPAM.Config) != 1 || !strings.HasPrefix(insp.IPAM.Config[0].Subnet, "10.199.") || insp.Internal || insp.Options["com.docker.network.bridge.enable_ip_masquerade"] != "false" {
-		t.Errorf("docker network = %+v, %v", insp.IPAM, err)
+	// The Docker networks behind it (see vpn in net.go) have ranges of their own (see TestWebappDemo): a
+	// macvlan network that carries the VPN, hung off the Linux bridge of an internal network with no way out.
+	link, err := e.docker.NetworkInspect(ctx, "gcompose-devnet-"+e.instance+"-"+n.ID[:12], networkInspectOptions())
+	if err != nil || len(link.IPAM.Config) != 1 || !strings.HasPrefix(link.IPAM.Config[0].Subnet, "10.199.") || link.Driver != "macvlan" || link.Options["macvlan_mode"] != "bridge" {
+		t.Errorf("the VPN's macvlan network = %+v %+v, %v", link.IPAM, link.Options, err)
+	}
+	anchor, err := e.docker.NetworkInspect(ctx, "gcompose-devnet-"+e.instance+"-"+n.ID[:12]+"-anchor", networkInspectOptions())
+	if err != nil || len(anchor.IPAM.Config) != 1 || !strings.HasPrefix(anchor.IPAM.Config[0].Subnet, "10.199.") || anchor.Driver != "bridge" || !anchor.Internal ||
+		anchor.Options["com.docker.network.bridge.enable_ip_masquerade"] != "false" || anchor.Options["com.docker.network.bridge.name"] != link.Options["parent"] {
+		t.Errorf("the VPN's anchor network = %+v %+v, %v (the macvlan network's parent: %q)", anchor.IPAM, anchor.Options, err, link.Options["parent"])
 	}
 	if err := e.c.DeleteNetwork(ctx, n.ID); err != nil {
 		t.Fatalf("DeleteNetwork: %v", err)

@@ -22,33 +22,40 @@ import (
 
 const netPrefix = "/net-api/v1"
 
-// vpn is a Net API network, backed by Docker networks of its own. They do not carry the VPN's range:
-// real yagna lets any number of requestors (and apps) use one range, say 192.168.77.0/24, at once, and
-// Docker refuses two networks with overlapping ranges ("Pool overlaps"). So the network the nodes join
-// gets a free /24 of bridgeRange, each node's container is given its VPN address on that network's
-// interface when it starts (the VPN's range is then a connected route inside it, and nodes reach each
-// other on the shared link), and TCP tunnels dial a node's address on that network.
+// vpn is a Net API network, backed by two Docker networks of its own. They do not carry the VPN's
+// range: real yagna lets any number of requestors (and apps) use one range, say 192.168.77.0/24, at
+// once, and Docker refuses two networks with overlapping ranges ("Pool overlaps"). Each gets a free /24
+// of bridgeRange instead, and each node's container is given its VPN address when it starts.
 //
-// How the nodes share a link depends on where the devnet runs (createVPNNetworks). In a container (the
-// compose service, `make demo`), it is a macvlan network hung off an internal bridge of its own: what
-// nodes send each other with their VPN addresses goes from one macvlan to the other and never through
-// the Docker host's netfilter. On a bridge it would: the host filters bridged IPv4 (bridge-nf-call-
-// iptables, which Docker needs), and any other Docker network whose masqueraded range overlaps the
-// VPN's (Docker hands out 192.168.x.0/20 ranges once 172.17-31 are taken) has a MASQUERADE rule that
-// rewrites a node's connection to another node as coming from the bridge's gateway, so the connection
-// never completes — as on yagna, where VPN packets travel between the nodes' exe-units and never meet the
-// host's firewall, nothing on the host may touch them. A macvlan link needs its parent to carry a
-// port, which the devnet's own container provides by joining the bridge; it joins the macvlan network
-// too, to dial the nodes. On the Docker host there is no container to do either, so a plain bridge is
-// the link, and a VPN range that a masqueraded Docker network overlaps is logged as a warning.
+// The link the nodes share is a macvlan network (bridge mode) hung off the Linux bridge of an internal
+// bridge network, the anchor (createVPNNetworks); every node joins both. Its VPN address goes on its
+// macvlan interface (the VPN's range is then a connected route there), so what nodes send each other
+// with their VPN addresses goes from one macvlan to the other inside the kernel's macvlan driver and
+// never through the Docker host's netfilter. On a bridge it would: the host filters bridged IPv4
+// (bridge-nf-call-iptables, which Docker needs), and any other Docker network whose masqueraded range
+// overlaps the VPN's (Docker hands out 192.168.x.0/20 ranges once 172.17-31 are taken) has a MASQUERADE
+// rule that rewrites a node's connection to another node as coming from the bridge's gateway, so the
+// connection never completes. As on yagna, where VPN packets travel between the nodes' exe-units and never
+// meet the host's firewall, nothing on the host may touch them.
+//
+// The anchor does the rest. Its ports (the nodes' interfaces on it) give the Linux bridge the carrier
+// without which every macvlan on it is down. And it is where the devnet reaches the nodes for the TCP
+// tunnels: a macvlan's parent cannot talk to its macvlans, so the host, whose interface on the anchor is
+// the Linux bridge itself, cannot reach a node's macvlan interface. The tunnels dial the node's address
+// on the anchor instead: from the host, where the bridge holds the anchor's gateway address, and from the
+// devnet's container, which joins the anchor; the datapath is the same wherever the devnet runs. Each
+// node answers ARP only for the addresses of the interface asked on (arp_ignore, deploy): its VPN
+// address is local on every interface, and an answer on the anchor would send the other nodes' VPN
+// traffic through the bridge.
 type vpn struct {
 	id, ip, mask string
 	gateway      string
 	prefix       netip.Prefix
-	bridge       netip.Prefix // the range of the Docker network the nodes join, from bridgeRange
-	dockerName   string       // that network: deploy attaches nodes to it, the tunnels dial them on it
-	dockerID     string
-	anchorID     string // in a container, the bridge the nodes' macvlan network hangs off ("" on the host)
+	linkName     string // the macvlan network that carries the VPN's traffic between nodes
+	linkID       string
+	anchorName   string // the internal bridge network the macvlan network hangs off, where the devnet dials nodes
+	anchorID     string
+	anchorRange  netip.Prefix // the anchor's range, from bridgeRange
 	addresses    []string
 	nodes        map[string][]string // node id → its addresses (yagna lets a node hold several)
 	created      time.Time
@@ -155,29 +162,13 @@ func (s *Server) createOnFreeRange(ctx context.Context, name string, vpnRange ne
 // (at most 15 characters, as every interface name).
 func vpnBridgeDevice(vpnID string) string { return "gcv" + vpnID[:12] }
 
-// createVPNNetworks creates the Docker networks behind v (see vpn) and, in a container, joins the devnet
-// to them; on failure it removes what it created.
+// createVPNNetworks creates the Docker networks behind v (see vpn) and, when the devnet runs in a
+// container, joins it to the anchor; on failure it removes what it created.
 func (s *Server) createVPNNetworks(ctx context.Context, v *vpn, labels map[string]string) error {
-	if s.self == "" {
-		// Not Internal: Docker drops what an internal bridge forwards unless source and destination are in
-		// the bridge's own range, which VPN addresses are not. Without masquerading, and without the
-		// default route that joinVPNs deletes in each node, nothing leaves it for the outside world.
-		id, p, err := s.createOnFreeRange(ctx, v.dockerName, v.prefix, func(p netip.Prefix) network.CreateOptions {
-			return network.CreateOptions{Driver: "bridge", Labels: labels,
-				IPAM:    &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
-				Options: map[string]string{"com.docker.network.bridge.enable_ip_masquerade": "false"}}
-		})
-		if err != nil {
-			return err
-		}
-		v.dockerID, v.bridge = id, p
-		s.warnMasqueradedOverlap(ctx, v)
-		return nil
-	}
 	undo := func() { _ = s.removeVPNNetworks(context.WithoutCancel(ctx), v) }
-	// Internal: only the devnet and the macvlan network use it, on its own range; nothing is routed.
+	// Internal: only the nodes and the devnet use it, on its own range; nothing is routed from it.
 	dev := vpnBridgeDevice(v.id)
-	anchor, _, err := s.createOnFreeRange(ctx, v.dockerName+"-anchor", v.prefix, func(p netip.Prefix) network.CreateOptions {
+	anchor, anchorRange, err := s.createOnFreeRange(ctx, v.anchorName, v.prefix, func(p netip.Prefix) network.CreateOptions {
 		return network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels,
 			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
 			Options: map[string]string{"com.docker.network.bridge.name": dev,
@@ -186,15 +177,11 @@ func (s *Server) createVPNNetworks(ctx context.Context, v *vpn, labels map[strin
 	if err != nil {
 		return err
 	}
-	v.anchorID = anchor
-	// Its port gives the bridge a carrier, without which every macvlan on it is down.
-	if err := s.joinSelf(ctx, anchor); err != nil {
-		undo()
-		return err
-	}
+	v.anchorID, v.anchorRange = anchor, anchorRange
 	// Bridge mode: the macvlans on one parent reach each other directly. Not Internal: Docker puts
-	// internal macvlan networks on a dummy parent of their own; nothing routes out of it anyway.
-	link, p, err := s.createOnFreeRange(ctx, v.dockerName, v.prefix, func(p netip.Prefix) network.CreateOptions {
+	// internal macvlan networks on a dummy parent of their own; nothing routes out of it anyway (joinVPNs
+	// deletes each node's default route).
+	link, _, err := s.createOnFreeRange(ctx, v.linkName, v.prefix, func(p netip.Prefix) network.CreateOptions {
 		return network.CreateOptions{Driver: "macvlan", Labels: labels,
 			IPAM:    &network.IPAM{Config: []network.IPAMConfig{{Subnet: p.String()}}},
 			Options: map[string]string{"parent": dev, "macvlan_mode": "bridge"}}
@@ -203,17 +190,19 @@ func (s *Server) createVPNNetworks(ctx context.Context, v *vpn, labels map[strin
 		undo()
 		return err
 	}
-	v.dockerID, v.bridge = link, p
-	if err := s.joinSelf(ctx, link); err != nil {
-		undo()
-		return err
+	v.linkID = link
+	if s.self != "" {
+		if err := s.joinSelf(ctx, anchor); err != nil {
+			undo()
+			return err
+		}
 	}
 	return nil
 }
 
-// joinSelf connects the devnet's container to a VPN's network: below the container's own network in the
-// choice of its default gateway (vpnNetPrefix), by priority on engines that have one (API 1.48), by name
-// on all.
+// joinSelf connects the devnet's container to a VPN's anchor network: below the container's own network
+// in the choice of its default gateway (vpnNetPrefix), by priority on engines that have one (API 1.48),
+// by name on all.
 func (s *Server) joinSelf(ctx context.Context, netID string) error {
 	if err := s.docker.NetworkConnect(ctx, netID, s.self, &network.EndpointSettings{GwPriority: -1}); err != nil {
 		return fmt.Errorf("joining the devnet container to Docker network %s: %w", netID, err)
@@ -225,7 +214,7 @@ func (s *Server) joinSelf(ctx context.Context, netID string) error {
 // macvlan network before the bridge it hangs off.
 func (s *Server) removeVPNNetworks(ctx context.Context, v *vpn) error {
 	var errs []error
-	for _, id := range []string{v.dockerID, v.anchorID} {
+	for _, id := range []string{v.linkID, v.anchorID} {
 		if id == "" {
 			continue
 		}
@@ -239,38 +228,6 @@ func (s *Server) removeVPNNetworks(ctx context.Context, v *vpn) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// warnMasqueradedOverlap logs the Docker networks whose masquerading would rewrite the traffic between
-// v's nodes on the host's bridge (see vpn).
-func (s *Server) warnMasqueradedOverlap(ctx context.Context, v *vpn) {
-	nets, err := s.docker.NetworkList(ctx, network.ListOptions{})
-	if err != nil {
-		return
-	}
-	for _, n := range masqueradedOverlaps(nets, v.prefix) {
-		s.log.Warn("the VPN's range overlaps a Docker network whose range the host masquerades: its nodes cannot reach each other "+
-			"while that network exists (the devnet in a container, `docker-compose up devnet`, is not affected)",
-			"net", v.id, "range", v.prefix.String(), "docker_network", n)
-	}
-}
-
-// masqueradedOverlaps names the bridge networks (with their ranges) that the host masquerades and whose
-// range overlaps vpnRange.
-func masqueradedOverlaps(nets []network.Summary, vpnRange netip.Prefix) []string {
-	var out []string
-	for _, n := range nets {
-		if n.Driver != "bridge" || n.Internal || n.Options["com.docker.network.bridge.enable_ip_masquerade"] == "false" {
-			continue
-		}
-		for _, c := range n.IPAM.Config {
-			if p, err := netip.ParsePrefix(c.Subnet); err == nil && p.Overlaps(vpnRange) {
-				out = append(out, n.Name+" ("+p.String()+")")
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
@@ -288,8 +245,9 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newID()
+	name := s.vpnPrefix + "-" + id[:12]
 	v := &vpn{id: id, ip: prefix.Addr().String(), mask: dottedMask(prefix.Bits()), gateway: body.Gateway, prefix: prefix,
-		dockerName: s.vpnPrefix + "-" + id[:12], nodes: map[string][]string{}, conns: map[*tcpConn]struct{}{}}
+		linkName: name, anchorName: name + "-anchor", nodes: map[string][]string{}, conns: map[*tcpConn]struct{}{}}
 	if err := s.createVPNNetworks(r.Context(), v, s.labels(map[string]string{labelInstance + ".net": id})); err != nil {
 		writeError(w, http.StatusInternalServerError, "creating the Docker networks for %s: %v", prefix, err)
 		return
@@ -298,7 +256,7 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 	v.created = s.now()
 	s.networks[id] = v
 	s.mu.Unlock()
-	s.log.Info("network created", "net", id, "range", prefix.String(), "docker", v.dockerName, "bridge", v.bridge.String(), "macvlan", v.anchorID != "")
+	s.log.Info("network created", "net", id, "range", prefix.String(), "docker", v.linkName, "anchor", v.anchorRange.String())
 	writeJSON(w, http.StatusOK, v.json())
 }
 
@@ -489,22 +447,23 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 		if act.providerID == node && slices.Contains(ips, act.nets[v.id]) && act.containerID != "" && act.state != "Terminated" {
 			detach = append(detach, act.containerID)
 			delete(act.nets, v.id)
-			delete(act.bridgeIPs, v.id)
+			delete(act.anchorIPs, v.id)
 		}
 	}
 	s.mu.Unlock()
 	for _, cid := range detach {
-		_ = s.docker.NetworkDisconnect(r.Context(), v.dockerID, cid, true)
+		_ = s.docker.NetworkDisconnect(r.Context(), v.linkID, cid, true)
+		_ = s.docker.NetworkDisconnect(r.Context(), v.anchorID, cid, true)
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
-// bridgeAddress is the Docker bridge address of the running node that holds VPN address ip, or "";
-// the caller holds s.mu.
-func (s *Server) bridgeAddress(v *vpn, ip string) string {
+// anchorAddress is the address on v's anchor network of the running node that holds VPN address ip, or
+// ""; the caller holds s.mu.
+func (s *Server) anchorAddress(v *vpn, ip string) string {
 	for _, act := range s.activities {
-		if act.state != "Terminated" && act.nets[v.id] == ip && act.bridgeIPs[v.id] != "" {
-			return act.bridgeIPs[v.id]
+		if act.state != "Terminated" && act.nets[v.id] == ip && act.anchorIPs[v.id] != "" {
+			return act.anchorIPs[v.id]
 		}
 	}
 	return ""
@@ -525,7 +484,7 @@ func (s *Server) getConnections(w http.ResponseWriter, r *http.Request) {
 }
 
 // connectTCP is the websocket TCP tunnel: binary messages carry the bytes of a TCP connection to ip:port
-// on the VPN, which the devnet dials directly (on the Docker host, or from its container joined to the VPN).
+// on the VPN, which the devnet dials at the node's address on the VPN's anchor network (see vpn).
 func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	port, err := strconv.Atoi(r.PathValue("port"))
 	if err != nil || port < 1 || port > 65535 {
@@ -535,13 +494,13 @@ func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	v, ok := s.networkOr404(w, r.PathValue("id"))
 	var addr netip.Addr
-	var bridgeIP string
+	var anchorIP string
 	if ok {
 		addr, err = netip.ParseAddr(r.PathValue("ip"))
 		if err != nil || !v.prefix.Contains(addr) {
 			writeError(w, http.StatusNotFound, "%s is not an address of network %s", r.PathValue("ip"), v.id)
 			ok = false
-		} else if bridgeIP = s.bridgeAddress(v, addr.String()); bridgeIP == "" {
+		} else if anchorIP = s.anchorAddress(v, addr.String()); anchorIP == "" {
 			writeError(w, http.StatusNotFound, "connecting to %s in network %s: no running node has that address", addr, v.id)
 			ok = false
 		}
@@ -550,7 +509,7 @@ func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	target := net.JoinHostPort(bridgeIP, strconv.Itoa(port))
+	target := net.JoinHostPort(anchorIP, strconv.Itoa(port))
 	dctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	var d net.Dialer
 	tcp, err := d.DialContext(dctx, "tcp", target)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
 
+	"github.com/gcompose/gcompose/adapters/golem/devnet"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
@@ -32,8 +34,101 @@ func TestWebappBesideAMasqueradedNetwork(t *testing.T) {
 	testimage.RequireDocker(t)
 	docker := testimage.Client(t)
 	ctx := ctxT(t, 8*time.Minute)
-	// A range of this test's own (the masqueraded network breaks any host-run devnet's VPN on it), the
-	// first of 10.213.41-60 that no other Docker network holds.
+	prefix := masqueradedNetwork(t, ctx, docker)
+	buildProviderImage(t, docker)
+	buildWebImage(t, docker)
+	url, _, _ := startInContainer(t, ctx, docker, fmt.Sprintf("images: {%s: gcompose/devnet-db:test, %s: gcompose/devnet-web:test}\nproviders: [{name: p, count: 2}]\n", dbHash, webHash))
+	e := &env{t: t, url: url, c: yagna.New(url, testKey), docker: docker}
+	me, err := e.c.Me(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webappFlow(ctx, t, e, me.Identity, prefix)
+}
+
+// TestWebappBesideAMasqueradedNetworkOnTheHost is the same with the devnet run on the Docker host, as
+// devnettest.Serve runs it for the e2e tests and as `go run ./cmd/devnet` does: there is no devnet
+// container on the VPN's bridge, and the tunnel to the page still has to reach the web node.
+func TestWebappBesideAMasqueradedNetworkOnTheHost(t *testing.T) {
+	testimage.RequireDocker(t)
+	docker := testimage.Client(t)
+	ctx := ctxT(t, 8*time.Minute)
+	prefix := masqueradedNetwork(t, ctx, docker)
+	buildProviderImage(t, docker)
+	buildWebImage(t, docker)
+	e := start(t, devnet.Config{
+		Images:    map[string]string{dbHash: "gcompose/devnet-db:test", webHash: "gcompose/devnet-web:test"},
+		Providers: []devnet.ProviderConfig{{Name: "p", Count: 2}},
+	})
+	webappFlow(ctx, t, e, e.srv.Identity(), prefix)
+}
+
+// TestVPNNodesAnswerARPOnlyOnTheLink: a node's VPN address is local to it on every interface, its
+// anchor one too (see vpn in net.go), and Linux answers ARP for any local address on any interface. Had
+// the db node answered on the anchor as well, web would reach it through the Linux bridge, where the
+// host's netfilter sees (and may masquerade) VPN traffic; every answer must come from the db's macvlan
+// interface, the one that holds the VPN address.
+func TestVPNNodesAnswerARPOnlyOnTheLink(t *testing.T) {
+	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{{Name: "p", Count: 2}}})
+	buildProviderImage(t, e.docker)
+	ctx := ctxT(t, 3*time.Minute)
+	n, err := e.c.CreateNetwork(ctx, yagna.NewNetwork{IP: "10.213.34.0", Mask: "255.255.255.0"})
+	if err != nil {
+		t.Fatalf("CreateNetwork: %v", err)
+	}
+	node := func(ip string) string {
+		neg := e.rent(ctx, taskPackage(testHash))
+		t.Cleanup(func() {
+			_ = e.c.TerminateAgreement(context.Background(), neg.agreement, yagna.TerminationReason("test over"))
+			_ = e.c.ReleaseAllocation(context.Background(), neg.alloc.AllocationID)
+		})
+		if err := e.c.AddNode(ctx, n.ID, yagna.Node{ID: neg.providerID, IP: ip}); err != nil {
+			t.Fatal(err)
+		}
+		act, err := e.c.CreateActivity(ctx, neg.agreement)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range e.exec(ctx, act.ActivityID,
+			yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{Net: []yagna.DeployNetwork{{ID: n.ID, IP: n.IP, Mask: n.Mask, NodeIP: ip}}}},
+			yagna.ExeScriptCommand{Start: &yagna.StartCommand{}}) {
+			if r.Result != yagna.ResultOk {
+				t.Fatalf("node %s, command %d: %+v", ip, r.Index, r)
+			}
+		}
+		return act.ActivityID
+	}
+	// sh runs a script in a node and returns its output.
+	sh := func(act, script string) string {
+		res := e.exec(ctx, act, run("/bin/sh", "-c", script))
+		if len(res) != 1 || res[0].Result != yagna.ResultOk {
+			t.Fatalf("running %q: %+v", script, res)
+		}
+		return res[0].Stdout
+	}
+	// The interface that holds a VPN address: the node's macvlan interface.
+	const devOf = `$(ip -o -4 addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2 } }')`
+	web, db := node("10.213.34.3"), node("10.213.34.2")
+	linkMAC := strings.TrimSpace(sh(db, `set -- 10.213.34.2; cat /sys/class/net/`+devOf+`/address`))
+	out := sh(web, `set -- 10.213.34.3; arping -c 3 -w 5 -I `+devOf+` 10.213.34.2`)
+	answers := regexp.MustCompile(`reply from 10\.213\.34\.2 \[([0-9a-f:]+)\]`).FindAllStringSubmatch(out, -1)
+	if len(answers) == 0 {
+		t.Fatalf("the db node did not answer web's ARP requests:\n%s", out)
+	}
+	for _, a := range answers {
+		if a[1] != linkMAC {
+			t.Errorf("the db node answered from %s, not from its macvlan interface (%s):\n%s", a[1], linkMAC, out)
+			break
+		}
+	}
+}
+
+// masqueradedNetwork creates a Docker network with masquerading on (Docker's default) on a range of the
+// test's own, the first /24 of 10.213.41-60 that no other Docker network holds (the masqueraded network
+// would break a VPN on that range of any devnet with a bridged datapath), removed when the test ends. It
+// returns the range's first three bytes.
+func masqueradedNetwork(t *testing.T, ctx context.Context, docker *client.Client) string {
+	t.Helper()
 	labels := testimage.Labels(t)
 	masq := "gcompose-test-masquerade-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-"))
 	var prefix string
@@ -55,15 +150,7 @@ func TestWebappBesideAMasqueradedNetwork(t *testing.T) {
 			t.Errorf("removing %s: %v", masq, err)
 		}
 	})
-	buildProviderImage(t, docker)
-	buildWebImage(t, docker)
-	url, _, _ := startInContainer(t, ctx, docker, fmt.Sprintf("images: {%s: gcompose/devnet-db:test, %s: gcompose/devnet-web:test}\nproviders: [{name: p, count: 2}]\n", dbHash, webHash))
-	e := &env{t: t, url: url, c: yagna.New(url, testKey), docker: docker}
-	me, err := e.c.Me(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webappFlow(ctx, t, e, me.Identity, prefix)
+	return prefix
 }
 
 // startInContainer runs the devnet as `make demo` and the doc test do: built from ./cmd/devnet, in a
