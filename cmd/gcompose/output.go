@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/gcompose/gcompose/core/display"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/internal/jsonout"
 )
 
 // progressFlag is --progress on plan, deploy, destroy and refresh.
@@ -110,16 +110,11 @@ func printEndpoints(w io.Writer, eps []display.Endpoint) {
 }
 
 func writeSummary(c *cli.Context, s progress.Summary) {
-	enc := json.NewEncoder(c.App.Writer)
-	enc.SetEscapeHTML(false) // messages as typed
-	_ = enc.Encode(s)
+	_ = jsonout.Line(c.App.Writer, s)
 }
 
 // printJSON writes v indented, as people and jq read it: nothing
 // HTML-escaped (a ">" in a command stays ">").
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return jsonout.Indented(w, v)
 }

@@ -3,8 +3,6 @@
 package progress
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/internal/jsonout"
 )
 
 // Version of the JSON event stream (the "v" member of every object). It
@@ -329,16 +328,10 @@ func (r *Renderer) writeOutput(ev apply.Event) {
 	}
 }
 
-// writeJSON writes v as one line, not HTML-escaped: commands and messages
-// stay as typed ("a > b &", not "a \u003e b \u0026").
+// writeJSON writes v as one line, text as typed ("a > b &", not
+// "a \u003e b \u0026").
 func (r *Renderer) writeJSON(v any) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return
-	}
-	r.w.Write(b.Bytes())
+	_ = jsonout.Line(r.w, v)
 }
 
 func (r *Renderer) beat() {
