@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,6 +24,7 @@ import (
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/core/state/etcd"
 	"github.com/gcompose/gcompose/core/stateurl"
+	"github.com/gcompose/gcompose/internal/jsonout"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 )
 
@@ -224,7 +224,7 @@ func runReconcile(c *cli.Context) error {
 	cfg := reconcile.Config{
 		App: name, Open: open, Spender: spender, Elector: elector,
 		Backoff: backoff, Grace: c.Duration("grace"), Budget: budget, Cycles: c.Int("cycles"),
-		Log: logger,
+		Log: logger, Redactor: redactor(c),
 	}
 	if stream != nil {
 		cfg.Events = stream.event
@@ -382,11 +382,7 @@ func (s *eventStream) event(ev reconcile.Event) {
 		ms := ev.Duration.Milliseconds()
 		out.DurationMS = &ms
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return
-	}
-	_, _ = s.w.Write(append(b, '\n'))
+	_ = jsonout.Line(s.w, out)
 }
 
 func (s *eventStream) note(level slog.Level, msg string) { s.prog.Note(levelOf(level), msg) }

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +20,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
+	"github.com/gcompose/gcompose/core/secret"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/schemas"
 )
@@ -321,5 +325,97 @@ func TestE2EReconcileInterruptedMidRepair(t *testing.T) {
 	}
 	if ps := e.must("ps", "-f", f); strings.Count(ps.stdout, "Active") != 3 {
 		t.Fatalf("after the next run:\n%s", ps.stdout)
+	}
+}
+
+// TestE2EReconcileServesNoSecret: what the reconciler serves over HTTP
+// goes through the run's redactor, as its stdout and stderr do. Resource a
+// keeps its file under a directory named after a secret; the repair of a
+// deleted a.txt fails (its temporary file's place is taken by a directory)
+// with an error quoting the path. /healthz shows that error, /metrics the
+// failure, and neither shows the secret in any of its forms.
+func TestE2EReconcileServesNoSecret(t *testing.T) {
+	e := newEnv(t)
+	token := `tok<&>"` + randomSecret("")
+	t.Setenv("E2E_RECONCILE_TOKEN", token)
+	t.Setenv(secret.EnvKey, "")
+	t.Setenv(secret.EnvKeyFile, "")
+	t.Setenv(secret.EnvPassphrase, "reconcile serves no secret")
+	app := strings.Replace(reconcileApp, "meta:", "secrets:\n  tok: {env: E2E_RECONCILE_TOKEN}\nmeta:", 1)
+	app = strings.Replace(app, "config: {path: a.txt,", `config: {path: "d-${secret.tok}/a.txt",`, 1)
+	f := e.write("app.yaml", app)
+	e.must("deploy", f, "--yes")
+	dir := filepath.Join(e.files, "d-"+token)
+	if err := os.Remove(filepath.Join(dir, "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".gcompose-a.txt.tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(gcomposeBinary(t), "reconcile", f, "--listen", "127.0.0.1:0", "--interval", "200ms", "--max-backoff", "400ms", "--state", e.state)
+	var stderr syncwriter.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := regexp.MustCompile(`msg="serving /metrics and /healthz" address=(http://\S+)`)
+	var base string
+	deadline := time.Now().Add(30 * time.Second)
+	for base == "" {
+		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no address served:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	get := func(path string) string {
+		t.Helper()
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	var health struct {
+		LastOutcome string `json:"last_outcome"`
+		LastError   string `json:"last_error"`
+	}
+	var healthz string
+	for health.LastOutcome != "failed" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed repair in time: /healthz %s\nstderr:\n%s", healthz, stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+		healthz = get("/healthz")
+		if err := json.Unmarshal([]byte(healthz), &health); err != nil {
+			t.Fatalf("/healthz: %v\n%s", err, healthz)
+		}
+	}
+	metrics := get("/metrics")
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("stopped: %v\n%s", err, stderr.String())
+	}
+	// The error quotes the path: masked, it shows where the secret was.
+	if !strings.Contains(health.LastError, "d-"+secret.Mask+"/.gcompose-a.txt.tmp") {
+		t.Fatalf("/healthz's last_error does not quote the masked path: %s", healthz)
+	}
+	if !regexp.MustCompile(`gcompose_reconcile_failures_total\{app="` + e.app + `",stage="repair"\} [1-9]`).MatchString(metrics) {
+		t.Fatalf("/metrics counts no failed repair:\n%s", metrics)
+	}
+	for what, text := range map[string]string{"/healthz": healthz, "/metrics": metrics, "stderr": stderr.String()} {
+		for _, form := range secret.Forms(token) {
+			if strings.Contains(text, form) {
+				t.Errorf("%s shows the secret (as %s):\n%s", what, form, text)
+			}
+		}
 	}
 }

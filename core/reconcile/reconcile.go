@@ -26,6 +26,7 @@ import (
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/secret"
 	"github.com/gcompose/gcompose/core/state"
 )
 
@@ -100,6 +101,11 @@ type Config struct {
 	// Budget caps set by flags; those left unset come from the descriptor.
 	Budget  Budget
 	Metrics *Metrics
+	// Redactor masks secrets in everything served over HTTP (/healthz,
+	// /metrics), as in the CLI's output: the run's, which learns each
+	// cycle's secrets as the descriptor and the state are loaded. An error
+	// or a drift's reason may quote a config. Required.
+	Redactor *secret.Redactor
 	// Cycles, when above 0, ends Run after that many cycles as leader.
 	Cycles int
 	// Events receives what the reconciler reports (besides the log).
@@ -133,6 +139,9 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	if cfg.Open == nil {
 		return nil, errors.New("reconcile: no Opener")
+	}
+	if cfg.Redactor == nil {
+		return nil, errors.New("reconcile: no Redactor: /healthz would show the secrets an error quotes")
 	}
 	if cfg.Backoff.Interval <= 0 {
 		return nil, fmt.Errorf("reconcile: interval %s: must be above 0", cfg.Backoff.Interval)

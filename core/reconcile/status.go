@@ -1,9 +1,11 @@
 package reconcile
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/gcompose/gcompose/core/secret"
+	"github.com/gcompose/gcompose/internal/jsonout"
 )
 
 // Status is what /healthz shows.
@@ -67,7 +69,7 @@ func (r *Reconciler) Status() Status {
 }
 
 // Handler serves /metrics (Prometheus) and /healthz (Status as JSON; 503
-// when it is not OK).
+// when it is not OK), every byte through the run's redactor.
 func (r *Reconciler) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", r.cfg.Metrics.Handler())
@@ -77,7 +79,41 @@ func (r *Reconciler) Handler() http.Handler {
 		if !s.OK {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_ = json.NewEncoder(w).Encode(s)
+		_ = jsonout.Line(w, s)
 	})
-	return mux
+	return redacting(mux, r.cfg.Redactor)
+}
+
+// redacting serves h with its answers masked by red, whatever h writes: the
+// last error quotes a config, a drift's reason a path, and a label value
+// would show a secret as it is (the names Prometheus labels carry are DNS
+// labels, which its escaping leaves as they are).
+func redacting(h http.Handler, red *secret.Redactor) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// A compressed answer (promhttp gzips for a scraper that accepts
+		// it) would hide its text from the redactor.
+		req = req.Clone(req.Context())
+		req.Header.Del("Accept-Encoding")
+		rw := &redactingWriter{ResponseWriter: w, out: red.Writer(w)}
+		h.ServeHTTP(rw, req)
+		_ = rw.out.Flush()
+	})
+}
+
+// redactingWriter is an http.ResponseWriter whose body goes through a
+// secret.Writer.
+type redactingWriter struct {
+	http.ResponseWriter
+	out *secret.Writer
+}
+
+func (w *redactingWriter) WriteHeader(code int) {
+	// Masking changes the body's length.
+	w.Header().Del("Content-Length")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *redactingWriter) Write(p []byte) (int, error) {
+	w.Header().Del("Content-Length")
+	return w.out.Write(p)
 }

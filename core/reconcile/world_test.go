@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/secret"
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
@@ -33,6 +35,8 @@ type world struct {
 	failCreates, failUpdates int
 	blockFirst               chan struct{}
 	entered                  chan string
+	// failWith, when set, is what a failing create says.
+	failWith string
 	// golemLike makes it behave as golem-service does: an instance keeps
 	// the address planned for its resource when it is rented again, and a
 	// config change is a rebuild (a rental cannot be changed in place).
@@ -128,6 +132,9 @@ func (w *world) Action(ctx context.Context, c plan.Call, a protocol.ActionSpec, 
 		defer w.mu.Unlock()
 		if w.failCreates > 0 {
 			w.failCreates--
+			if w.failWith != "" {
+				return nil, errors.New(w.failWith)
+			}
 			return nil, fmt.Errorf("no provider would take %s", c.Name)
 		}
 		w.next++
@@ -272,6 +279,9 @@ func (b *bed) reconciler(cfg Config) *Reconciler {
 	cfg.Open = b.open
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = secret.NewRedactor()
 	}
 	if cfg.Backoff.Interval == 0 {
 		cfg.Backoff = Backoff{Interval: 10 * time.Millisecond, Max: 80 * time.Millisecond, Jitter: 0.2}
