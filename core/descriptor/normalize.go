@@ -1,7 +1,9 @@
 package descriptor
 
 import (
+	"errors"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,7 +96,8 @@ func normalize(tree *value, files []string, firstSource string) (*App, source.Di
 }
 
 // budget reads budget: (the schema has checked its keys and that each is a
-// non-negative number or decimal string).
+// number or decimal string above 0; what it cannot see, a number past
+// float64, is said the same way).
 func (n *normalizer) budget(v *value) {
 	if v == nil || v.kind != kindMap {
 		return
@@ -107,8 +110,12 @@ func (n *normalizer) budget(v *value) {
 		}
 		n.rec("/budget/"+key, x)
 		f, err := strconv.ParseFloat(strings.TrimSpace(scalarString(x.scalar)), 64)
-		if err != nil || f <= 0 {
-			n.diags.Errorf(x.at(), "budget.%s: %s is not a GLM amount above 0 (leave budget.%s out for no limit)", key, x.text(), key)
+		switch {
+		case errors.Is(err, strconv.ErrRange) && f > 0:
+			n.diags.Errorf(x.at(), "budget.%s: %s is more GLM than gcompose can count (at most %g); leave the key out for no limit", key, describeValue(x), math.MaxFloat64)
+			continue
+		case err != nil || !(f > 0) || math.IsInf(f, 0):
+			n.diags.Errorf(x.at(), "budget.%s: %s %s", key, describeValue(x), budgetAmountMessage)
 			continue
 		}
 		*dst = f

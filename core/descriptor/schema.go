@@ -58,6 +58,25 @@ type problem struct {
 	unknown string   // set for an unknown key
 	known   []string // keys allowed where the unknown one stands
 	msg     string
+	// ofValue: msg follows the value ("-1 is not ..."), from ownMessage.
+	ofValue bool
+}
+
+// budgetAmountMessage says what budget.per_hour and budget.total accept,
+// after the value that is not that.
+const budgetAmountMessage = `is not a GLM amount above 0: write a number such as 2 or 0.5, or a decimal string such as "0.5"; leave the key out for no limit`
+
+// ownMessage is what a value that breaks the schema at schemaURL is told,
+// when that schema is better said as a whole than keyword by keyword: a
+// budget amount of -1 breaks a minimum and "abc" a pattern whose regex
+// means little to most, where both want the same thing.
+func ownMessage(schemaURL string) string {
+	_, frag, _ := strings.Cut(schemaURL, "#")
+	switch frag {
+	case "/$defs/budgetAmount":
+		return budgetAmountMessage
+	}
+	return ""
 }
 
 // check validates tree and reports every violation. With ignoreUnknown,
@@ -102,6 +121,10 @@ func (sv *schemaValidator) check(tree *value, ignoreUnknown bool) source.Diagnos
 			diags.Errorf(at, "unknown key %q%s", p.unknown, unknownHint(p))
 			continue
 		}
+		if p.ofValue && v != nil {
+			diags.Errorf(at, "%s: %s %s", describeLoc(p.loc), describeValue(v), p.msg)
+			continue
+		}
 		if what := describeLoc(p.loc); what != "" {
 			diags.Errorf(at, "%s: %s", what, p.msg)
 		} else {
@@ -140,6 +163,16 @@ func (sv *schemaValidator) validate(tree *value) []problem {
 }
 
 func (sv *schemaValidator) collect(e *jsonschema.ValidationError, out *[]problem) {
+	if msg := ownMessage(e.SchemaURL); msg != "" {
+		loc := strings.Join(e.InstanceLocation, "/")
+		for _, p := range *out {
+			if p.ofValue && p.msg == msg && strings.Join(p.loc, "/") == loc {
+				return // another keyword of the same schema: said once
+			}
+		}
+		*out = append(*out, problem{loc: e.InstanceLocation, msg: msg, ofValue: true})
+		return
+	}
 	if k, ok := e.ErrorKind.(*jskind.AdditionalProperties); ok {
 		known := sv.knownKeys(e.SchemaURL)
 		for _, p := range k.Properties {
@@ -201,6 +234,15 @@ func jsonTypeName(t string) string {
 		return "a value (got nothing)"
 	}
 	return t
+}
+
+// describeValue shows a value in a message: a scalar as written (a string
+// quoted), else its kind.
+func describeValue(v *value) string {
+	if v.kind == kindMap || v.kind == kindSeq {
+		return v.kind.String()
+	}
+	return v.text()
 }
 
 // describeLoc names the place a problem is at, e.g. services.web.instances.
