@@ -108,15 +108,16 @@ reads back from devnet-db across the VPN. Both have busybox (/bin/sh), e.g. for 
 
 # VPNs and the TCP tunnel
 
-A Net API network is bookkeeping (range, addresses, nodes) over a Docker network of its own on a free /24
-of 10.199.0.0/16, so any number of VPNs, of any devnet on the host, may use the same range, as on yagna. A
-node's container gets its VPN address on that network's interface at start, and loses its default route;
-nothing leaves the network. When the devnet runs in a container (the compose service) that network is a
-macvlan network on an internal bridge of the VPN's own: what nodes send each other with their VPN addresses
-then never passes the Docker host's netfilter, where another Docker network's masquerading of an
-overlapping range (Docker's 192.168.64.0/20 holds 192.168.77.0/24) would rewrite it and no connection
-between nodes would complete. On the Docker host it is a bridge with masquerading off, and a VPN range that
-a masqueraded Docker network overlaps is logged as a warning (see vpn in net.go).
+A Net API network is bookkeeping (range, addresses, nodes) over two Docker networks of its own, each on a
+free /24 of 10.199.0.0/16, so any number of VPNs, of any devnet on the host, may use the same range, as on
+yagna: a macvlan network (bridge mode) hung off the Linux bridge of an internal bridge network, its anchor.
+Every node's container joins both; at start it gets its VPN address on its macvlan interface, answers ARP
+only on the interface that holds the address asked for (net.ipv4.conf.all.arp_ignore=1), and loses its
+default route: nothing leaves the network. What nodes send each other with their VPN addresses goes from
+macvlan to macvlan and never passes the Docker host's netfilter, where another Docker network's
+masquerading of an overlapping range (Docker's 192.168.64.0/20 holds 192.168.77.0/24) would rewrite it and
+no connection between nodes would complete; this holds whether the devnet runs on the host or in a
+container (see vpn in net.go).
 
 As in yagna (core/vpn/src/network.rs), adding a node at an address already taken answers 200 and the holder
 keeps it, a node may hold several addresses, and removing a node removes them all; a second requestor
@@ -125,11 +126,12 @@ deploy with net attaches the container with exactly its nodeIp (else the first a
 for the provider), and refuses a nodeIp that the node map gives another node: yagna routes by that map,
 so its traffic would never arrive.
 
-The tunnel dials the node's address on that network. When the devnet runs in a container (the compose
-service), found with -self-container (auto: the container's hostname), it joins every VPN's networks; on
-the Docker host it reaches the bridges directly. The networks are named so that they sort after the
-container's own networks: Docker gives a container's default gateway and published ports to the network
-that sorts first, and moving the port cuts every open connection to the API (selfnet.go).
+The tunnel dials the node's address on the VPN's anchor (a macvlan's parent cannot reach its macvlans, so
+nothing on the host can dial a node's macvlan interface): on the Docker host through the anchor bridge's
+gateway address; when the devnet runs in a container (the compose service), found with -self-container
+(auto: the container's hostname), it joins every VPN's anchor. The networks are named so that they sort
+after the container's own networks: Docker gives a container's default gateway and published ports to the
+network that sorts first, and moving the port cuts every open connection to the API (selfnet.go).
 
 # Payments
 

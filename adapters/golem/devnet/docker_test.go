@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,12 +104,9 @@ func TestRentVMWithVPN(t *testing.T) {
 		t.Errorf("failing command: %+v", res)
 	}
 
-	// The container holds its node IP, on the interface of the VPN's Docker bridge, whose own range is
-	// not the VPN's (another app may use the same VPN range at the same time).
-	res = e.exec(ctx, act.ActivityID, run("/bin/sh", "-c", "ip -o -4 addr show"))
-	if len(res) != 1 || res[0].Result != yagna.ResultOk || !strings.Contains(res[0].Stdout, "inet 10.213.9.7/24") {
-		t.Errorf("addresses in the container: %+v, want 10.213.9.7/24", res)
-	}
+	// The container is on the VPN's two Docker networks only (see vpn in net.go), and holds its node IP
+	// on its interface to the macvlan one, whose own range is not the VPN's (another app may use the same
+	// VPN range at the same time).
 	cs, err := e.docker.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "gcompose.devnet.activity="+act.ActivityID))})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("activity containers: %d, %v", len(cs), err)
@@ -116,8 +115,27 @@ func TestRentVMWithVPN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(insp.NetworkSettings.Networks); n != 1 {
-		t.Errorf("the container is on %d Docker networks, want the VPN's only", n)
+	link := "gcompose-devnet-" + e.instance + "-" + n.ID[:12]
+	var names []string
+	for name := range insp.NetworkSettings.Networks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if !slices.Equal(names, []string{link, link + "-anchor"}) {
+		t.Errorf("the container is on Docker networks %q, want the VPN's macvlan network %s and its anchor only", names, link)
+	}
+	res = e.exec(ctx, act.ActivityID, run("/bin/sh", "-c", "ip -o -4 addr show"))
+	if len(res) != 1 || res[0].Result != yagna.ResultOk {
+		t.Fatalf("addresses in the container: %+v", res)
+	}
+	devs := map[string]string{} // address → interface
+	for _, line := range strings.Split(res[0].Stdout, "\n") {
+		if f := strings.Fields(line); len(f) >= 4 && f[2] == "inet" {
+			devs[f[3]] = f[1]
+		}
+	}
+	if ep := insp.NetworkSettings.Networks[link]; ep == nil || devs["10.213.9.7/24"] == "" || devs["10.213.9.7/24"] != devs[ep.IPAddress+"/"+strconv.Itoa(ep.IPPrefixLen)] {
+		t.Errorf("10.213.9.7/24 is not on the container's macvlan interface (%+v):\n%s", ep, res[0].Stdout)
 	}
 
 	// TCP through the websocket tunnel to the server started in the background.

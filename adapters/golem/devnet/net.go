@@ -130,8 +130,8 @@ func dottedMask(bits int) string {
 	return net.IP(m).String()
 }
 
-// bridgeRange holds the devnet's Docker bridges, one /24 each; a /16 that home and office networks
-// rarely use (10.199.x.y).
+// bridgeRange holds the ranges of the devnet's Docker networks, one /24 each; a /16 that home and office
+// networks rarely use (10.199.x.y).
 var bridgeRange = netip.MustParsePrefix("10.199.0.0/16")
 
 // createOnFreeRange creates a Docker network on a free /24 of bridgeRange that does not overlap the VPN's

@@ -8,7 +8,7 @@ import (
 
 // vpnNetPrefix is what the Docker networks behind VPNs are named with: "<prefix>-<vpn id>".
 //
-// When the devnet runs in a container it joins every VPN's network, so that tunnels can dial the nodes.
+// When the devnet runs in a container it joins every VPN's anchor network, so that tunnels can dial the nodes.
 // Docker hands a container's default gateway, and with it the container's published ports, to the
 // endpoint that sorts first; between endpoints of equal priority that are neither internal nor on
 // docker_gwbridge, the one whose network name sorts first (moby/moby libnetwork/sandbox.go,

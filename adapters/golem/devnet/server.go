@@ -28,7 +28,8 @@ type Options struct {
 	Docker *client.Client
 	Logger *slog.Logger
 	// SelfContainer is the id or name of the container the devnet runs in, if any: it is connected to every
-	// VPN network so that TCP tunnels can dial node IPs. Empty when the devnet runs on the Docker host.
+	// VPN's anchor network so that TCP tunnels can dial the nodes there. Empty when the devnet runs on the
+	// Docker host, which reaches the anchors through their bridges' gateway addresses.
 	SelfContainer string
 }
 
