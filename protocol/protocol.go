@@ -85,6 +85,11 @@ type RequestExt struct {
 	// line); Desired then says which state call that is. gcompose asks the
 	// state call itself when the action does not answer.
 	AnswerState bool `json:"answer_state,omitempty"`
+	// PlannedCost is, on action calls, the cost the approved plan showed
+	// for the resource (its adapter's StateExt.Cost, Hint included): an
+	// action may use it to decide sooner, and says so when it ends up
+	// dearer than planned.
+	PlannedCost *Cost `json:"planned_cost,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.
@@ -293,6 +298,10 @@ type Cost struct {
 	// Basis: CostMarket, CostCaps or CostAgreed.
 	Basis string `json:"basis"`
 	Note  string `json:"note,omitempty"`
+	// Hint is what the estimate was made from, for the adapter alone:
+	// gcompose keeps it in the plan and hands it back on the resource's
+	// action calls (RequestExt.PlannedCost), never reading it.
+	Hint json.RawMessage `json:"hint,omitempty"`
 }
 
 // Cost bases.

@@ -142,6 +142,9 @@ type Target struct {
 	// (protocol.Present, Absent) would answer: ActionResult.State. "":
 	// not asked.
 	AnswerState string
+	// PlannedCost is, on action calls, the cost the approved plan showed
+	// for the resource (protocol.RequestExt.PlannedCost).
+	PlannedCost *protocol.Cost
 	// ReportIdentity, if set, is called on action calls of gcompose
 	// adapters with each identity report as soon as the adapter makes it,
 	// while the action still runs (in order, before Action returns), so
@@ -280,7 +283,7 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 	answer := c.asksState(info, t)
 	if info.Ext {
 		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallAction, Action: a.Name, Persisted: persisted, Env: c.env(info),
-			Lineage: t.Lineage, Operation: t.Operation}
+			Lineage: t.Lineage, Operation: t.Operation, PlannedCost: t.PlannedCost}
 		if answer {
 			req.Gcompose.AnswerState, req.Gcompose.Desired = true, t.AnswerState
 		}

@@ -348,7 +348,8 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		}
 		old = nil
 	}
-	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: want.Name, AdapterName: plan.AdapterNameOf(want.Name, old), Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old)}
+	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: want.Name, AdapterName: plan.AdapterNameOf(want.Name, old), Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old),
+		PlannedCost: step.Cost}
 	ans := r.approvedAnswer(step, cfg, old)
 	if ans == nil {
 		r.emit(Event{Resource: want.Name, Phase: PhaseState})

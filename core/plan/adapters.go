@@ -108,6 +108,9 @@ type Call struct {
 	// for this desired presence would answer (ActionOutcome.State), if it
 	// can (protocol extension action_state). "": not asked.
 	AnswerState string
+	// PlannedCost is, on action calls, the cost the approved plan showed
+	// for the resource (protocol.RequestExt.PlannedCost).
+	PlannedCost *protocol.Cost
 }
 
 // SweepCall is one sweep of an adapter type.
