@@ -2,8 +2,9 @@
 // read: text as typed. encoding/json escapes <, > and & by default (for
 // JSON inlined in HTML), which turns a shell command such as
 // "run > out 2> err &" into "run \u003e out 2\u003e err \u0026": unreadable
-// in a CI log, and missed by a grep. Every JSON output goes through here so
-// that none drifts back to the default.
+// in a CI log, and missed by a grep. The CLI's JSON outputs go through here so
+// that none drifts back to the default (core/plan, core/jsondiff and
+// core/expr still set it on their own encoders).
 package jsonout
 
 import (
