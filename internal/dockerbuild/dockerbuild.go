@@ -37,6 +37,12 @@ func Build(ctx context.Context, cli *client.Client, dockerfile []byte, files map
 	if err != nil {
 		return fmt.Errorf("build context: %w", err)
 	}
+	return BuildContext(ctx, cli, tarball, opts)
+}
+
+// BuildContext is Build from a context Context made: for a caller that
+// reads the context too (internal/testimage hashes it to tag the image).
+func BuildContext(ctx context.Context, cli *client.Client, tarball io.Reader, opts build.ImageBuildOptions) error {
 	opts.Dockerfile = "Dockerfile"
 	resp, err := cli.ImageBuild(ctx, tarball, opts)
 	if err != nil {

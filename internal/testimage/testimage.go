@@ -5,13 +5,26 @@
 // `make images` nor the docker CLI; Binary builds a command to run as a
 // process.
 //
-// Images are cached twice: within one test binary run (each package/tag is
-// built once, whatever the number of tests asking), and across runs (the
-// image carries the SHA-256 of its binary as a label; an existing image with
-// the same binary is reused without a build).
+// An image's tag carries the SHA-256 of what it is built from (the build
+// context, its labels and the images it is built FROM): Image(t, ctx, pkg,
+// "gcompose-test/file-adapter:e2e") returns
+// "gcompose-test/file-adapter:e2e-<16 hex>", and tests use that reference.
+// The name alone is shared by every checkout on the Engine: two runs from
+// trees with different code each get their own image, however they
+// interleave, while the same code is built once and shared (the same tag,
+// the same image). Images are cached within one test binary run (each is
+// built once, whatever the number of tests asking) and across runs (an
+// existing image of the same content is reused).
+//
+// Nothing a test run might still use is removed: after building, the images
+// of the same name that no run has used for imagegc.StaleAfter go (each use
+// tags an image again, which dates its last use); `make clean-test-images`
+// removes the rest (internal/testimage/cleanimages).
 package testimage
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +33,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -28,17 +42,14 @@ import (
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/internal/dockerbuild"
+	"github.com/gcompose/gcompose/internal/testimage/imagegc"
 )
 
 // Label is carried by every image and container tests create.
-const Label = "gcompose.test"
-
-// labelHash carries the SHA-256 of the image's binary.
-const labelHash = "gcompose.test.binary-sha256"
+const Label = imagegc.LabelTest
 
 // Client returns an Engine client from the environment with API version
 // negotiation, closed when the test ends.
@@ -79,13 +90,13 @@ func ping(ctx context.Context) error {
 }
 
 // builds memoizes images per test binary run: a cache of immutable results
-// (an image ID per package and tag), the one package-level state this
-// test helper needs to build each image once however many tests ask.
+// (an image reference per package and name), the one package-level state
+// this test helper needs to build each image once however many tests ask.
 var builds sync.Map // key string -> *buildOnce
 
 type buildOnce struct {
 	once sync.Once
-	id   string
+	ref  string
 	err  error
 }
 
@@ -93,113 +104,266 @@ type buildOnce struct {
 // DOCKER_HOST at another engine (t.Setenv), whose images are its own.
 func engineKey() string { return os.Getenv("DOCKER_HOST") }
 
-// Build compiles the Go main package pkg (a path relative to the module root,
-// e.g. "./cmd/file-adapter", or an import path) with CGO_ENABLED=0 and builds
-// a FROM scratch image tagged tag holding the binary at /<name> as its
-// entrypoint, <name> being the package directory's base name. It returns the
-// image ID. Failures fail the test.
-func Build(t testing.TB, ctx context.Context, pkg, tag string) string {
+// once runs build once per key and test binary run, and fails the test with
+// what on error.
+func once(t testing.TB, key, what string, build func() (string, error)) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore(engineKey()+"\x00"+pkg+"\x00"+tag, &buildOnce{})
+	v, _ := builds.LoadOrStore(engineKey()+"\x00"+key, &buildOnce{})
 	b := v.(*buildOnce)
-	b.once.Do(func() { b.id, b.err = buildImage(ctx, pkg, tag) })
+	b.once.Do(func() { b.ref, b.err = build() })
 	if b.err != nil {
-		t.Fatalf("build test image %s from %s: %v", tag, pkg, b.err)
+		t.Fatalf("%s: %v", what, b.err)
 	}
-	return b.id
+	return b.ref
 }
 
-// Derive builds an image tagged tag from a Dockerfile given as text, whose
-// FROM names a local image (usually one made by Build), e.g. to bake an
-// environment variable into an adapter image:
-//
-//	testimage.Derive(t, ctx, "FROM gcompose/misbehave-adapter:test\nENV MODE=hang\n", "gcompose/misbehave-adapter:init-hang")
-//
-// The build context is empty (no COPY). It returns the image ID; results
-// are cached per test binary run like Build's.
-func Derive(t testing.TB, ctx context.Context, dockerfile, tag string) string {
+// Image compiles the Go main package pkg (a path relative to the module
+// root, e.g. "./cmd/file-adapter", or an import path) with CGO_ENABLED=0
+// into a FROM scratch image holding the binary at /<base> as its
+// entrypoint, <base> being the package directory's base name, and returns
+// the image's reference: name ("gcompose-test/file-adapter:e2e") with the
+// content's hash added to its tag. Use that reference, never name: see the
+// package comment. Failures fail the test.
+func Image(t testing.TB, ctx context.Context, pkg, name string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore(engineKey()+"\x00derive\x00"+dockerfile+"\x00"+tag, &buildOnce{})
-	b := v.(*buildOnce)
-	b.once.Do(func() { b.id, b.err = deriveImage(ctx, dockerfile, tag) })
-	if b.err != nil {
-		t.Fatalf("build test image %s: %v", tag, b.err)
-	}
-	return b.id
+	return once(t, "go\x00"+pkg+"\x00"+name, "build test image "+name+" from "+pkg, func() (string, error) {
+		return goImage(ctx, pkg, name)
+	})
 }
 
-func deriveImage(ctx context.Context, dockerfile, tag string) (string, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return "", fmt.Errorf("docker engine client: %w", err)
-	}
-	defer cli.Close()
-	return buildTagged(ctx, cli, []byte(dockerfile), nil, tag, map[string]string{Label: "derived"})
+// DerivedImage builds an image named name from a Dockerfile given as text,
+// whose FROM names a local image (usually a reference Image returned), e.g.
+// to bake an environment variable into an adapter image:
+//
+//	base := testimage.Image(t, ctx, "./cmd/misbehave-adapter", "gcompose-test/misbehave-adapter:e2e")
+//	testimage.DerivedImage(t, ctx, "FROM "+base+"\nENV MODE=hang\n", "gcompose-test/misbehave-adapter:init-hang")
+//
+// The build context is empty (no COPY). It returns the image's reference,
+// whose hash covers the Dockerfile and the ID of each image it is built
+// FROM; results are cached like Image's.
+func DerivedImage(t testing.TB, ctx context.Context, dockerfile, name string) string {
+	t.Helper()
+	return once(t, "derive\x00"+dockerfile+"\x00"+name, "build test image "+name, func() (string, error) {
+		return ensure(ctx, name, []byte(dockerfile), nil, map[string]string{Label: "derived"})
+	})
 }
 
-// buildTagged builds an image tagged tag and returns its ID.
-func buildTagged(ctx context.Context, cli *client.Client, dockerfile []byte, files map[string]dockerbuild.File, tag string, labels map[string]string) (string, error) {
-	if err := dockerbuild.Build(ctx, cli, dockerfile, files, build.ImageBuildOptions{
-		Tags: []string{tag}, Remove: true, ForceRemove: true, Labels: labels,
-	}); err != nil {
-		return "", err
-	}
-	ins, err := cli.ImageInspect(ctx, tag)
-	if err != nil {
-		return "", fmt.Errorf("inspect built image %s: %w", tag, err)
-	}
-	return ins.ID, nil
+// Dockerfile is an image to build from one of the module's Dockerfiles.
+type Dockerfile struct {
+	// Path is the Dockerfile, relative to the module root
+	// ("images/devnet-db.Dockerfile").
+	Path string
+	// Mains are Go main packages built static into the context under their
+	// base names ("./cmd/devnet-init" as devnet-init).
+	Mains []string
+	// Files are other context files: name in the context -> host path.
+	Files map[string]string
+	// Labels go on the image, besides Label=<Path>.
+	Labels map[string]string
 }
 
-func buildImage(ctx context.Context, pkg, tag string) (string, error) {
+// DockerfileImage builds d as an image named name through the Engine API,
+// once per test binary run, and returns the image's reference (name with
+// the content's hash added to its tag, like Image's). Failures fail the
+// test.
+func DockerfileImage(t testing.TB, ctx context.Context, d Dockerfile, name string) string {
+	t.Helper()
+	return once(t, "dockerfile\x00"+d.Path+"\x00"+name, "build test image "+name+" from "+d.Path, func() (string, error) {
+		return dockerfileImage(ctx, d, name)
+	})
+}
+
+func goImage(ctx context.Context, pkg, name string) (string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return "", err
 	}
+	binary, err := staticBinary(ctx, root, pkg)
+	if err != nil {
+		return "", err
+	}
+	base := baseName(pkg)
+	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [\"/%s\"]\n", base, base, base)
+	return ensure(ctx, name, []byte(dockerfile), map[string]dockerbuild.File{base: {Data: binary}}, map[string]string{Label: pkg})
+}
+
+func dockerfileImage(ctx context.Context, d Dockerfile, name string) (string, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(root, d.Path))
+	if err != nil {
+		return "", err
+	}
+	files := map[string]dockerbuild.File{}
+	for _, pkg := range d.Mains {
+		data, err := staticBinary(ctx, root, pkg)
+		if err != nil {
+			return "", err
+		}
+		files[baseName(pkg)] = dockerbuild.File{Data: data}
+	}
+	for name, p := range d.Files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return "", fmt.Errorf("context file %s: %w", name, err)
+		}
+		files[name] = dockerbuild.File{Data: data}
+	}
+	labels := map[string]string{Label: d.Path}
+	for k, v := range d.Labels {
+		labels[k] = v
+	}
+	return ensure(ctx, name, dockerfile, files, labels)
+}
+
+// staticBinary compiles pkg static for Linux and returns the executable.
+func staticBinary(ctx context.Context, root, pkg string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "gcompose-testimage-")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
-
-	name := baseName(pkg)
-	bin := filepath.Join(dir, name)
+	bin := filepath.Join(dir, baseName(pkg))
 	if err := goBuild(ctx, root, pkg, bin, true); err != nil {
-		return "", err
+		return nil, err
 	}
-	binary, err := os.ReadFile(bin)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(binary)
-	hash := hex.EncodeToString(sum[:])
+	return os.ReadFile(bin)
+}
 
+// ensure returns the reference of the image of this content named name,
+// building it unless the Engine has it already.
+func ensure(ctx context.Context, name string, dockerfile []byte, files map[string]dockerbuild.File, labels map[string]string) (string, error) {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return "", fmt.Errorf("docker engine client: %w", err)
 	}
 	defer cli.Close()
-
-	// Reuse the image of an earlier run when it holds the same binary.
-	if ins, err := cli.ImageInspect(ctx, tag); err == nil && ins.Config != nil && ins.Config.Labels[labelHash] == hash {
-		return ins.ID, nil
+	tarball, err := dockerbuild.Context(dockerfile, files)
+	if err != nil {
+		return "", fmt.Errorf("build context: %w", err)
 	}
-
-	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nENTRYPOINT [\"/%s\"]\n", name, name, name)
-	id, err := buildTagged(ctx, cli, []byte(dockerfile), map[string]dockerbuild.File{name: {Data: binary}}, tag, map[string]string{Label: pkg, labelHash: hash})
+	bases, err := baseImages(ctx, cli, dockerfile)
 	if err != nil {
 		return "", err
 	}
-	pruneOld(ctx, cli, pkg)
-	return id, nil
+	sum := contentHash(tarball.Bytes(), labels, bases)
+	ref, err := contentRef(name, sum)
+	if err != nil {
+		return "", err
+	}
+	if ins, err := cli.ImageInspect(ctx, ref); err == nil && ins.Config != nil && ins.Config.Labels[imagegc.LabelContent] == sum {
+		// Tagged again, so that its tag time says it is in use (imagegc).
+		if err := cli.ImageTag(ctx, ins.ID, ref); err != nil {
+			return "", fmt.Errorf("tag %s again: %w", ref, err)
+		}
+		return ref, nil
+	}
+	all := map[string]string{imagegc.LabelName: name, imagegc.LabelContent: sum}
+	for k, v := range labels {
+		all[k] = v
+	}
+	if err := dockerbuild.BuildContext(ctx, cli, tarball, build.ImageBuildOptions{
+		Tags: []string{ref}, Remove: true, ForceRemove: true, Labels: all,
+	}); err != nil {
+		return "", err
+	}
+	ins, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("inspect built image %s: %w", ref, err)
+	}
+	// Best effort: what stays is removed by a later build or by make
+	// clean-test-images.
+	_, _ = imagegc.Collect(ctx, cli, imagegc.Options{UnusedFor: imagegc.StaleAfter, Name: name, Keep: ins.ID, RequireUseTime: true})
+	return ref, nil
+}
+
+// contentHash is the hex SHA-256 of a build context, the image's labels
+// and the IDs of the images it is built FROM.
+func contentHash(tarball []byte, labels map[string]string, bases []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "context %d\n", len(tarball))
+	h.Write(tarball)
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "label %q=%q\n", k, labels[k])
+	}
+	for _, b := range bases {
+		fmt.Fprintf(h, "from %s\n", b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// contentTagLen is how many hex digits of the content hash the tag carries.
+const contentTagLen = 16
+
+// contentRef adds the first hex digits of sum to name's tag
+// ("repo:tag" -> "repo:tag-<hex>", "repo" -> "repo:<hex>").
+func contentRef(name, sum string) (string, error) {
+	if name == "" || strings.Contains(name, "@") {
+		return "", fmt.Errorf("image name %q: want repository[:tag], without a digest", name)
+	}
+	suffix := sum[:contentTagLen]
+	repo, tag := name, ""
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		repo, tag = name[:i], name[i+1:]
+	}
+	if tag == "" {
+		return repo + ":" + suffix, nil
+	}
+	// A tag has at most 128 characters.
+	if len(tag)+1+len(suffix) > 128 {
+		return "", fmt.Errorf("image name %q: tag %q too long to carry a content hash (%d characters at most)", name, tag, 128-1-len(suffix))
+	}
+	return repo + ":" + tag + "-" + suffix, nil
+}
+
+// baseImages resolves each image a Dockerfile is built FROM (but scratch
+// and its own stages) to "<ref> <image ID>": what the image is made of
+// besides its context.
+func baseImages(ctx context.Context, cli *client.Client, dockerfile []byte) ([]string, error) {
+	var bases []string
+	stages := map[string]bool{"scratch": true}
+	sc := bufio.NewScanner(bytes.NewReader(dockerfile))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || !strings.EqualFold(fields[0], "FROM") {
+			continue
+		}
+		args := fields[1:]
+		for len(args) > 0 && strings.HasPrefix(args[0], "--") {
+			args = args[1:]
+		}
+		if len(args) == 0 {
+			continue
+		}
+		from := args[0]
+		if !stages[strings.ToLower(from)] {
+			ins, err := cli.ImageInspect(ctx, from)
+			if err != nil {
+				return nil, fmt.Errorf("the image it is built FROM, %s: %w", from, err)
+			}
+			bases = append(bases, from+" "+ins.ID)
+		}
+		if len(args) >= 3 && strings.EqualFold(args[1], "AS") {
+			stages[strings.ToLower(args[2])] = true
+		}
+	}
+	return bases, sc.Err()
 }
 
 // goBuild compiles the Go main package pkg (relative to root, or an import
-// path) to out: static for Linux (an image's binary), or for this machine.
+// path) to out: static for Linux (an image's binary, without the VCS stamp,
+// which would change the image at every commit), or for this machine.
 func goBuild(ctx context.Context, root, pkg, out string, static bool) error {
 	args := []string{"build", "-o", out}
 	if static {
-		args = []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", out}
+		args = []string{"build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", out}
 	}
 	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	cmd.Dir = root
@@ -237,106 +401,54 @@ func Binary(t testing.TB, ctx context.Context, pkg string) string {
 			b.err = err
 			return
 		}
-		b.id = filepath.Join(dir, baseName(pkg))
-		b.err = goBuild(ctx, root, pkg, b.id, false)
+		b.ref = filepath.Join(dir, baseName(pkg))
+		b.err = goBuild(ctx, root, pkg, b.ref, false)
 	})
 	if b.err != nil {
 		t.Fatalf("build %s: %v", pkg, b.err)
 	}
-	return b.id
+	return b.ref
 }
 
-// Dockerfile is an image to build from one of the module's Dockerfiles.
-type Dockerfile struct {
-	// Path is the Dockerfile, relative to the module root
-	// ("images/devnet-db.Dockerfile").
-	Path string
-	// Mains are Go main packages built static into the context under their
-	// base names ("./cmd/devnet-init" as devnet-init).
-	Mains []string
-	// Files are other context files: name in the context -> host path.
-	Files map[string]string
-	// Labels go on the image, besides Label=<Path>.
-	Labels map[string]string
+// Build is Image that also tags the image name itself and returns its ID.
+//
+// Deprecated: name is shared by every checkout on the Engine, so another
+// run's build replaces it under a running test; use Image and its
+// reference. Kept until the callers have moved.
+func Build(t testing.TB, ctx context.Context, pkg, tag string) string {
+	t.Helper()
+	return alsoTag(t, ctx, Image(t, ctx, pkg, tag), tag)
 }
 
-// BuildDockerfile builds d tagged tag through the Engine API, once per test
-// binary run, and returns the image ID. Failures fail the test.
+// Derive is DerivedImage that also tags the image name itself and returns
+// its ID.
+//
+// Deprecated: use DerivedImage (see Build).
+func Derive(t testing.TB, ctx context.Context, dockerfile, tag string) string {
+	t.Helper()
+	return alsoTag(t, ctx, DerivedImage(t, ctx, dockerfile, tag), tag)
+}
+
+// BuildDockerfile is DockerfileImage that also tags the image name itself
+// and returns its ID.
+//
+// Deprecated: use DockerfileImage (see Build).
 func BuildDockerfile(t testing.TB, ctx context.Context, d Dockerfile, tag string) string {
 	t.Helper()
-	v, _ := builds.LoadOrStore(engineKey()+"\x00dockerfile\x00"+d.Path+"\x00"+tag, &buildOnce{})
-	b := v.(*buildOnce)
-	b.once.Do(func() { b.id, b.err = buildDockerfile(ctx, d, tag) })
-	if b.err != nil {
-		t.Fatalf("build test image %s from %s: %v", tag, d.Path, b.err)
-	}
-	return b.id
+	return alsoTag(t, ctx, DockerfileImage(t, ctx, d, tag), tag)
 }
 
-func buildDockerfile(ctx context.Context, d Dockerfile, tag string) (string, error) {
-	root, err := moduleRoot(ctx)
+func alsoTag(t testing.TB, ctx context.Context, ref, tag string) string {
+	t.Helper()
+	cli := Client(t)
+	ins, err := cli.ImageInspect(ctx, ref)
 	if err != nil {
-		return "", err
+		t.Fatalf("inspect %s: %v", ref, err)
 	}
-	dockerfile, err := os.ReadFile(filepath.Join(root, d.Path))
-	if err != nil {
-		return "", err
+	if err := cli.ImageTag(ctx, ins.ID, tag); err != nil {
+		t.Fatalf("tag %s as %s: %v", ref, tag, err)
 	}
-	dir, err := os.MkdirTemp("", "gcompose-testimage-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	files := map[string]dockerbuild.File{}
-	for _, pkg := range d.Mains {
-		bin := filepath.Join(dir, baseName(pkg))
-		if err := goBuild(ctx, root, pkg, bin, true); err != nil {
-			return "", err
-		}
-		data, err := os.ReadFile(bin)
-		if err != nil {
-			return "", err
-		}
-		files[baseName(pkg)] = dockerbuild.File{Data: data}
-	}
-	for name, p := range d.Files {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return "", fmt.Errorf("context file %s: %w", name, err)
-		}
-		files[name] = dockerbuild.File{Data: data}
-	}
-	labels := map[string]string{Label: d.Path}
-	for k, v := range d.Labels {
-		labels[k] = v
-	}
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return "", fmt.Errorf("docker engine client: %w", err)
-	}
-	defer cli.Close()
-	return buildTagged(ctx, cli, dockerfile, files, tag, labels)
-}
-
-// pruneAge: untagged test images older than this are removed. Younger ones
-// may still be in use by another test binary that built the same tag at the
-// same time.
-const pruneAge = 15 * time.Minute
-
-// pruneOld removes untagged images an earlier build of pkg left behind, so
-// that rebuilding test images does not fill the disk. Failures are ignored
-// (an image in use stays).
-func pruneOld(ctx context.Context, cli *client.Client, pkg string) {
-	list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", Label+"="+pkg), filters.Arg("dangling", "true"))})
-	if err != nil {
-		return
-	}
-	for _, img := range list {
-		if time.Since(time.Unix(img.Created, 0)) > pruneAge {
-			_, _ = cli.ImageRemove(ctx, img.ID, image.RemoveOptions{PruneChildren: true})
-		}
-	}
+	return ins.ID
 }
 
 func moduleRoot(ctx context.Context) (string, error) {
