@@ -34,8 +34,11 @@ const (
 	appKey  = "e2e-appkey-not-secret"
 )
 
-// Adapter images built from this tree for the tests.
-var adapterImages = map[string]string{
+// adapterNames name the adapter images built from this tree for the
+// tests: testimage adds the content's hash to each (env.images holds the
+// references), so that a run from another checkout, whose adapters may
+// differ, never replaces them. In-process calls use them as resource types.
+var adapterNames = map[string]string{
 	"network":  "gcompose-test/golem-network:e2e",
 	"service":  "gcompose-test/golem-service:e2e",
 	"payments": "gcompose-test/golem-payments:e2e",
@@ -53,6 +56,9 @@ type env struct {
 	bin      string
 	dir      string
 	srv      *devnet.Server
+	// images are the references of the adapter images by adapterNames'
+	// keys (start builds them; in-process tests have none).
+	images map[string]string
 	// devnetLog is everything the devnet logged: searched for the app key.
 	devnetLog *syncwriter.Buffer
 }
@@ -67,10 +73,12 @@ func start(t *testing.T, cfg devnet.Config) *env {
 	testimage.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	for _, name := range []string{"network", "service", "payments", "proxy"} {
-		testimage.Build(t, ctx, "./cmd/golem-"+name, adapterImages[name])
+	images := map[string]string{}
+	for name, image := range adapterNames {
+		images[name] = testimage.Image(t, ctx, "./cmd/golem-"+name, image)
 	}
 	e := startDevnet(t, cfg)
+	e.images = images
 	e.bin = testimage.Binary(t, ctx, "./cmd/gcompose")
 	return e
 }
@@ -84,7 +92,7 @@ func startDevnet(t *testing.T, cfg devnet.Config) *env {
 	docker := testimage.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	demoImages(t, ctx)
+	demo := demoImages(t, ctx)
 
 	id := strings.Trim(unsafe.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	if len(id) > 40 {
@@ -92,7 +100,7 @@ func startDevnet(t *testing.T, cfg devnet.Config) *env {
 	}
 	cfg.Instance = "e2e-" + id
 	cfg.Labels = testimage.Labels(t)
-	cfg.Images = map[string]string{dbHash: "gcompose-test/devnet-db:e2e", webHash: "gcompose-test/devnet-web:e2e"}
+	cfg.Images = map[string]string{dbHash: demo["devnet-db"], webHash: demo["devnet-web"]}
 	if len(cfg.Providers) == 0 {
 		cfg.Providers = []devnet.ProviderConfig{
 			{Name: "small", Count: 2, Cores: 2, MemGib: 4, StorageGib: 20, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.00005, 0.0001, 0}},
@@ -213,9 +221,12 @@ func (e *env) command(ctx context.Context, env []string, args ...string) *exec.C
 		full = append(full, "--app", e.app, "--state", e.state)
 		full = append(full, args[2:]...)
 	} else {
+		if len(e.images) == 0 {
+			e.t.Fatalf("gcompose %s: no adapter images (start builds them, startDevnet does not)", args[0])
+		}
 		full = append(full, args[0], "--app", e.app, "--state", e.state,
-			"--network-image", adapterImages["network"], "--service-image", adapterImages["service"],
-			"--payments-image", adapterImages["payments"], "--proxy-image", adapterImages["proxy"])
+			"--network-image", e.images["network"], "--service-image", e.images["service"],
+			"--payments-image", e.images["payments"], "--proxy-image", e.images["proxy"])
 		full = append(full, args[1:]...)
 	}
 	e.settle(ctx)
@@ -328,10 +339,13 @@ func moduleRoot(t *testing.T) string {
 }
 
 // demoImages builds images/devnet-db.Dockerfile and images/devnet-web.Dockerfile
-// (busybox, devnet-init and the demo binary) as gcompose-test/devnet-*:e2e.
-func demoImages(t *testing.T, ctx context.Context) {
+// (busybox, devnet-init and the demo binary) named gcompose-test/devnet-*:e2e
+// and returns their references by name.
+func demoImages(t *testing.T, ctx context.Context) map[string]string {
 	t.Helper()
+	refs := map[string]string{}
 	for _, name := range []string{"devnet-db", "devnet-web"} {
-		devnettest.DemoImage(t, ctx, name, "gcompose-test/"+name+":e2e", nil)
+		refs[name] = devnettest.DemoImage(t, ctx, name, "gcompose-test/"+name+":e2e", nil)
 	}
+	return refs
 }

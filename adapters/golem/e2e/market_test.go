@@ -118,7 +118,7 @@ func TestAllocationTimeout(t *testing.T) {
 	app := `
 resources:
   golem-payments:
-    type: ` + adapterImages["payments"] + `
+    type: ` + e.images["payments"] + `
     config:
       budget: "2"
       allocation_timeout: 12s

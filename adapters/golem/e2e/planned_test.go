@@ -179,7 +179,7 @@ func TestFirstDeployPerYagna(t *testing.T) {
 		// checkout (state, directory). b's own cleanup removes b.app's
 		// leftovers, which are none of a's.
 		other := *b
-		other.app, other.bin = a.app, a.bin
+		other.app, other.bin, other.images = a.app, a.bin, a.images
 		odesc := filepath.Join(other.dir, "webapp.yaml")
 		if err := os.WriteFile(odesc, src, 0o644); err != nil {
 			t.Fatal(err)

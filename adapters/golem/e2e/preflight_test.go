@@ -41,8 +41,8 @@ func TestPreflight(t *testing.T) {
 	plan := func(env ...string) (string, int) {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, e.bin, "plan", desc, "--app", e.app, "--state", e.state,
-			"--network-image", adapterImages["network"], "--service-image", adapterImages["service"],
-			"--payments-image", adapterImages["payments"], "--proxy-image", adapterImages["proxy"])
+			"--network-image", e.images["network"], "--service-image", e.images["service"],
+			"--payments-image", e.images["payments"], "--proxy-image", e.images["proxy"])
 		cmd.Dir = e.dir
 		for _, kv := range os.Environ() {
 			if !strings.HasPrefix(kv, "YAGNA_") {
@@ -56,7 +56,7 @@ func TestPreflight(t *testing.T) {
 		cmd.Run()
 		return out.String(), cmd.ProcessState.ExitCode()
 	}
-	all := "(adapters " + adapterImages["network"] + ", " + adapterImages["payments"] + ", " + adapterImages["proxy"] + ", " + adapterImages["service"] + "), so nothing was planned"
+	all := "(adapters " + e.images["network"] + ", " + e.images["payments"] + ", " + e.images["proxy"] + ", " + e.images["service"] + "), so nothing was planned"
 	for _, tc := range []struct {
 		name string
 		env  []string

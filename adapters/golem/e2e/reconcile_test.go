@@ -548,9 +548,8 @@ func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
 			t.Fatal(err)
 		}
 	}
-	const image = "gcompose-test/gcompose:reconcile"
-	testimage.BuildDockerfile(t, ctx, testimage.Dockerfile{Path: "images/gcompose.Dockerfile", Mains: []string{"./cmd/gcompose"},
-		Files: map[string]string{"ca-certificates.crt": ca}}, image)
+	image := testimage.DockerfileImage(t, ctx, testimage.Dockerfile{Path: "images/gcompose.Dockerfile", Mains: []string{"./cmd/gcompose"},
+		Files: map[string]string{"ca-certificates.crt": ca}}, "gcompose-test/gcompose:reconcile")
 	r := &reconciler{t: t, name: "compose", listen: freeAddr(t), events: newEventLog(), logs: &syncwriter.Buffer{}}
 	project := "rec-" + strings.TrimPrefix(e.instance, "e2e-")
 	if len(project) > 40 {
@@ -560,8 +559,8 @@ func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
 		"GCOMPOSE_STATE="+e.state, "GCOMPOSE_APP="+e.app, "GCOMPOSE_RECONCILE_FILE="+filepath.Base(desc),
 		"GCOMPOSE_RECONCILE_INTERVAL="+recInterval.String(), "GCOMPOSE_RECONCILE_LISTEN="+r.listen,
 		"GCOMPOSE_RECONCILE_LEADER_TTL="+recTTL.String(), "GCOMPOSE_ETCD_LOCK_TTL="+recTTL.String(), "GCOMPOSE_LOCK_TIMEOUT=10s",
-		"GCOMPOSE_NETWORK_IMAGE="+adapterImages["network"], "GCOMPOSE_SERVICE_IMAGE="+adapterImages["service"],
-		"GCOMPOSE_PAYMENTS_IMAGE="+adapterImages["payments"], "GCOMPOSE_PROXY_IMAGE="+adapterImages["proxy"],
+		"GCOMPOSE_NETWORK_IMAGE="+e.images["network"], "GCOMPOSE_SERVICE_IMAGE="+e.images["service"],
+		"GCOMPOSE_PAYMENTS_IMAGE="+e.images["payments"], "GCOMPOSE_PROXY_IMAGE="+e.images["proxy"],
 		"YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	compose := func(args ...string) {
 		t.Helper()

@@ -132,7 +132,7 @@ func TestInterruptedCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pay := protocol.Request{Name: "resources.golem-payments", Type: adapterImages["payments"], Config: map[string]any{"budget": "5"},
+	pay := protocol.Request{Name: "resources.golem-payments", Type: adapterNames["payments"], Config: map[string]any{"budget": "5"},
 		Gcompose: &protocol.RequestExt{Call: protocol.CallState, Desired: protocol.Present, Lineage: lineage, Persisted: &protocol.Persisted{Pending: pending}}}
 	st := stateOf(t, e.call(ctx, payments.Adapter(), []string{"state"}, pay))
 	if st.Status != protocol.Stale || len(st.Actions) != 1 || st.Actions[0].Name != "keeper" || !strings.Contains(st.Gcompose.Reason, "adopting allocation "+alloc.AllocationID) {
@@ -156,7 +156,7 @@ func TestInterruptedCreates(t *testing.T) {
 	// and another lineage's agreement, tagged with the same operation id.
 	demand, agreement := e.tagged(ctx, lineage, op, "services.db")
 	_, foreign := e.tagged(ctx, "another-lineage", op, "services.db")
-	svc := protocol.Request{Name: "services.db", Type: adapterImages["service"], Config: map[string]any{"name": "db", "payload": map[string]any{"runtime": "vm"}},
+	svc := protocol.Request{Name: "services.db", Type: adapterNames["service"], Config: map[string]any{"name": "db", "payload": map[string]any{"runtime": "vm"}},
 		Gcompose: &protocol.RequestExt{Call: protocol.CallState, Desired: protocol.Absent, Lineage: lineage, Persisted: &protocol.Persisted{Pending: pending}}}
 	st = stateOf(t, e.call(ctx, service.Adapter(), []string{"state"}, svc))
 	if st.Status != protocol.Stale || len(st.Actions) != 1 || st.Actions[0].Name != "delete" || !strings.Contains(string(st.StaleState), agreement) ||

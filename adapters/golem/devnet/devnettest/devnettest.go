@@ -85,10 +85,14 @@ func Serve(t testing.TB, docker *client.Client, srv *devnet.Server, instance str
 }
 
 // DemoImage builds images/<name>.Dockerfile of the module (busybox,
-// devnet-init and cmd/<name>: "devnet-db", "devnet-web") tagged tag, with
-// labels besides those the Dockerfile sets, once per test binary run, and
-// returns the image ID. It needs a static /bin/busybox (apt-get install -y
-// busybox-static): without one the test is skipped, or fails when CI is set.
+// devnet-init and cmd/<name>: "devnet-db", "devnet-web") as an image named
+// tag, with labels besides those the Dockerfile sets, once per test binary
+// run, and returns its reference (tag with the content's hash added,
+// testimage.DockerfileImage): map the image hash to that reference in the
+// devnet's Config.Images, since another checkout's image of the same name
+// and golem.image.hash label may be newer. It needs a static /bin/busybox
+// (apt-get install -y busybox-static): without one the test is skipped, or
+// fails when CI is set.
 func DemoImage(t testing.TB, ctx context.Context, name, tag string, labels map[string]string) string {
 	t.Helper()
 	if _, err := os.Stat("/bin/busybox"); err != nil {
@@ -97,10 +101,14 @@ func DemoImage(t testing.TB, ctx context.Context, name, tag string, labels map[s
 		}
 		t.Skipf("/bin/busybox missing (apt-get install -y busybox-static)")
 	}
-	return testimage.BuildDockerfile(t, ctx, testimage.Dockerfile{
+	d := testimage.Dockerfile{
 		Path:   "images/" + name + ".Dockerfile",
 		Mains:  []string{"./cmd/devnet-init", "./cmd/" + name},
 		Files:  map[string]string{"busybox": "/bin/busybox"},
 		Labels: labels,
-	}, tag)
+	}
+	ref := testimage.DockerfileImage(t, ctx, d, tag)
+	// Also tagged tag itself until the devnet's own tests use the reference.
+	testimage.BuildDockerfile(t, ctx, d, tag)
+	return ref
 }
