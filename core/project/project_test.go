@@ -19,12 +19,15 @@ import (
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
-const fileAdapterTag = "gcompose/file-adapter:project-test"
+// fileAdapterName names the file adapter image; testimage adds the
+// content's hash to its tag, so that another checkout's run never replaces
+// it.
+const fileAdapterName = "gcompose/file-adapter:project-test"
 
 // workdir copies testdata/name into a fresh directory, its IMAGE the test
 // adapter image, with extra files beside it; it returns the descriptor's
 // path.
-func workdir(t *testing.T, name string, extra map[string]string) string {
+func workdir(t *testing.T, name, image string, extra map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -32,7 +35,7 @@ func workdir(t *testing.T, name string, extra map[string]string) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), "IMAGE", fileAdapterTag)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(b), "IMAGE", image)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for f, body := range extra {
@@ -56,7 +59,7 @@ func load(t *testing.T, path string, red *secret.Redactor) *Project {
 func TestLoad(t *testing.T) {
 	t.Run("resolves, lowers and learns secrets", func(t *testing.T) {
 		red := secret.NewRedactor()
-		path := workdir(t, "secret.yaml", map[string]string{"token.txt": "tok-4711"})
+		path := workdir(t, "secret.yaml", fileAdapterName, map[string]string{"token.txt": "tok-4711"})
 		p := load(t, path, red)
 		if p.Name() != "projectsecret" || p.PlugPaths["files"] != filepath.Join(filepath.Dir(path), "out") {
 			t.Errorf("project %s, plugs %v", p.Name(), p.PlugPaths)
@@ -91,7 +94,7 @@ func TestRunThroughTheFacade(t *testing.T) {
 	testimage.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	testimage.Build(t, ctx, "./cmd/file-adapter", fileAdapterTag)
+	image := testimage.Image(t, ctx, "./cmd/file-adapter", fileAdapterName)
 	labels := testimage.Labels(t)
 	stateDir := t.TempDir()
 	open := func(p *Project, app string) (*Session, *[]string) {
@@ -110,7 +113,7 @@ func TestRunThroughTheFacade(t *testing.T) {
 		return s, &notes
 	}
 
-	path := workdir(t, "files.yaml", nil)
+	path := workdir(t, "files.yaml", image, nil)
 	out := filepath.Join(filepath.Dir(path), "out")
 	s, notes := open(load(t, path, secret.NewRedactor()), "")
 	res, err := s.Run(ctx, Run{Mode: plan.Deploy})
@@ -132,7 +135,7 @@ func TestRunThroughTheFacade(t *testing.T) {
 	}
 
 	// A second application whose config holds a secret, without a key.
-	spath := workdir(t, "secret.yaml", map[string]string{"token.txt": "tok-4711"})
+	spath := workdir(t, "secret.yaml", image, map[string]string{"token.txt": "tok-4711"})
 	ss, _ := open(load(t, spath, secret.NewRedactor()), "")
 	_, err = ss.Run(ctx, Run{Mode: plan.Deploy})
 	var mk *MissingKeyError

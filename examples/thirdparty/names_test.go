@@ -14,7 +14,9 @@ import (
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
-const namedImage = "gcompose-test/named-files:thirdparty"
+// namedName names the image of named-files; testimage adds the content's
+// hash to its tag, so that another checkout's run never replaces it.
+const namedName = "gcompose-test/named-files:thirdparty"
 
 // namesDescriptor: two plain Deployster resources; the plug is offered by
 // resource_names written as in Deployster (the manifest's keys), including
@@ -42,7 +44,7 @@ resources:
 // keeps that name, so nothing is made twice.
 func TestDeploysterNames(t *testing.T) {
 	testimage.RequireDocker(t)
-	testimage.Build(t, context.Background(), "./examples/thirdparty/named-files", namedImage)
+	namedImage := testimage.Image(t, context.Background(), "./examples/thirdparty/named-files", namedName)
 	h := &harness{t: t, bin: gcomposeBinary(t), dir: t.TempDir(), app: "thirdparty-names"}
 	left := containersOf(t, h.app)
 	if err := os.Mkdir(filepath.Join(h.dir, "out"), 0o777); err != nil {

@@ -19,8 +19,8 @@ import (
 )
 
 const (
-	kvImage      = "gcompose-test/kv-deployster:thirdparty"
-	counterImage = "gcompose-test/counter:thirdparty"
+	kvName      = "gcompose-test/kv-deployster:thirdparty"
+	counterName = "gcompose-test/counter:thirdparty"
 )
 
 // descriptor: greeting is a plain Deployster resource; hits reads its state
@@ -55,11 +55,13 @@ type harness struct {
 	t        *testing.T
 	bin, dir string
 	app      string
+	// kv and counter are the adapter images' references.
+	kv, counter string
 }
 
 func (h *harness) write(greeting, hits, totalFile string) string {
 	h.t.Helper()
-	body := strings.NewReplacer("APP", h.app, "KV", kvImage, "COUNTER", counterImage,
+	body := strings.NewReplacer("APP", h.app, "KV", h.kv, "COUNTER", h.counter,
 		"GREETING", greeting, "HITS", hits, "TOTALFILE", totalFile).Replace(descriptor)
 	p := filepath.Join(h.dir, "app.yaml")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
@@ -153,9 +155,8 @@ func containersOf(t *testing.T, app string) func() []string {
 func TestThirdPartyAdaptersEndToEnd(t *testing.T) {
 	testimage.RequireDocker(t)
 	ctx := context.Background()
-	testimage.Build(t, ctx, "./examples/thirdparty/kv-deployster", kvImage)
-	testimage.Build(t, ctx, "./examples/thirdparty/counter", counterImage)
-	h := &harness{t: t, bin: gcomposeBinary(t), dir: t.TempDir(), app: "thirdparty-e2e"}
+	h := &harness{t: t, bin: gcomposeBinary(t), dir: t.TempDir(), app: "thirdparty-e2e",
+		kv: testimage.Image(t, ctx, "./examples/thirdparty/kv-deployster", kvName), counter: testimage.Image(t, ctx, "./examples/thirdparty/counter", counterName)}
 	left := containersOf(t, h.app)
 	for _, d := range []string{"kv", "counters"} {
 		if err := os.Mkdir(filepath.Join(h.dir, d), 0o777); err != nil {

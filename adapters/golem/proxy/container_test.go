@@ -21,8 +21,7 @@ func TestLongLivedProxyContainer(t *testing.T) {
 	testimage.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	img := "gcompose-test/golem-proxy:longlived"
-	testimage.Build(t, ctx, "./cmd/golem-proxy", img)
+	img := testimage.Image(t, ctx, "./cmd/golem-proxy", "gcompose-test/golem-proxy:longlived")
 	d, err := longlived.Docker()
 	if err != nil {
 		t.Fatal(err)

@@ -23,8 +23,7 @@ func TestSweepSeesItsOwnYagnaNodeOnly(t *testing.T) {
 	testimage.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	img := "gcompose-test/longlived-sweep:test"
-	testimage.Derive(t, ctx, "FROM scratch\nLABEL purpose=longlived-sweep-test\n", img)
+	img := testimage.DerivedImage(t, ctx, "FROM scratch\nLABEL purpose=longlived-sweep-test\n", "gcompose-test/longlived-sweep:test")
 	d, err := longlived.Docker()
 	if err != nil {
 		t.Fatal(err)
