@@ -16,31 +16,21 @@ import (
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
-const ciImageTag = "gcompose-test/gcompose:ci"
-
-// buildCLIImage builds images/gcompose.Dockerfile the way `make images`
-// does: a static CLI and the host's CA bundle (or an empty one) in a context
-// directory.
-func buildCLIImage(t *testing.T, repo string) {
+// buildCLIImage builds images/gcompose.Dockerfile as `make images` does (a
+// static CLI and the host's CA bundle, or an empty one) and returns its
+// reference: gcompose-test/gcompose:ci with the content's hash, so that a
+// run from another checkout never replaces it.
+func buildCLIImage(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	ctxDir := t.TempDir()
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.commit=e2e", "-o", filepath.Join(ctxDir, "gcompose"), "./cmd/gcompose")
-	build.Dir = repo
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	ca := "/etc/ssl/certs/ca-certificates.crt"
+	if _, err := os.Stat(ca); err != nil {
+		ca = filepath.Join(t.TempDir(), "ca-certificates.crt")
+		if err := os.WriteFile(ca, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	ca, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err != nil {
-		ca = nil
-	}
-	if err := os.WriteFile(filepath.Join(ctxDir, "ca-certificates.crt"), ca, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	db := exec.Command("docker", "build", "-q", "-f", filepath.Join(repo, "images", "gcompose.Dockerfile"), "-t", ciImageTag, ctxDir)
-	if out, err := db.CombinedOutput(); err != nil {
-		t.Fatalf("docker build: %v\n%s", err, out)
-	}
+	return testimage.DockerfileImage(t, ctx, testimage.Dockerfile{Path: "images/gcompose.Dockerfile", Mains: []string{"./cmd/gcompose"},
+		Files: map[string]string{"ca-certificates.crt": ca}}, "gcompose-test/gcompose:ci")
 }
 
 // TestComposeRunDeploysAndDestroys is a CI job with nothing but Docker: the
@@ -60,8 +50,8 @@ func TestComposeRunDeploysAndDestroys(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	buildCLIImage(t, repo)
-	testimage.Build(t, ctx, "./cmd/file-adapter", fileAdapterTag)
+	cliImage := buildCLIImage(t, ctx)
+	image := testimage.Image(t, ctx, "./cmd/file-adapter", fileAdapterName)
 
 	// The workspace: mounted at its own path in the gcompose container, so
 	// the plug path ./out is a path the Engine can bind.
@@ -71,7 +61,7 @@ func TestComposeRunDeploysAndDestroys(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(ws, "out"), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	desc := strings.NewReplacer("APP", app, "IMAGE", fileAdapterTag).Replace(`
+	desc := strings.NewReplacer("APP", app, "IMAGE", image).Replace(`
 meta:
   name: APP
 plugs:
@@ -95,7 +85,7 @@ resources:
 		cmd.Dir = ws
 		// docker-compose reads ${PWD} from its environment, not from its
 		// working directory.
-		cmd.Env = append(os.Environ(), "PWD="+ws, "GCOMPOSE_IMAGE="+ciImageTag, "GCOMPOSE_STATE=", "GCOMPOSE_PROGRESS=",
+		cmd.Env = append(os.Environ(), "PWD="+ws, "GCOMPOSE_IMAGE="+cliImage, "GCOMPOSE_STATE=", "GCOMPOSE_PROGRESS=",
 			"GCOMPOSE_ENGINE_SOCKET="+engineSocket(t))
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb

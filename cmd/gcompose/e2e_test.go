@@ -25,7 +25,11 @@ import (
 // These tests run the real CLI against the real Docker Engine with the file
 // adapter image built from this repository.
 
-const fileAdapterTag = "gcompose-test/file-adapter:e2e"
+// fileAdapterName names the file adapter image built for these tests:
+// testimage adds the content's hash to its tag (env.image, or the reference
+// testimage.Image returns), so that a run from another checkout never
+// replaces it.
+const fileAdapterName = "gcompose-test/file-adapter:e2e"
 
 type env struct {
 	t     *testing.T
@@ -33,14 +37,16 @@ type env struct {
 	state string
 	files string
 	app   string
+	// image is the file adapter image's reference.
+	image string
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	testimage.RequireDocker(t)
-	testimage.Build(t, context.Background(), "./cmd/file-adapter", fileAdapterTag)
+	image := testimage.Image(t, context.Background(), "./cmd/file-adapter", fileAdapterName)
 	dir := t.TempDir()
-	e := &env{t: t, dir: dir, state: filepath.Join(dir, "state"), files: filepath.Join(dir, "out"), app: appNameFor(t)}
+	e := &env{t: t, dir: dir, state: filepath.Join(dir, "state"), files: filepath.Join(dir, "out"), app: appNameFor(t), image: image}
 	if err := os.MkdirAll(e.files, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +68,7 @@ func appNameFor(t *testing.T) string {
 func (e *env) write(name, body string) string {
 	e.t.Helper()
 	body = strings.ReplaceAll(body, "APP", e.app)
-	body = strings.ReplaceAll(body, "IMAGE", fileAdapterTag)
+	body = strings.ReplaceAll(body, "IMAGE", e.image)
 	p := filepath.Join(e.dir, name)
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		e.t.Fatal(err)

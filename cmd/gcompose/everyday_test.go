@@ -234,8 +234,7 @@ resources:
 // follows it: every state call reports a new "poll" entry.
 func TestE2ELogsFromAnAdapter(t *testing.T) {
 	e := newEnv(t)
-	const tag = "gcompose-test/logs-adapter:e2e"
-	testimage.Build(t, context.Background(), "./cmd/gcompose/testdata/logs-adapter", tag)
+	image := testimage.Image(t, context.Background(), "./cmd/gcompose/testdata/logs-adapter", "gcompose-test/logs-adapter:e2e")
 	f := e.write("app.yaml", strings.ReplaceAll(`
 meta:
   name: APP
@@ -243,7 +242,7 @@ resources:
   web:
     type: LOGS
     config: {message: hello-from-init}
-`, "LOGS", tag))
+`, "LOGS", image))
 	e.must("deploy", f, "--yes")
 	r := e.must("logs", "--file", f)
 	for _, w := range []string{"==> resources.web init[0] echo hello-from-init (exit 0)", "resources.web | stdout: hello-from-init", "==> resources.web poll"} {

@@ -152,7 +152,7 @@ func TestE2EFirstDeployRefusedWhenContainersExist(t *testing.T) {
 	labels["gcompose.resource"] = "payments"
 	labels["gcompose.longlived"] = "true"
 	name := "gcompose-" + e.app + "-payments"
-	created, err := cli.ContainerCreate(ctx, &container.Config{Image: fileAdapterTag, Labels: labels}, nil, nil, nil, name)
+	created, err := cli.ContainerCreate(ctx, &container.Config{Image: e.image, Labels: labels}, nil, nil, nil, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,8 @@ import (
 // completes untouched, in both directions.
 func TestE2EHostAndContainerShareOneLock(t *testing.T) {
 	testimage.RequireDocker(t)
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	buildCLIImage(t, repo)
-	testimage.Build(t, ctx, "./cmd/file-adapter", fileAdapterTag)
+	images := lockImages{cli: buildCLIImage(t, ctx), adapter: testimage.Image(t, ctx, "./cmd/file-adapter", fileAdapterName)}
 	cluster := etcdtest.Start(t)
 	for _, backend := range []string{"file", "etcd"} {
 		t.Run(backend, func(t *testing.T) {
@@ -40,7 +35,7 @@ func TestE2EHostAndContainerShareOneLock(t *testing.T) {
 			if backend == "etcd" {
 				stateURL = "etcd://" + cluster.HostPorts() + "/lock-e2e"
 			}
-			hostAndContainer(t, ws, stateURL)
+			hostAndContainer(t, ws, stateURL, images)
 		})
 	}
 }
@@ -75,14 +70,17 @@ func (p *proc) wait(t *testing.T, what string) (int, string) {
 	return p.cmd.ProcessState.ExitCode(), p.out.String()
 }
 
-func hostAndContainer(t *testing.T, ws, stateURL string) {
+// lockImages are the references of the images hostAndContainer runs.
+type lockImages struct{ cli, adapter string }
+
+func hostAndContainer(t *testing.T, ws, stateURL string, images lockImages) {
 	app := appNameFor(t)
 	out := filepath.Join(ws, "out")
 	if err := os.MkdirAll(out, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	os.Chmod(out, 0o777)
-	desc := strings.NewReplacer("APP", app, "IMAGE", fileAdapterTag).Replace(slowChain)
+	desc := strings.NewReplacer("APP", app, "IMAGE", images.adapter).Replace(slowChain)
 	if err := os.WriteFile(filepath.Join(ws, "app.yaml"), []byte(desc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +109,7 @@ func hostAndContainer(t *testing.T, ws, stateURL string) {
 		full := []string{"run", "--rm", "--network", "host", "--label", testimage.Label + "=" + t.Name(),
 			"-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", ws + ":" + ws, "-w", ws,
 			"-e", "XDG_CACHE_HOME=" + filepath.Join(ws, ".gcompose", "cache"), "-e", "GCOMPOSE_PROGRESS=plain",
-			ciImageTag}
+			images.cli}
 		return start(exec.Command("docker", append(append(full, args...), "--state", stateURL)...))
 	}
 	// lockHolder is the holder's PID as the lock describes it, once locked.

@@ -23,20 +23,20 @@ import (
 // unharmed, the state stays valid, no container is left, and removing the
 // bad resources converges.
 
-const misbehaveTag = "gcompose-test/misbehave-adapter:e2e"
+const misbehaveName = "gcompose-test/misbehave-adapter:e2e"
 
-func buildMisbehave(t *testing.T) {
+// buildMisbehave returns the misbehave image's reference.
+func buildMisbehave(t *testing.T) string {
 	t.Helper()
-	testimage.Build(t, context.Background(), "./cmd/misbehave-adapter", misbehaveTag)
+	return testimage.Image(t, context.Background(), "./cmd/misbehave-adapter", misbehaveName)
 }
 
-// initVariant builds a misbehave image whose init misbehaves in mode.
+// initVariant builds a misbehave image whose init misbehaves in mode and
+// returns its reference.
 func initVariant(t *testing.T, mode string) string {
 	t.Helper()
-	buildMisbehave(t)
-	tag := misbehaveTag + "-init-" + mode
-	testimage.Derive(t, context.Background(), misbehave.InitVariantDockerfile(misbehaveTag, mode), tag)
-	return tag
+	base := buildMisbehave(t)
+	return testimage.DerivedImage(t, context.Background(), misbehave.InitVariantDockerfile(base, mode), misbehaveName+"-init-"+mode)
 }
 
 // misbehavingApp writes the descriptor: a good file resource, then bad.
@@ -52,7 +52,7 @@ resources:
   good:
     type: IMAGE
     config: {path: good.txt, content: "good"}
-`+strings.ReplaceAll(bad, "MISBEHAVE", misbehaveTag))
+`+strings.ReplaceAll(bad, "MISBEHAVE", buildMisbehave(e.t)))
 }
 
 // fixedApp is the descriptor without the bad resources.

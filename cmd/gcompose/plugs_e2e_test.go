@@ -55,7 +55,7 @@ func TestE2EPlugsConfinedToTheProject(t *testing.T) {
 	zf, _ := os.Create(pkg)
 	zw := zip.NewWriter(zf)
 	w, _ := zw.Create("app.yaml")
-	w.Write([]byte(strings.NewReplacer("APP", e.app, "IMAGE", fileAdapterTag, "PLUGPATH", `"/"`).Replace(plugged)))
+	w.Write([]byte(strings.NewReplacer("APP", e.app, "IMAGE", e.image, "PLUGPATH", `"/"`).Replace(plugged)))
 	zw.Close()
 	zf.Close()
 	r := e.gc("deploy", pkg, "--yes", "--allow-host-path", "/")

@@ -432,12 +432,11 @@ const badModeResource = `
 
 func TestE2ESecretsNeverShownByOtherCommands(t *testing.T) {
 	e := newEnv(t)
-	const logsTag = "gcompose-test/logs-adapter:e2e"
-	testimage.Build(t, context.Background(), "./cmd/gcompose/testdata/logs-adapter", logsTag)
+	logsImage := testimage.Image(t, context.Background(), "./cmd/gcompose/testdata/logs-adapter", "gcompose-test/logs-adapter:e2e")
 	sr := startSecretsRun(t, e)
 	password, kf := sr.password, "--state-key-file="+sr.keyFile
 
-	app := sr.descriptor(strings.ReplaceAll(otherCommandsApp, "LOGS", logsTag))
+	app := sr.descriptor(strings.ReplaceAll(otherCommandsApp, "LOGS", logsImage))
 	bad := e.write("bad.yaml", strings.NewReplacer("MESSAGE", "${secret.api_key}", "BAD", sr.descriptor(badModeResource)).Replace(app))
 	app = strings.Replace(app, "BAD", "", 1)
 	f := e.write("app.yaml", strings.Replace(app, "MESSAGE", "${secret.api_key}", 1))

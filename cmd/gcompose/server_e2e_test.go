@@ -12,14 +12,12 @@ import (
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
-const sdkAdapterTag = "gcompose-test/sdkadapter:e2e"
-
 // sdkApp is one resource of the SDK test adapter (served): its write
 // action reports identity, then waits for out/<await> to exist.
 func (e *env) sdkApp(await string) string {
 	e.t.Helper()
-	testimage.Build(e.t, context.Background(), "./internal/testimage/testdata/sdkadapter", sdkAdapterTag)
-	body := "meta:\n  name: " + e.app + "\nplugs:\n  data:\n    path: ./out\nresources:\n  r:\n    type: " + sdkAdapterTag +
+	image := testimage.Image(e.t, context.Background(), "./internal/testimage/testdata/sdkadapter", "gcompose-test/sdkadapter:e2e")
+	body := "meta:\n  name: " + e.app + "\nplugs:\n  data:\n    path: ./out\nresources:\n  r:\n    type: " + image +
 		"\n    config: {content: hello, await: " + await + "}\n"
 	p := filepath.Join(e.dir, "sdk.yaml")
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
