@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,7 +119,10 @@ func agreedPrice(t *testing.T, st map[string]any) map[string]any {
 // devnet offered then; the provider that raises its price between offers
 // wins while it is cheapest and not after; the provider above the caps, the
 // one with an unknown pricing model and the one of another subnet are
-// never taken; state records the agreed price.
+// never taken; state records the agreed price. Each create counters at
+// once, the plan having just seen every provider, without gathering for a
+// second window; when that is dearer than the plan's estimate (drift asks
+// more than it did from the plan's demand) the create says so and why.
 func TestMarketCheapestEveryTime(t *testing.T) {
 	e := start(t, devnet.Config{Providers: marketProviders()})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -157,6 +161,15 @@ func TestMarketCheapestEveryTime(t *testing.T) {
 		}
 		if !strings.Contains(out, "choosing "+name) || !strings.Contains(out, "dear") || !strings.Contains(out, `pricing model "fixed" is not understood`) {
 			t.Errorf("round %d: the deploy does not explain the choice:\n%s", round, out)
+		}
+		if !strings.Contains(out, "(not waiting out the 2s window)") {
+			t.Errorf("round %d: the create gathered offers for a second window after the plan's:\n%s", round, out)
+		}
+		// drift wins only when the plan saw it cheapest, at the price
+		// before the one it asks the create's demand.
+		dearer := strings.Contains(out, "dearer than the plan's estimate of ")
+		if dearer != (name == "drift") || (dearer && !strings.Contains(out, "GLM/hour at plan time")) {
+			t.Errorf("round %d: rented from %s; dearer than planned said %v, want it said (with drift's price now and at plan time) exactly when drift won:\n%s", round, name, dearer, out)
 		}
 		e.must(ctx, "destroy", "-f", desc, "--yes")
 	}
@@ -264,21 +277,42 @@ func TestMarketPlanEstimate(t *testing.T) {
 	if len(p.Cost) != 1 || p.Cost[0].Currency != "GLM" || math.Abs(p.Cost[0].PerHour-cheapPerHour) > 1e-9 {
 		t.Fatalf("plan total: %+v", p.Cost)
 	}
-	human := e.must(ctx, "plan", "-f", desc)
+	// The hint the create gets back: the offers within the caps, best first.
+	var hint struct {
+		Subnet string
+		Offers []struct{ Name string }
+	}
+	if err := json.Unmarshal(est.Hint, &hint); err != nil || hint.Subnet != "public" || len(hint.Offers) != 2 || hint.Offers[0].Name != "cheap" || hint.Offers[1].Name != "mid" {
+		t.Fatalf("the estimate's hint %s (%v), want cheap then mid in subnet public", est.Hint, err)
+	}
+	// A saved plan: its estimate, hint included, reaches the create.
+	saved := filepath.Join(e.dir, "app.plan")
+	human := e.must(ctx, "plan", "-f", desc, "-out", saved)
 	if !strings.Contains(human, "cost: 0.144 GLM/hour, 0.432 GLM for 3h (market: cheapest of 2 offer(s) within the caps in subnet public: cheap (") ||
 		!strings.Contains(human, "Cost: 0.144 GLM/hour; at most 0.432 GLM if each runs its whole period (1 resource(s)).") {
 		t.Errorf("plan does not show the estimate:\n%s", human)
 	}
 
-	// The JSON events carry the explanation of the choice.
-	events := e.must(ctx, "deploy", "-f", desc, "--yes", "--json")
+	// The JSON events carry the explanation of the choice: made as soon
+	// as the plan's cheapest offered again, well before the window ends.
+	events := e.must(ctx, "deploy", saved, "--json")
 	started := time.Now()
 	explained := false
+	early := regexp.MustCompile(`offer\(s\) in subnet public after ([0-9.]+[mµn]?s), none of them beaten by the offers the plan saw [0-9]+s ago \(not waiting out the 2s window\); choosing cheap \(`)
 	for _, line := range strings.Split(events, "\n") {
 		var ev struct{ Resource, Phase, Output string }
 		if json.Unmarshal([]byte(line), &ev) == nil && ev.Resource == "services.db" && ev.Phase == "action-done" {
 			explained = strings.Contains(ev.Output, "choosing cheap (") && strings.Contains(ev.Output, "mid (") &&
 				strings.Contains(ev.Output, "dear (") && strings.Contains(ev.Output, "over the caps") && strings.Contains(ev.Output, "agreed with cheap (")
+			m := early.FindStringSubmatch(ev.Output)
+			if m == nil {
+				t.Errorf("the create did not counter before its window ended, by the saved plan's hint:\n%s", ev.Output)
+			} else if took, err := time.ParseDuration(m[1]); err != nil || took >= 2*time.Second {
+				t.Errorf("the create chose after %s (%v), want before its 2s window ended", m[1], err)
+			}
+			if strings.Contains(ev.Output, "dearer than the plan") {
+				t.Errorf("the create says it is dearer than planned, at the plan's price:\n%s", ev.Output)
+			}
 		}
 	}
 	if !explained {

@@ -13,6 +13,7 @@ import (
 	"github.com/gcompose/gcompose/adapters/golem/network"
 	"github.com/gcompose/gcompose/adapters/golem/tag"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/protocol"
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
 
@@ -238,9 +239,16 @@ func (r *rental) negotiate(ctx context.Context) error {
 	}
 	nctx, cancel := context.WithTimeout(ctx, r.t.Negotiation)
 	defer cancel()
+	pl := plannedOf(r.req, time.Now())
+	if pl.hint == nil {
+		r.req.Log.Debug("no market hint from the plan: gathering offers for the whole window", "why", pl.why)
+		if pl.cost != nil && pl.cost.Basis == protocol.CostMarket {
+			r.req.Printf("service %s: %s: gathering offers for the whole %s window", r.req.Name, pl.why, m.Window)
+		}
+	}
 	subnets := r.cfg.Subnets()
 	for i, subnet := range subnets {
-		err := r.negotiateIn(nctx, subnet, m, exp, i < len(subnets)-1)
+		err := r.negotiateIn(nctx, subnet, m, exp, pl, i < len(subnets)-1)
 		var none noneWithinCaps
 		if err == nil || !errors.As(err, &none) || i == len(subnets)-1 {
 			return err
@@ -262,7 +270,10 @@ const draftWait = 30 * time.Second
 
 // negotiateIn negotiates in one subnet. With fallback (another subnet is
 // asked next), a subnet without a single offer in the window is given up.
-func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp time.Duration, fallback bool) error {
+// With the plan's view of the subnet (pl), the best offer held is countered
+// as soon as no provider the plan saw that may still offer was cheaper;
+// the window only bounds the wait for those.
+func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp time.Duration, pl planned, fallback bool) error {
 	d, platform, err := r.demand(nctx, subnet)
 	if err != nil {
 		return err
@@ -276,9 +287,12 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 		defer cancel()
 		_ = r.yc.UnsubscribeDemand(uctx, sub)
 	}()
-	windowEnd := time.Now().Add(m.Window)
+	began := time.Now()
+	windowEnd := began.Add(m.Window)
+	hint := pl.in(subnet)
 	var (
 		offers  []Offer                       // every Initial offer seen, judged
+		seen    = map[string]Offer{}          // provider -> its latest offer judged
 		terms   = map[string]map[string]any{} // proposal id -> payment terms to promise
 		tried   = map[string]bool{}           // providers countered already
 		why     = map[string]string{}         // provider -> why it did not agree, for the error
@@ -297,6 +311,11 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 	giveUp := func(o *Offer, reason string) {
 		why[o.Provider] = reason
 		pending, counter = nil, ""
+	}
+	// out: providers that will not be rented here whatever they offer.
+	out := func(provider string) bool { return tried[provider] || slices.Contains(r.id.Failed, provider) }
+	takeNow := func(windowOver bool, best Offer) bool {
+		return windowOver || (hint != nil && hint.enough(best, seen, out, m, exp))
 	}
 	for {
 		wait := 3 * time.Second
@@ -351,6 +370,7 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 				}
 				r.req.Log.Debug("offer judged", "provider", o.Who(), "subnet", o.Subnet, "price", o.Price.String(), "cost", o.Cost, "skip", o.Skip, "over", o.Over)
 				offers = append(offers, o)
+				seen[o.Provider] = o
 				if !o.Usable() {
 					reason := o.Skip
 					if reason == "" {
@@ -381,21 +401,28 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 					continue
 				}
 				r.id.Price = agreedOf(o.Price, m, exp)
-				r.req.Printf("service %s: agreed with %s at %s: %s/hour, %s for %s", r.req.Name, o.Who(), o.Price,
-					glm(r.id.Price.GLMPerHour), glm(r.id.Price.Total), exp)
+				dearer := ""
+				if d := pl.dearer(o, m, exp, seen, why); d != "" {
+					dearer = "; " + d
+					r.req.Log.Info("agreed dearer than planned", "provider", o.Who(), "detail", d)
+				}
+				r.req.Printf("service %s: agreed with %s at %s: %s/hour, %s for %s%s", r.req.Name, o.Who(), o.Price,
+					glm(r.id.Price.GLMPerHour), glm(r.id.Price.Total), exp, dearer)
 				return r.report()
 			}
 		}
 		if pending != nil && time.Since(since) > draftWait {
 			giveUp(pending, fmt.Sprintf("no draft within %s", draftWait))
 		}
-		if pending == nil && !time.Now().Before(windowEnd) {
+		windowOver := !time.Now().Before(windowEnd)
+		if pending == nil && (windowOver || hint != nil) {
 			ranked := slices.DeleteFunc(Rank(offers), func(o Offer) bool { return tried[o.Provider] })
-			if !chosen && len(offers) > 0 {
+			early := !windowOver && len(ranked) > 0 && takeNow(false, ranked[0])
+			if !chosen && len(offers) > 0 && (windowOver || early) {
 				chosen = true
-				r.explain(subnet, offers, ranked, m, exp)
+				r.explain(subnet, offers, ranked, m, exp, early, time.Since(began), hint)
 			}
-			for len(ranked) > 0 && pending == nil {
+			for len(ranked) > 0 && pending == nil && takeNow(windowOver, ranked[0]) {
 				o := ranked[0]
 				ranked = ranked[1:]
 				tried[o.Provider] = true
@@ -415,10 +442,12 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 				}
 				pending, counter, since = &o, cid, time.Now()
 			}
-			if fallback && len(offers) == 0 {
+			// Before the window ends, an offer not countered yet waits for
+			// what the plan saw cheaper; giving up is for its end.
+			if windowOver && fallback && len(offers) == 0 {
 				return noneWithinCaps{fmt.Errorf("no offer in subnet %s within %s", subnet, m.Window)}
 			}
-			if pending == nil && len(offers) > 0 {
+			if windowOver && pending == nil && len(offers) > 0 {
 				if _, priced := Cheapest(offers); priced && len(Rank(offers)) == 0 {
 					return noneWithinCaps{NoOfferError(offers, m, exp)}
 				}
@@ -433,13 +462,19 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 	}
 }
 
-// explain says which offers were considered and why the first choice won.
-func (r *rental) explain(subnet string, offers, ranked []Offer, m Market, exp time.Duration) {
+// explain says which offers were considered and why the first choice won;
+// early: chosen before the window ended, after took, by the plan's hint.
+func (r *rental) explain(subnet string, offers, ranked []Offer, m Market, exp time.Duration, early bool, took time.Duration, hint *marketHint) {
 	head := "no offer within the caps yet"
 	if len(ranked) > 0 {
 		head = fmt.Sprintf("choosing %s, the cheapest within the caps for %s of use (%s CPU thread(s) busy)", ranked[0].Who(), exp, strconv.FormatFloat(m.CPULoad, 'g', -1, 64))
 	}
-	r.req.Printf("service %s: %d offer(s) in subnet %s over %s; %s:%s", r.req.Name, len(offers), subnet, m.Window, head, Explain(offers, m, exp))
+	over := "over " + m.Window.String()
+	if early {
+		over = fmt.Sprintf("after %s, none of them beaten by the offers the plan saw %s ago (not waiting out the %s window)",
+			took.Round(time.Millisecond), time.Since(hint.At).Round(time.Second), m.Window)
+	}
+	r.req.Printf("service %s: %d offer(s) in subnet %s %s; %s:%s", r.req.Name, len(offers), subnet, over, head, Explain(offers, m, exp))
 }
 
 // reasons lists why providers did not agree, sorted by provider.

@@ -46,8 +46,10 @@ func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Confi
 		offers = append(offers, got...)
 		if ranked := Rank(got); len(ranked) > 0 {
 			best := ranked[0]
-			return costOf(best.Price, m, exp, protocol.CostMarket,
-				fmt.Sprintf("cheapest of %d offer(s) within the caps in subnet %s: %s", len(ranked), subnet, best.Who())), nil
+			c := costOf(best.Price, m, exp, protocol.CostMarket,
+				fmt.Sprintf("cheapest of %d offer(s) within the caps in subnet %s: %s", len(ranked), subnet, best.Who()))
+			c.Hint = hintOf(subnet, ranked, time.Now())
+			return c, nil
 		}
 	}
 	if why == "" {
