@@ -166,7 +166,9 @@ func vpnBridgeDevice(vpnID string) string { return "gcv" + vpnID[:12] }
 // container, joins it to the anchor; on failure it removes what it created.
 func (s *Server) createVPNNetworks(ctx context.Context, v *vpn, labels map[string]string) error {
 	undo := func() { _ = s.removeVPNNetworks(context.WithoutCancel(ctx), v) }
-	// Internal: only the nodes and the devnet use it, on its own range; nothing is routed from it.
+	// Internal: only the nodes and the devnet use it, on its own range; nothing is routed from it. The
+	// Linux bridge still holds the gateway address, through which a devnet on the host dials the nodes
+	// (as on every Docker Engine but 25.0.0-25.0.3, moby/moby#47481).
 	dev := vpnBridgeDevice(v.id)
 	anchor, anchorRange, err := s.createOnFreeRange(ctx, v.anchorName, v.prefix, func(p netip.Prefix) network.CreateOptions {
 		return network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels,
