@@ -23,7 +23,6 @@ import (
 // plain Deployster adapter is never asked (TestDeploysterNames pins its
 // requests byte for byte).
 func TestActionAnswersState(t *testing.T) {
-	const tag = "gcompose/sdkadapter:test"
 	for _, mode := range []string{"one-shot", "served", "one-shot, not asked", "served, NoActionState"} {
 		t.Run(mode, func(t *testing.T) {
 			e := setup(t, func(o *adapter.Options) {
@@ -31,7 +30,7 @@ func TestActionAnswersState(t *testing.T) {
 				o.NoActionState = strings.HasSuffix(mode, "NoActionState")
 			})
 			defer closeClient(t, e.client)
-			testimage.Build(t, e.ctx, "./internal/testimage/testdata/sdkadapter", tag)
+			tag := testimage.Image(t, e.ctx, "./internal/testimage/testdata/sdkadapter", "gcompose/sdkadapter:test")
 			dir := t.TempDir()
 			tg := adapter.Target{App: e.app, Lineage: "lin-A", Name: "files.answer", Image: tag, Config: map[string]any{"content": "one"},
 				Plugs: map[string]adapter.Plug{"data": {Path: dir}}}

@@ -16,7 +16,7 @@ import (
 func benchState(b *testing.B, name string, noServe bool, parallel bool) {
 	testimage.RequireDocker(b)
 	ctx := context.Background()
-	testimage.Build(b, ctx, adapterPkg, adapterTag)
+	image := testimage.Image(b, ctx, adapterPkg, adapterName)
 	r, err := runner.New(ctx, runner.Options{Labels: testimage.Labels(b), Timeout: time.Minute})
 	if err != nil {
 		b.Fatal(err)
@@ -27,7 +27,7 @@ func benchState(b *testing.B, name string, noServe bool, parallel bool) {
 		b.Fatal(err)
 	}
 	defer c.Close(ctx)
-	tg := adapter.Target{App: "bench", Name: name, Image: adapterTag, Config: map[string]any{"mode": "echo"}}
+	tg := adapter.Target{App: "bench", Name: name, Image: image, Config: map[string]any{"mode": "echo"}}
 	if _, err := c.State(ctx, tg, protocol.Present, nil); err != nil { // init, server start
 		b.Fatal(err)
 	}

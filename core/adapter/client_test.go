@@ -21,7 +21,10 @@ import (
 
 const (
 	adapterPkg = "./internal/testimage/testdata/testadapter"
-	adapterTag = "gcompose/testadapter:test"
+	// adapterName names the test adapter image; testimage adds the
+	// content's hash to its tag (env.image), so that another checkout's run
+	// never replaces it.
+	adapterName = "gcompose/testadapter:test"
 )
 
 // countingRunner records every container run.
@@ -64,6 +67,8 @@ type env struct {
 	stderr *syncwriter.Buffer
 	cache  string
 	app    string
+	// image is the test adapter image's reference.
+	image string
 }
 
 // setup builds the test adapter image and a client with a fresh init cache;
@@ -73,7 +78,7 @@ func setup(t *testing.T, mod func(*adapter.Options)) *env {
 	testimage.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	testimage.Build(t, ctx, adapterPkg, adapterTag)
+	image := testimage.Image(t, ctx, adapterPkg, adapterName)
 	labels := testimage.Labels(t)
 	r, err := runner.New(ctx, runner.Options{Labels: labels, Timeout: time.Minute})
 	if err != nil {
@@ -86,7 +91,7 @@ func setup(t *testing.T, mod func(*adapter.Options)) *env {
 		}
 		r.Close()
 	})
-	e := &env{ctx: ctx, runner: r, count: &countingRunner{Runner: r}, stderr: &syncwriter.Buffer{}, cache: t.TempDir(), app: "adaptertest"}
+	e := &env{ctx: ctx, runner: r, count: &countingRunner{Runner: r}, stderr: &syncwriter.Buffer{}, cache: t.TempDir(), app: "adaptertest", image: image}
 	opts := adapter.Options{Runner: e.count, CacheDir: e.cache, Version: "test", Workspace: "/work", Stderr: e.stderr}
 	if mod != nil {
 		mod(&opts)
@@ -99,7 +104,7 @@ func setup(t *testing.T, mod func(*adapter.Options)) *env {
 }
 
 func (e *env) target(name string, config map[string]any, plugs map[string]adapter.Plug) adapter.Target {
-	return adapter.Target{App: e.app, Name: name, Image: adapterTag, Config: config, Plugs: plugs}
+	return adapter.Target{App: e.app, Name: name, Image: e.image, Config: config, Plugs: plugs}
 }
 
 func TestRoundTrip(t *testing.T) {
@@ -176,7 +181,7 @@ func TestRequestShape(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := st.State["request"].(map[string]any)
-			want := map[string]any{"name": name, "type": adapterTag, "version": "test", "verbose": false, "workspace": "/work",
+			want := map[string]any{"name": name, "type": e.image, "version": "test", "verbose": false, "workspace": "/work",
 				"config": map[string]any{"mode": "echo"},
 				"gcompose": map[string]any{"protocol": float64(1), "app": e.app, "call": "state", "desired": "present",
 					"persisted": map[string]any{"identity": map[string]any{"id": "x1"},
@@ -195,7 +200,7 @@ func TestRequestShape(t *testing.T) {
 			if err := json.Unmarshal([]byte(out.Output), &got); err != nil {
 				t.Fatalf("action stdin %q: %v", out.Output, err)
 			}
-			want = map[string]any{"name": name, "type": adapterTag, "version": "test", "verbose": false, "workspace": "/work",
+			want = map[string]any{"name": name, "type": e.image, "version": "test", "verbose": false, "workspace": "/work",
 				"config": map[string]any{"mode": "echo"}, "staleState": map[string]any{},
 				"gcompose": map[string]any{"protocol": float64(1), "app": e.app, "call": "action", "action": "echo",
 					"persisted": map[string]any{"identity": map[string]any{"id": "x1"}},
@@ -268,7 +273,7 @@ func TestInitCached(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := e.client.Init(e.ctx, adapterTag, "files.r"+string(rune('0'+i)))
+			_, err := e.client.Init(e.ctx, e.image, "files.r"+string(rune('0'+i)))
 			errs <- err
 		}()
 	}
@@ -282,7 +287,7 @@ func TestInitCached(t *testing.T) {
 	if got := e.count.calls(); len(got) != 1 {
 		t.Fatalf("8 concurrent inits of one image ran %d containers", len(got))
 	}
-	info, err := e.client.Init(e.ctx, adapterTag, "files.again")
+	info, err := e.client.Init(e.ctx, e.image, "files.again")
 	if err != nil || len(e.count.calls()) != 1 {
 		t.Fatalf("second init ran a container: %v %v", e.count.calls(), err)
 	}
@@ -297,7 +302,7 @@ func TestInitCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info2, err := c2.Init(e.ctx, adapterTag, "files.next-run")
+	info2, err := c2.Init(e.ctx, e.image, "files.next-run")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +317,7 @@ func TestInitCached(t *testing.T) {
 	os.WriteFile(files[0], []byte("{garbage"), 0o644)
 	count3 := &countingRunner{Runner: e.runner}
 	c3, _ := adapter.New(adapter.Options{Runner: count3, CacheDir: e.cache})
-	if _, err := c3.Init(e.ctx, adapterTag, "files.x"); err != nil || len(count3.calls()) != 1 {
+	if _, err := c3.Init(e.ctx, e.image, "files.x"); err != nil || len(count3.calls()) != 1 {
 		t.Fatalf("corrupt cache: %v, runs %v", err, count3.calls())
 	}
 }
@@ -325,18 +330,18 @@ func TestErrors(t *testing.T) {
 		config map[string]any
 		want   []string
 	}{
-		{"bad protocol", "files.badproto", nil, []string{"files.badproto: init call: adapter image " + adapterTag + " speaks gcompose protocol 99, this gcompose speaks 1"}},
+		{"bad protocol", "files.badproto", nil, []string{"files.badproto: init call: adapter image " + e.image + " speaks gcompose protocol 99, this gcompose speaks 1"}},
 		{"init wrong shape", "files.badinit", nil, []string{`files.badinit: init call: answer invalid at (root): missing property "state_action"`, "init for files.badinit"}},
 		{"init not JSON", "files.garbageinit", nil, []string{`files.garbageinit: init call: answer is not JSON`, `stdout began "hello, I am not JSON"`}},
 		{"garbage", "services.db", map[string]any{"mode": "garbage"}, []string{"services.db: state call: answer is not JSON", `stdout began "this is not JSON {"`, "state for db"}}, // the adapter echoes the name it received: db
 		{"wrong schema", "services.db", map[string]any{"mode": "wrongschema"}, []string{`services.db: state call: answer invalid at /actions/0: missing property "name"`, "stderr tail:", "state for db"}},
 		{"bad status", "services.db", map[string]any{"mode": "badstatus"}, []string{`services.db: state call: answer invalid at /status`}},
-		{"non-zero exit", "services.db", map[string]any{"mode": "exit"}, []string{"adapter " + adapterTag + " call state for services.db failed: exit code 3", "state: cannot reach the backend"}},
-		{"timeout", "services.db", map[string]any{"mode": "hang"}, []string{"adapter " + adapterTag + " call state for services.db timed out after 10s", "state: hanging"}},
-		{"huge", "services.db", map[string]any{"mode": "huge"}, []string{"adapter " + adapterTag + " call state for services.db refused: it wrote more than 1048576 bytes to stdout"}},
+		{"non-zero exit", "services.db", map[string]any{"mode": "exit"}, []string{"adapter " + e.image + " call state for services.db failed: exit code 3", "state: cannot reach the backend"}},
+		{"timeout", "services.db", map[string]any{"mode": "hang"}, []string{"adapter " + e.image + " call state for services.db timed out after 10s", "state: hanging"}},
+		{"huge", "services.db", map[string]any{"mode": "huge"}, []string{"adapter " + e.image + " call state for services.db refused: it wrote more than 1048576 bytes to stdout"}},
 		{"config", "services.db", map[string]any{"count": -1}, []string{"services.db: config invalid at /count: must be at least 0"}},
 		{"config type", "services.db", map[string]any{"content": 5}, []string{"services.db: config invalid at /content: got number, want string"}},
-		{"required plug", "files.needplug", nil, []string{`files.needplug: adapter ` + adapterTag + ` requires plug "needed", which the descriptor does not define`}},
+		{"required plug", "files.needplug", nil, []string{`files.needplug: adapter ` + e.image + ` requires plug "needed", which the descriptor does not define`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -372,7 +377,7 @@ func TestErrors(t *testing.T) {
 
 func TestConfigCheckedBeforeStateCall(t *testing.T) {
 	e := setup(t, nil)
-	if _, err := e.client.Init(e.ctx, adapterTag, "services.db"); err != nil {
+	if _, err := e.client.Init(e.ctx, e.image, "services.db"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.client.State(e.ctx, e.target("services.db", map[string]any{"count": "many"}, nil), protocol.Present, nil)
@@ -401,7 +406,7 @@ func TestActionRunsAsTold(t *testing.T) {
 	tg := e.target("files.b", map[string]any{"content": "hi"}, map[string]adapter.Plug{"data": {Path: dir}})
 	// image, entrypoint and args given explicitly (a Deployster action may
 	// name another image and entrypoint).
-	a := protocol.ActionSpec{Name: "write", Image: adapterTag, Entrypoint: "/testadapter", Args: []string{"action", "write"}}
+	a := protocol.ActionSpec{Name: "write", Image: e.image, Entrypoint: "/testadapter", Args: []string{"action", "write"}}
 	out, err := e.client.Action(e.ctx, tg, a, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -452,12 +457,12 @@ func TestEnvOnStdinOnly(t *testing.T) {
 
 func TestInitFailureRemembered(t *testing.T) {
 	e := setup(t, nil)
-	_, err := e.client.Init(e.ctx, adapterTag, "files.badproto")
+	_, err := e.client.Init(e.ctx, e.image, "files.badproto")
 	if err == nil || !strings.HasPrefix(err.Error(), "files.badproto: init call:") {
 		t.Fatalf("first: %v", err)
 	}
 	_, err = e.client.State(e.ctx, e.target("files.other", nil, nil), protocol.Present, nil)
-	if err == nil || !strings.HasPrefix(err.Error(), "files.other: adapter image "+adapterTag+" unusable: files.badproto: init call:") {
+	if err == nil || !strings.HasPrefix(err.Error(), "files.other: adapter image "+e.image+" unusable: files.badproto: init call:") {
 		t.Fatalf("second: %v", err)
 	}
 	if got := e.count.calls(); len(got) != 1 {
@@ -467,10 +472,10 @@ func TestInitFailureRemembered(t *testing.T) {
 	c, _ := adapter.New(adapter.Options{Runner: e.count})
 	canceled, cancel := context.WithCancel(e.ctx)
 	cancel()
-	if _, err := c.Init(canceled, adapterTag, "files.x"); err == nil {
+	if _, err := c.Init(canceled, e.image, "files.x"); err == nil {
 		t.Fatal("init with a canceled context succeeded")
 	}
-	if _, err := c.Init(e.ctx, adapterTag, "files.x"); err != nil {
+	if _, err := c.Init(e.ctx, e.image, "files.x"); err != nil {
 		t.Fatalf("init after a canceled one: %v", err)
 	}
 }

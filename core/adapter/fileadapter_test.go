@@ -18,8 +18,7 @@ func TestFileAdapter(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			e := setup(t, func(o *adapter.Options) { o.NoServe = mode == "one-shot" })
 			defer closeClient(t, e.client)
-			const tag = "gcompose/file-adapter:test"
-			testimage.Build(t, e.ctx, "./cmd/file-adapter", tag)
+			tag := testimage.Image(t, e.ctx, "./cmd/file-adapter", "gcompose/file-adapter:test")
 			dir := t.TempDir()
 			tg := adapter.Target{App: e.app, Name: "files.hello", Image: tag,
 				Config: map[string]any{"path": "sub/hello.txt", "content": "hello\n"},

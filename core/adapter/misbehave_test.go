@@ -10,17 +10,17 @@ import (
 	"github.com/gcompose/gcompose/protocol"
 )
 
-const misbehaveTag = "gcompose/misbehave-adapter:test"
+// misbehaveName names the misbehave adapter image; testimage adds the
+// content's hash to its tag.
+const misbehaveName = "gcompose/misbehave-adapter:test"
 
 // TestMisbehaveAdapter runs the repo's misbehaving adapter
 // (cmd/misbehave-adapter) through every error path of the client.
 func TestMisbehaveAdapter(t *testing.T) {
 	e := setup(t, nil)
-	testimage.Build(t, e.ctx, "./cmd/misbehave-adapter", misbehaveTag)
+	misbehaveImage := testimage.Image(t, e.ctx, "./cmd/misbehave-adapter", misbehaveName)
 	variant := func(mode string) string {
-		tag := "gcompose/misbehave-adapter:init-" + mode
-		testimage.Derive(t, e.ctx, "FROM "+misbehaveTag+"\nENV GCOMPOSE_MISBEHAVE_INIT="+mode+"\n", tag)
-		return tag
+		return testimage.DerivedImage(t, e.ctx, "FROM "+misbehaveImage+"\nENV GCOMPOSE_MISBEHAVE_INIT="+mode+"\n", "gcompose/misbehave-adapter:init-"+mode)
 	}
 	newClient := func() *adapter.Client {
 		c, err := adapter.New(adapter.Options{Runner: e.runner, Timeout: 10 * time.Second, InitTimeout: 10 * time.Second, StdoutLimit: 1 << 20})
@@ -36,17 +36,17 @@ func TestMisbehaveAdapter(t *testing.T) {
 		action bool // misbehaves in the action
 		want   []string
 	}{
-		{"state hang", misbehaveTag, map[string]any{"mode": "hang"}, false, []string{"call state for db timed out after 10s"}},
-		{"state garbage", misbehaveTag, map[string]any{"mode": "garbage"}, false, []string{"db: state call: answer is not JSON"}},
-		{"state wrong schema", misbehaveTag, map[string]any{"mode": "wrong-schema"}, false, []string{"db: state call: answer invalid at (root): missing property \"state\"", `property "colour" not allowed`}},
-		{"state exit", misbehaveTag, map[string]any{"mode": "exit-nonzero", "message": "no backend"}, false, []string{"call state for db failed: exit code 3", "no backend"}},
-		{"state huge", misbehaveTag, map[string]any{"mode": "huge-output", "bytes": 4 << 20}, false, []string{"call state for db refused: it wrote more than 1048576 bytes"}},
-		{"config", misbehaveTag, map[string]any{"mode": "sulking"}, false, []string{"db: config invalid at /mode: must be one of"}},
-		{"action hang", misbehaveTag, map[string]any{"mode": "hang", "on": "action"}, true, []string{"call action misbehave for db timed out after 10s"}},
-		{"action exit", misbehaveTag, map[string]any{"mode": "exit-nonzero", "on": "action"}, true, []string{"call action misbehave for db failed: exit code 3", "misbehaving on purpose"}},
-		{"action bad identity", misbehaveTag, map[string]any{"mode": "bad-identity", "on": "action"}, true, []string{"db: action misbehave call: stdout line 1: identity:"}},
-		{"action identity not an object", misbehaveTag, map[string]any{"mode": "wrong-schema", "on": "action"}, true, []string{"db: action misbehave call: stdout line 1: identity:"}},
-		{"init wrong protocol", variant("wrong-protocol"), nil, false, []string{"db: init call: adapter image gcompose/misbehave-adapter:init-wrong-protocol speaks gcompose protocol 2, this gcompose speaks 1"}},
+		{"state hang", misbehaveImage, map[string]any{"mode": "hang"}, false, []string{"call state for db timed out after 10s"}},
+		{"state garbage", misbehaveImage, map[string]any{"mode": "garbage"}, false, []string{"db: state call: answer is not JSON"}},
+		{"state wrong schema", misbehaveImage, map[string]any{"mode": "wrong-schema"}, false, []string{"db: state call: answer invalid at (root): missing property \"state\"", `property "colour" not allowed`}},
+		{"state exit", misbehaveImage, map[string]any{"mode": "exit-nonzero", "message": "no backend"}, false, []string{"call state for db failed: exit code 3", "no backend"}},
+		{"state huge", misbehaveImage, map[string]any{"mode": "huge-output", "bytes": 4 << 20}, false, []string{"call state for db refused: it wrote more than 1048576 bytes"}},
+		{"config", misbehaveImage, map[string]any{"mode": "sulking"}, false, []string{"db: config invalid at /mode: must be one of"}},
+		{"action hang", misbehaveImage, map[string]any{"mode": "hang", "on": "action"}, true, []string{"call action misbehave for db timed out after 10s"}},
+		{"action exit", misbehaveImage, map[string]any{"mode": "exit-nonzero", "on": "action"}, true, []string{"call action misbehave for db failed: exit code 3", "misbehaving on purpose"}},
+		{"action bad identity", misbehaveImage, map[string]any{"mode": "bad-identity", "on": "action"}, true, []string{"db: action misbehave call: stdout line 1: identity:"}},
+		{"action identity not an object", misbehaveImage, map[string]any{"mode": "wrong-schema", "on": "action"}, true, []string{"db: action misbehave call: stdout line 1: identity:"}},
+		{"init wrong protocol", variant("wrong-protocol"), nil, false, []string{"db: init call: adapter image " + variant("wrong-protocol") + " speaks gcompose protocol 2, this gcompose speaks 1"}},
 		{"init garbage", variant("garbage"), nil, false, []string{"db: init call: answer is not JSON"}},
 		{"init wrong schema", variant("wrong-schema"), nil, false, []string{"db: init call: answer invalid at /plugs: got array, want object", "at /state_action: got string, want object"}},
 		{"init hang", variant("hang"), nil, false, []string{"call init for db timed out after 10s"}},

@@ -21,8 +21,7 @@ func TestSDKAdapter(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			e := setup(t, func(o *adapter.Options) { o.NoServe = mode == "one-shot" })
 			defer closeClient(t, e.client)
-			const tag = "gcompose/sdkadapter:test"
-			testimage.Build(t, e.ctx, "./internal/testimage/testdata/sdkadapter", tag)
+			tag := testimage.Image(t, e.ctx, "./internal/testimage/testdata/sdkadapter", "gcompose/sdkadapter:test")
 			dir := t.TempDir()
 			tg := adapter.Target{App: e.app, Lineage: "lin-A", Name: "files.sdk", Image: tag, Config: map[string]any{"content": "one"},
 				Plugs: map[string]adapter.Plug{"data": {Path: dir}}}
@@ -132,8 +131,7 @@ func TestIdentityStreamed(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			e := setup(t, func(o *adapter.Options) { o.NoServe = mode == "one-shot" })
 			defer closeClient(t, e.client)
-			const tag = "gcompose/sdkadapter:test"
-			testimage.Build(t, e.ctx, "./internal/testimage/testdata/sdkadapter", tag)
+			tag := testimage.Image(t, e.ctx, "./internal/testimage/testdata/sdkadapter", "gcompose/sdkadapter:test")
 			dir := t.TempDir()
 			var reported []string
 			tg := adapter.Target{App: e.app, Lineage: "lin-A", Name: "files.stream", Image: tag,

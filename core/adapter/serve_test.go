@@ -75,7 +75,7 @@ func TestServeRoundTrip(t *testing.T) {
 	if got := strings.Join(e.count.calls(), ","); got != "init,serve" {
 		t.Errorf("containers run: %s; want one init and one server", got)
 	}
-	if !strings.Contains(e.stderr.String(), "[serve "+adapterTag+"] serving\n") {
+	if !strings.Contains(e.stderr.String(), "[serve "+e.image+"] serving\n") {
 		t.Errorf("server stderr not forwarded: %q", e.stderr.String())
 	}
 
@@ -126,11 +126,11 @@ func TestServeErrors(t *testing.T) {
 	}
 	// Failures that leave the server up.
 	check(state("files.serve", map[string]any{"mode": "fail"}),
-		"adapter "+adapterTag+" call state for files.serve failed (served): state: backend said no")
+		"adapter "+e.image+" call state for files.serve failed (served): state: backend said no")
 	check(state("files.serve", map[string]any{"mode": "wrongschema"}),
 		`files.serve: state call: answer invalid at /actions/0: missing property "name"`)
 	check(state("files.serve", map[string]any{"mode": "hang"}),
-		"adapter "+adapterTag+" call state for files.serve (served) timed out after 2s", "state: hanging")
+		"adapter "+e.image+" call state for files.serve (served) timed out after 2s", "state: hanging")
 	check(state("files.serve", map[string]any{"count": -1}), "files.serve: config invalid at /count")
 	if got := strings.Join(e.count.calls(), ","); got != "init,serve" {
 		t.Fatalf("containers: %s", got)

@@ -14,7 +14,7 @@ import (
 func BenchmarkRunOneCall(b *testing.B) {
 	testimage.RequireDocker(b)
 	ctx := context.Background()
-	img := testimage.Build(b, ctx, adapterPkg, adapterTag)
+	_, img := adapterImage(b, ctx)
 	r, err := runner.New(ctx, runner.Options{Labels: testimage.Labels(b), Timeout: time.Minute})
 	if err != nil {
 		b.Fatal(err)

@@ -22,8 +22,23 @@ import (
 
 const (
 	adapterPkg = "./internal/testimage/testdata/testadapter"
-	adapterTag = "gcompose/testadapter:test"
+	// adapterName names the test adapter image; testimage adds the
+	// content's hash to its tag, so that another checkout's run never
+	// replaces it.
+	adapterName = "gcompose/testadapter:test"
 )
+
+// adapterImage builds the test adapter image and returns its reference and
+// ID.
+func adapterImage(tb testing.TB, ctx context.Context) (ref, id string) {
+	tb.Helper()
+	ref = testimage.Image(tb, ctx, adapterPkg, adapterName)
+	ins, err := testimage.Client(tb).ImageInspect(ctx, ref)
+	if err != nil {
+		tb.Fatalf("inspect %s: %v", ref, err)
+	}
+	return ref, ins.ID
+}
 
 // syncBuffer is a bytes.Buffer safe for concurrent use, recording each Write.
 type syncBuffer struct {
@@ -59,7 +74,7 @@ func setupWarnings(t *testing.T) (context.Context, *runner.Runner, string, *sync
 	testimage.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	img := testimage.Build(t, ctx, adapterPkg, adapterTag)
+	_, img := adapterImage(t, ctx)
 	labels := testimage.Labels(t)
 	warnings := &syncBuffer{}
 	r, err := runner.New(ctx, runner.Options{Labels: labels, Timeout: time.Minute,
@@ -190,7 +205,7 @@ func TestRunStdoutLinesAreLive(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	ctx, r, img := setup(t)
 	s := spec(img, "sleep", "1h")
-	s.Image = adapterTag
+	s.Image, _ = adapterImage(t, ctx)
 	s.Timeout = 1500 * time.Millisecond
 	start := time.Now()
 	_, err := r.Run(ctx, s)
@@ -202,7 +217,7 @@ func TestRunTimeout(t *testing.T) {
 		t.Fatalf("want a timeout CallError, got %v", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"adapter " + adapterTag + " call state for services.db timed out after 1.5s", "going to sleep"} {
+	for _, want := range []string{"adapter " + s.Image + " call state for services.db timed out after 1.5s", "going to sleep"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q lacks %q", msg, want)
 		}
@@ -425,13 +440,15 @@ func TestLabelsLeftoversCleanup(t *testing.T) {
 
 func TestImageIDMissing(t *testing.T) {
 	ctx, r, img := setup(t)
-	// (Another test binary may have rebuilt the tag meanwhile: compare the
-	// ID with itself, and the tag with the shape of an ID.)
+	// (Another test binary may have built the same content at the same
+	// time, under another ID: compare the ID with itself, and the
+	// reference with the shape of an ID.)
 	if id, err := r.ImageID(ctx, img); err != nil || id != img {
 		t.Fatalf("ImageID(%s) = %s, %v", img, id, err)
 	}
-	if id, err := r.ImageID(ctx, adapterTag); err != nil || !strings.HasPrefix(id, "sha256:") {
-		t.Fatalf("ImageID(%s) = %s, %v", adapterTag, id, err)
+	ref, _ := adapterImage(t, ctx)
+	if id, err := r.ImageID(ctx, ref); err != nil || !strings.HasPrefix(id, "sha256:") {
+		t.Fatalf("ImageID(%s) = %s, %v", ref, id, err)
 	}
 	_, err := r.ImageID(ctx, "gcompose/does-not-exist:nope")
 	if err == nil || !strings.Contains(err.Error(), "image gcompose/does-not-exist:nope not found locally") || !strings.Contains(err.Error(), "never pulls") {
@@ -529,7 +546,7 @@ func TestKilledCallsLeaveNothing(t *testing.T) {
 	testimage.RequireDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	img := testimage.Build(t, ctx, adapterPkg, adapterTag)
+	_, img := adapterImage(t, ctx)
 	labels := testimage.Labels(t)
 	var warnings syncBuffer
 	r, err := runner.New(ctx, runner.Options{Labels: labels, Timeout: time.Minute,

@@ -59,8 +59,8 @@ func mustNoChanges(b *testing.B, what string, out *engine.Outcome, err error) {
 func BenchmarkRedeploy(b *testing.B) {
 	n, nBase := size("REDEPLOY_N", 1000), size("BASELINE_N", 50)
 	h := newHarness(b, 55*time.Minute)
-	want := files("redeploy", n, 0, "x")
-	wantBase := files("baseline", nBase, 0, "x")
+	want := h.fileResources("redeploy", n, 0, "x")
+	wantBase := h.fileResources("baseline", nBase, 0, "x")
 	// The state both re-deploys start from (served: the fastest way there).
 	out, fresh, err := h.run("redeploy", want, false, 10, nil)
 	if err != nil || out.Plan.Summary.Create != n {
@@ -116,7 +116,7 @@ func (h *harness) callLatency(b *testing.B, noServe bool, calls int) time.Durati
 	c := h.client(noServe)
 	defer c.Close(h.ctx)
 	ad := &engine.ContainerAdapters{Client: c, Plugs: h.plugs()}
-	call := plan.Call{App: "latency", Name: "files.f0000", Type: image, Config: map[string]any{"path": "redeploy/f0000", "content": "x"}}
+	call := plan.Call{App: "latency", Name: "files.f0000", Type: h.image, Config: map[string]any{"path": "redeploy/f0000", "content": "x"}}
 	ask := func() {
 		st, err := ad.State(h.ctx, call, protocol.Present)
 		if err != nil || st.Status != protocol.Valid {
@@ -163,7 +163,7 @@ func BenchmarkFreshDeploy(b *testing.B) {
 	runs := make([][]sample, len(variants))
 	// Warm the init cache and the image so the first variant pays no more
 	// than the others.
-	if _, _, err := h.run("warm", files("warm", 1, 0, "x"), false, 1, nil); err != nil {
+	if _, _, err := h.run("warm", h.fileResources("warm", 1, 0, "x"), false, 1, nil); err != nil {
 		b.Fatal(err)
 	}
 	h.count.take()
@@ -176,7 +176,7 @@ func BenchmarkFreshDeploy(b *testing.B) {
 					continue // a minute each; its ratio to served is two orders of magnitude
 				}
 				app := fmt.Sprintf("fresh-%d-%d-%d-%s", i, r, v.p, v.mode)
-				want := files(app, n, int(delay/time.Millisecond), "x")
+				want := h.fileResources(app, n, int(delay/time.Millisecond), "x")
 				if v.mode == "adapter" {
 					d, detail := h.adapterAlone(b, app, want, v.p)
 					runs[j] = append(runs[j], sample{d, detail})

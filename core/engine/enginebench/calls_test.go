@@ -24,7 +24,7 @@ func TestCallsPerResource(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			noServe := mode == "one-shot"
 			verify := mode == "served-verify"
-			want := files(mode, n, 0, "content")
+			want := h.fileResources(mode, n, 0, "content")
 			var ca *countingAdapters
 			wrap := func(ad plan.Adapters) plan.Adapters {
 				// Held 30 ms, state calls that may overlap do.
@@ -82,7 +82,7 @@ func TestCallsPerResource(t *testing.T) {
 	}
 	// A gcompose without the disk cache (another machine) runs init once.
 	h.cache = t.TempDir()
-	out, _, err := h.run("served", files("served", n, 0, "content"), false, par, nil)
+	out, _, err := h.run("served", h.fileResources("served", n, 0, "content"), false, par, nil)
 	if err != nil || out.Plan.HasChanges() {
 		t.Fatalf("re-deploy without cache: %v %+v", err, out.Plan.Summary)
 	}

@@ -21,8 +21,10 @@ import (
 	"github.com/gcompose/gcompose/protocol"
 )
 
-// image is the file adapter's tag for this package's tests and benchmarks.
-const image = "gcompose/file-adapter:enginebench"
+// imageName names the file adapter image of this package's tests and
+// benchmarks; testimage adds the content's hash to its tag (harness.image),
+// so that another checkout's run never replaces it.
+const imageName = "gcompose/file-adapter:enginebench"
 
 // harness is one Docker-backed setup: the file adapter image, a runner
 // labelling its containers for the test, a plug directory and a file state
@@ -36,6 +38,7 @@ type harness struct {
 	files  string // the "files" plug
 	store  *state.FileStore
 	cache  string // init cache directory shared by the runs of the harness
+	image  string // the file adapter image's reference
 }
 
 func newHarness(tb testing.TB, timeout time.Duration) *harness {
@@ -43,7 +46,7 @@ func newHarness(tb testing.TB, timeout time.Duration) *harness {
 	testimage.RequireDocker(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	tb.Cleanup(cancel)
-	testimage.Build(tb, ctx, "./cmd/file-adapter", image)
+	image := testimage.Image(tb, ctx, "./cmd/file-adapter", imageName)
 	labels := testimage.Labels(tb)
 	r, err := runner.New(ctx, runner.Options{Labels: labels, Timeout: 2 * time.Minute})
 	if err != nil {
@@ -60,7 +63,7 @@ func newHarness(tb testing.TB, timeout time.Duration) *harness {
 		tb.Fatal(err)
 	}
 	return &harness{tb: tb, ctx: ctx, runner: r, count: &countingRunner{Runner: r}, v: v,
-		files: tb.TempDir(), store: st, cache: tb.TempDir()}
+		files: tb.TempDir(), store: st, cache: tb.TempDir(), image: image}
 }
 
 // client makes the protocol client of one run (a gcompose process): the
@@ -110,9 +113,9 @@ func (h *harness) runWith(app string, want map[string]*plan.Resource, noServe, v
 	return out, time.Since(start), err
 }
 
-// files describes n independent file resources files.f0000... at paths
+// fileResources describes n independent file resources files.f0000... at paths
 // <prefix>/f0000... whose actions sleep delayMS first.
-func files(prefix string, n, delayMS int, content string) map[string]*plan.Resource {
+func (h *harness) fileResources(prefix string, n, delayMS int, content string) map[string]*plan.Resource {
 	out := make(map[string]*plan.Resource, n)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("files.f%04d", i)
@@ -120,7 +123,7 @@ func files(prefix string, n, delayMS int, content string) map[string]*plan.Resou
 		if delayMS > 0 {
 			cfg["delay_ms"] = delayMS
 		}
-		out[name] = &plan.Resource{Name: name, Type: image, Config: cfg}
+		out[name] = &plan.Resource{Name: name, Type: h.image, Config: cfg}
 	}
 	return out
 }

@@ -81,7 +81,7 @@ func TestServedAdapterKilledDuringDeploy(t *testing.T) {
 	// returns, the others of its wave cannot have, even on a loaded machine.
 	const trigger = "files.f0000"
 	h := newHarness(t, 5*time.Minute)
-	want := files("kill", n, 3000, "content")
+	want := h.fileResources("kill", n, 3000, "content")
 	for _, r := range want {
 		r.Config["journal"] = "journal.log"
 	}

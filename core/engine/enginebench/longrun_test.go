@@ -95,7 +95,7 @@ func BenchmarkLongRunning(b *testing.B) {
 		h := newHarness(b, 50*time.Minute)
 		dir := b.TempDir()
 		desc := filepath.Join(dir, "app.yaml")
-		if err := os.WriteFile(desc, []byte(fileApp("long-session", 10)), 0o644); err != nil {
+		if err := os.WriteFile(desc, []byte(h.fileApp("long-session", 10)), 0o644); err != nil {
 			b.Fatal(err)
 		}
 		stateDir := filepath.Join(dir, "state")
@@ -164,18 +164,18 @@ func memResources(n int) map[string]*plan.Resource {
 
 // fileApp is a descriptor of n file resources of the harness's image in
 // the plug ./out.
-func fileApp(app string, n int) string {
+func (h *harness) fileApp(app string, n int) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "meta:\n  name: %s\nplugs:\n  files:\n    path: ./out\nresources:\n", app)
 	for i := range n {
-		fmt.Fprintf(&sb, "  f%02d:\n    type: %s\n    config:\n      path: f%02d.txt\n      content: \"%d\\n\"\n", i, image, i, i)
+		fmt.Fprintf(&sb, "  f%02d:\n    type: %s\n    config:\n      path: f%02d.txt\n      content: \"%d\\n\"\n", i, h.image, i, i)
 	}
 	return sb.String()
 }
 
-// pollLogsImage is testdata/polllogs, an adapter whose state reports a new
-// output tail on every call.
-const pollLogsImage = "gcompose-test/polllogs:enginebench"
+// pollLogsName names the image of testdata/polllogs, an adapter whose
+// state reports a new output tail on every call.
+const pollLogsName = "gcompose-test/polllogs:enginebench"
 
 // gctraceLine is the runtime's line after each collection: "gc N @Ts P%:
 // ..., A->B->C MB, ..."; C is the live heap after marking.
@@ -187,7 +187,7 @@ var gctraceLine = regexp.MustCompile(`^gc \d+ @[\d.]+s .*, (\d+)->(\d+)->(\d+) M
 // cycles, and at the end.
 func logsFollow(b *testing.B, cycles int) {
 	h := newHarness(b, 50*time.Minute)
-	testimage.Build(b, h.ctx, "./core/engine/enginebench/testdata/polllogs", pollLogsImage)
+	pollLogsImage := testimage.Image(b, h.ctx, "./core/engine/enginebench/testdata/polllogs", pollLogsName)
 	bin := testimage.Binary(b, h.ctx, "./cmd/gcompose")
 	dir := b.TempDir()
 	desc := filepath.Join(dir, "app.yaml")
