@@ -112,8 +112,7 @@ func startGolemBench(b *testing.B, providers int) *golemBench {
 	buildProviderImage(b, docker)
 	g := &golemBench{b: b, ctx: ctx, dir: b.TempDir(), docker: docker, images: map[string]string{}}
 	for _, name := range []string{"network", "service", "payments", "proxy"} {
-		g.images[name] = "gcompose-test/golem-" + name + ":bench"
-		testimage.Build(b, ctx, "./cmd/golem-"+name, g.images[name])
+		g.images[name] = testimage.Image(b, ctx, "./cmd/golem-"+name, "gcompose-test/golem-"+name+":bench")
 	}
 	g.bin = testimage.Binary(b, ctx, "./cmd/gcompose")
 

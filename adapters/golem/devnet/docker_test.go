@@ -408,7 +408,7 @@ func TestDebitNotes(t *testing.T) {
 // earlier run left behind.
 func TestLeftoversRemovedAtStart(t *testing.T) {
 	base := start(t, devnet.Config{}) // builds nothing; gives a Docker client and an instance name
-	buildProviderImage(t, base.docker)
+	db := buildProviderImage(t, base.docker)
 	ctx := ctxT(t, time.Minute)
 	docker, instance := base.docker, base.instance+"-old"
 	labels := map[string]string{"gcompose.devnet": instance, "gcompose.test": t.Name()}
@@ -416,7 +416,7 @@ func TestLeftoversRemovedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := docker.ContainerCreate(ctx, &container.Config{Image: "gcompose/devnet-db:test", Labels: labels}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	c, err := docker.ContainerCreate(ctx, &container.Config{Image: db, Labels: labels}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,17 +91,19 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// buildProviderImage builds images/devnet-db.Dockerfile (busybox, devnet-init, devnet-db) as
-// gcompose/devnet-db:test, labelled with testHash.
-func buildProviderImage(t testing.TB, _ *client.Client) {
+// buildProviderImage builds images/devnet-db.Dockerfile (busybox, devnet-init, devnet-db) named
+// gcompose/devnet-db:test, labelled with testHash, and returns its reference (the name with the
+// content's hash: another checkout's image of the name may differ).
+func buildProviderImage(t testing.TB, _ *client.Client) string {
 	t.Helper()
-	devnettest.DemoImage(t, ctxT(t, 5*time.Minute), "devnet-db", "gcompose/devnet-db:test", map[string]string{devnet.LabelImageHash: testHash})
+	return devnettest.DemoImage(t, ctxT(t, 5*time.Minute), "devnet-db", "gcompose/devnet-db:test", map[string]string{devnet.LabelImageHash: testHash})
 }
 
-// buildWebImage builds images/devnet-web.Dockerfile as gcompose/devnet-web:test.
-func buildWebImage(t testing.TB, _ *client.Client) {
+// buildWebImage builds images/devnet-web.Dockerfile named gcompose/devnet-web:test and returns
+// its reference.
+func buildWebImage(t testing.TB, _ *client.Client) string {
 	t.Helper()
-	devnettest.DemoImage(t, ctxT(t, 5*time.Minute), "devnet-web", "gcompose/devnet-web:test", map[string]string{devnet.LabelImageHash: "0000000000000000000000000000000000000000000000000000test"})
+	return devnettest.DemoImage(t, ctxT(t, 5*time.Minute), "devnet-web", "gcompose/devnet-web:test", map[string]string{devnet.LabelImageHash: "0000000000000000000000000000000000000000000000000000test"})
 }
 
 // negotiated is the result of the market phase.

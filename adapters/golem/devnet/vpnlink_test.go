@@ -35,9 +35,8 @@ func TestWebappBesideAMasqueradedNetwork(t *testing.T) {
 	docker := testimage.Client(t)
 	ctx := ctxT(t, 8*time.Minute)
 	prefix := masqueradedNetwork(t, ctx, docker)
-	buildProviderImage(t, docker)
-	buildWebImage(t, docker)
-	url, _, _ := startInContainer(t, ctx, docker, fmt.Sprintf("images: {%s: gcompose/devnet-db:test, %s: gcompose/devnet-web:test}\nproviders: [{name: p, count: 2}]\n", dbHash, webHash))
+	db, web := buildProviderImage(t, docker), buildWebImage(t, docker)
+	url, _, _ := startInContainer(t, ctx, docker, fmt.Sprintf("images: {%s: %s, %s: %s}\nproviders: [{name: p, count: 2}]\n", dbHash, db, webHash, web))
 	e := &env{t: t, url: url, c: yagna.New(url, testKey), docker: docker}
 	me, err := e.c.Me(ctx)
 	if err != nil {
@@ -54,10 +53,9 @@ func TestWebappBesideAMasqueradedNetworkOnTheHost(t *testing.T) {
 	docker := testimage.Client(t)
 	ctx := ctxT(t, 8*time.Minute)
 	prefix := masqueradedNetwork(t, ctx, docker)
-	buildProviderImage(t, docker)
-	buildWebImage(t, docker)
+	db, web := buildProviderImage(t, docker), buildWebImage(t, docker)
 	e := start(t, devnet.Config{
-		Images:    map[string]string{dbHash: "gcompose/devnet-db:test", webHash: "gcompose/devnet-web:test"},
+		Images:    map[string]string{dbHash: db, webHash: web},
 		Providers: []devnet.ProviderConfig{{Name: "p", Count: 2}},
 	})
 	webappFlow(ctx, t, e, e.srv.Identity(), prefix)
@@ -160,8 +158,7 @@ func masqueradedNetwork(t *testing.T, ctx context.Context, docker *client.Client
 // and no network of its instance may be left.
 func startInContainer(t *testing.T, ctx context.Context, docker *client.Client, configYAML string) (url, instance, id string) {
 	t.Helper()
-	image := "gcompose/devnet:test"
-	testimage.Build(t, ctx, "./cmd/devnet", image)
+	image := testimage.Image(t, ctx, "./cmd/devnet", "gcompose/devnet:test")
 	instance = "test-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-")) // sorts after "gcompose-devnet-"
 	labels := testimage.Labels(t)
 	cfg := filepath.Join(t.TempDir(), "devnet.yaml")

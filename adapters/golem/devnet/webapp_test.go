@@ -107,15 +107,10 @@ func webappFlow(ctx context.Context, t *testing.T, e *env, identity, prefix stri
 // images map points the hashes at them), done twice on one VPN range, as two apps (or two users' copies
 // of one example) would: real yagna lets them share a range, and so must the devnet's Docker bridges.
 func TestWebappDemo(t *testing.T) {
-	testimageBuild := func(e *env) {
-		buildProviderImage(t, e.docker)
-		buildWebImage(t, e.docker)
-	}
 	e := start(t, devnet.Config{
-		Images:    map[string]string{dbHash: "gcompose/devnet-db:test", webHash: "gcompose/devnet-web:test"},
+		Images:    map[string]string{dbHash: buildProviderImage(t, nil), webHash: buildWebImage(t, nil)},
 		Providers: []devnet.ProviderConfig{{Name: "p", Count: 4}},
 	})
-	testimageBuild(e)
 	ctx := ctxT(t, 3*time.Minute)
 	webappFlow(ctx, t, e, e.srv.Identity(), "10.213.31")
 	webappFlow(ctx, t, e, e.srv.Identity(), "10.213.31")
