@@ -410,47 +410,6 @@ func Binary(t testing.TB, ctx context.Context, pkg string) string {
 	return b.ref
 }
 
-// Build is Image that also tags the image name itself and returns its ID.
-//
-// Deprecated: name is shared by every checkout on the Engine, so another
-// run's build replaces it under a running test; use Image and its
-// reference. Kept until the callers have moved.
-func Build(t testing.TB, ctx context.Context, pkg, tag string) string {
-	t.Helper()
-	return alsoTag(t, ctx, Image(t, ctx, pkg, tag), tag)
-}
-
-// Derive is DerivedImage that also tags the image name itself and returns
-// its ID.
-//
-// Deprecated: use DerivedImage (see Build).
-func Derive(t testing.TB, ctx context.Context, dockerfile, tag string) string {
-	t.Helper()
-	return alsoTag(t, ctx, DerivedImage(t, ctx, dockerfile, tag), tag)
-}
-
-// BuildDockerfile is DockerfileImage that also tags the image name itself
-// and returns its ID.
-//
-// Deprecated: use DockerfileImage (see Build).
-func BuildDockerfile(t testing.TB, ctx context.Context, d Dockerfile, tag string) string {
-	t.Helper()
-	return alsoTag(t, ctx, DockerfileImage(t, ctx, d, tag), tag)
-}
-
-func alsoTag(t testing.TB, ctx context.Context, ref, tag string) string {
-	t.Helper()
-	cli := Client(t)
-	ins, err := cli.ImageInspect(ctx, ref)
-	if err != nil {
-		t.Fatalf("inspect %s: %v", ref, err)
-	}
-	if err := cli.ImageTag(ctx, ins.ID, tag); err != nil {
-		t.Fatalf("tag %s as %s: %v", ref, tag, err)
-	}
-	return ins.ID
-}
-
 func moduleRoot(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {

@@ -107,8 +107,5 @@ func DemoImage(t testing.TB, ctx context.Context, name, tag string, labels map[s
 		Files:  map[string]string{"busybox": "/bin/busybox"},
 		Labels: labels,
 	}
-	ref := testimage.DockerfileImage(t, ctx, d, tag)
-	// Also tagged tag itself until the devnet's own tests use the reference.
-	testimage.BuildDockerfile(t, ctx, d, tag)
-	return ref
+	return testimage.DockerfileImage(t, ctx, d, tag)
 }
