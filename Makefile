@@ -7,7 +7,7 @@ GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 # Build tools (not images), kept out of bin/, which is the images' build context.
 TOOLS     := .tools
 
-.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep reconcile-sweep
+.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep reconcile-sweep clean-test-images
 
 all: build
 
@@ -128,5 +128,15 @@ devnet: images
 
 clean:
 	rm -rf $(BIN) $(TOOLS)
+
+# Test images (internal/testimage) are tagged by their content (gcompose-test/file-adapter:e2e-<hash>), so
+# that runs from different checkouts never swap each other's adapters, and stay after the tests: a run from
+# another checkout may be using the very same image. A test that builds removes its name's images unused for
+# 6h; this removes every test image (and the old fixed-tag ones) unused for TEST_IMAGE_AGE, 6h by default,
+# longer than any test run lasts. TEST_IMAGE_AGE=0 removes all that no container uses: only when no test
+# runs against this Engine. Images a container uses stay.
+TEST_IMAGE_AGE ?= 6h
+clean-test-images:
+	$(GO) run ./internal/testimage/cleanimages -age $(TEST_IMAGE_AGE)
 
 FORCE:
