@@ -164,5 +164,19 @@ func (r *Report) Metrics(b interface{ ReportMetric(float64, string) }, name stri
 	b.ReportMetric(float64(l.FDs-f.FDs), name+"fds-added")
 }
 
+// HeapSeries is the live heap at every sample, in KiB ("1802 1810 ... KiB
+// at cycles 0, 100, ... 1000"): whether a growth is a climb or a step
+// that settled, which the least-squares figure alone does not say.
+func (r *Report) HeapSeries() string {
+	if len(r.Samples) == 0 {
+		return "no samples"
+	}
+	kib := make([]string, len(r.Samples))
+	for i, s := range r.Samples {
+		kib[i] = fmt.Sprintf("%d", s.HeapLive>>10)
+	}
+	return fmt.Sprintf("%s KiB at cycles %d, %d, ... %d", strings.Join(kib, " "), r.First().Cycle, r.Samples[min(1, len(r.Samples)-1)].Cycle, r.Last().Cycle)
+}
+
 // MiB formats a byte count.
 func MiB(n uint64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }

@@ -62,3 +62,13 @@ func TestCycleErrorStops(t *testing.T) {
 		t.Fatalf("err = %v, want cycle 3: boom", err)
 	}
 }
+
+func TestHeapSeries(t *testing.T) {
+	rep := &memcycle.Report{Samples: []memcycle.Sample{{Cycle: 0, HeapLive: 2 << 20}, {Cycle: 100, HeapLive: 2<<20 + 4096}, {Cycle: 200, HeapLive: 3 << 20}}}
+	if got, want := rep.HeapSeries(), "2048 2052 3072 KiB at cycles 0, 100, ... 200"; got != want {
+		t.Fatalf("HeapSeries() = %q, want %q", got, want)
+	}
+	if got := (&memcycle.Report{}).HeapSeries(); got != "no samples" {
+		t.Fatalf("empty: %q", got)
+	}
+}
