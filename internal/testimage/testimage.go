@@ -12,7 +12,8 @@
 // The name alone is shared by every checkout on the Engine: two runs from
 // trees with different code each get their own image, however they
 // interleave, while the same code is built once and shared (the same tag,
-// the same image). Images are cached within one test binary run (each is
+// the same image). twotrees.sh shows it with two clones running the golem
+// e2e at once, one with an adapter whose init answer gcompose refuses. Images are cached within one test binary run (each is
 // built once, whatever the number of tests asking) and across runs (an
 // existing image of the same content is reused).
 //

@@ -159,7 +159,11 @@ func TestDerivedImageFollowsItsBase(t *testing.T) {
 func runImage(t *testing.T, ctx context.Context, ref string) string {
 	t.Helper()
 	cli := testimage.Client(t)
-	c, err := cli.ContainerCreate(ctx, &container.Config{Image: ref, Labels: testimage.Labels(t)}, nil, nil, nil, "")
+	// Explicit limits, as the runner gives: Podman's defaults may be above
+	// what its service may set.
+	host := &container.HostConfig{Resources: container.Resources{Ulimits: []*container.Ulimit{
+		{Name: "nofile", Soft: 1024, Hard: 1024}, {Name: "nproc", Soft: 1024, Hard: 1024}}}}
+	c, err := cli.ContainerCreate(ctx, &container.Config{Image: ref, Labels: testimage.Labels(t)}, host, nil, nil, "")
 	if err != nil {
 		t.Fatalf("create a container of %s: %v", ref, err)
 	}

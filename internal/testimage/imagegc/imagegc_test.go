@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,7 +84,8 @@ func TestCollect(t *testing.T) {
 	if !exists(keep) || !exists(otherName) {
 		t.Errorf("%s (to keep) or %s (another name) removed", keep, otherName)
 	}
-	if len(res.Removed) != 1 || len(res.Removed[0].Refs) != 1 || res.Removed[0].Refs[0] != stale {
+	// Podman names the image docker.io/<name>.
+	if len(res.Removed) != 1 || len(res.Removed[0].Refs) != 1 || strings.TrimPrefix(res.Removed[0].Refs[0], "docker.io/") != stale {
 		t.Errorf("removed %+v; want %s alone", res.Removed, stale)
 	}
 }
