@@ -40,6 +40,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -256,10 +257,14 @@ func ensure(ctx context.Context, name string, dockerfile []byte, files map[strin
 	}
 	if ins, err := cli.ImageInspect(ctx, ref); err == nil && ins.Config != nil && ins.Config.Labels[imagegc.LabelContent] == sum {
 		// Tagged again, so that its tag time says it is in use (imagegc).
-		if err := cli.ImageTag(ctx, ins.ID, ref); err != nil {
+		// Removed meanwhile (unused for imagegc.StaleAfter), it is built.
+		err := cli.ImageTag(ctx, ins.ID, ref)
+		if err == nil {
+			return ref, nil
+		}
+		if !cerrdefs.IsNotFound(err) {
 			return "", fmt.Errorf("tag %s again: %w", ref, err)
 		}
-		return ref, nil
 	}
 	all := map[string]string{imagegc.LabelName: name, imagegc.LabelContent: sum}
 	for k, v := range labels {
