@@ -44,12 +44,27 @@ type activity struct {
 // vpnAddr is a VPN address a node's container takes on its interface to that VPN's macvlan network (see vpn).
 type vpnAddr struct{ vpnID, linkName, anchorName, cidr string }
 
-// joinVPNScript puts the VPN address $2 on the interface that holds address $1 (the container's address on
-// the VPN's macvlan network) and deletes the default route: nothing leaves the VPN.
-const joinVPNScript = `set -e; dev=$(ip -o -4 addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2 } }'); [ -n "$dev" ]; ip addr add "$2" dev "$dev"; ip route del default 2>/dev/null || true`
+// joinVPNScript gives the interface that holds address $1 (the container's address on the VPN's macvlan
+// network) MAC $3 and the VPN address $2, and deletes the default route: nothing leaves the VPN.
+const joinVPNScript = `set -e; dev=$(ip -o -4 addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2 } }'); [ -n "$dev" ]; ip link set dev "$dev" address "$3" || { echo "MAC $3 of VPN address ${2%/*} is taken on this VPN's link: another running node holds that address" >&2; exit 1; }; ip addr add "$2" dev "$dev"; ip route del default 2>/dev/null || true`
+
+// vpnMAC is the MAC of a node's interface to a VPN: 90:13 and the four bytes of its VPN address, as the VM's
+// VPN interface has on a provider (ya-runtime-vm runtime/init-container/src/network.c
+// net_if_addr_to_hw_addr, set by init.c when the interface gets its address). A node rebuilt at an
+// address thus has its predecessor's MAC, and what the other nodes cached of the address still reaches
+// it: yagna forwards a VM's packet by its destination IP to the node that holds the address now
+// (exe-unit/src/network/vpn.rs handle_ip), so a node that replaces another is reachable at once, and an
+// old connection to the address is reset by the new node. With the MAC the engine gave the container
+// (Docker 20.10 derives it from the container's address on the macvlan network, newer engines draw it),
+// the other nodes sent to the old MAC, into the void, for up to about 50 s (a neighbour entry stays
+// REACHABLE 15-45 s after its last confirmation, then 5 s of DELAY and three unicast probes).
+func vpnMAC(addr netip.Addr) string {
+	a := addr.As4()
+	return fmt.Sprintf("90:13:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3])
+}
 
 // joinVPNs gives the started container its VPN addresses, each on its interface to the VPN's macvlan
-// network, and records its addresses on the VPNs' anchor networks, which TCP tunnels dial.
+// network with the MAC that address makes (vpnMAC), and records its addresses on the VPNs' anchor networks, which TCP tunnels dial.
 func (s *Server) joinVPNs(act *activity) error {
 	s.mu.Lock()
 	addrs := slices.Clone(act.vpnAddrs)
@@ -76,9 +91,14 @@ func (s *Server) joinVPNs(act *activity) error {
 		if anchorIPs[a.vpnID], err = address(a.anchorName); err != nil {
 			return err
 		}
-		so, se, code, err := s.execIn(act.ctx, act.containerID, []string{"/bin/sh", "-c", joinVPNScript, "join-vpn", linkIP, a.cidr})
+		vpnIP, err := netip.ParsePrefix(a.cidr)
+		if err != nil {
+			return fmt.Errorf("VPN address %q on network %s: %w", a.cidr, a.vpnID, err)
+		}
+		mac := vpnMAC(vpnIP.Addr())
+		so, se, code, err := s.execIn(act.ctx, act.containerID, []string{"/bin/sh", "-c", joinVPNScript, "join-vpn", linkIP, a.cidr, mac})
 		if err != nil || code != 0 {
-			return fmt.Errorf("giving the container VPN address %s on network %s: exit %d, %v %s%s", a.cidr, a.vpnID, code, err, so, se)
+			return fmt.Errorf("giving the container VPN address %s (MAC %s) on network %s: exit %d, %v %s%s", a.cidr, mac, a.vpnID, code, err, so, se)
 		}
 	}
 	s.mu.Lock()

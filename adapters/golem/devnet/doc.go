@@ -111,9 +111,14 @@ reads back from devnet-db across the VPN. Both have busybox (/bin/sh), e.g. for 
 A Net API network is bookkeeping (range, addresses, nodes) over two Docker networks of its own, each on a
 free /24 of 10.199.0.0/16, so any number of VPNs, of any devnet on the host, may use the same range, as on
 yagna: a macvlan network (bridge mode) hung off the Linux bridge of an internal bridge network, its anchor.
-Every node's container joins both; at start it gets its VPN address on its macvlan interface, answers ARP
+Every node's container joins both; at start it gets its VPN address on its macvlan interface, whose MAC
+becomes 90:13 and the four bytes of that address (as ya-runtime-vm sets a VM's VPN interface), answers ARP
 only on the interface that holds the address asked for (net.ipv4.conf.all.arp_ignore=1), and loses its
-default route: nothing leaves the network. What nodes send each other with their VPN addresses goes from
+default route: nothing leaves the network. A node rebuilt at an address (a repair at a planned address) so
+has the MAC of the one it replaces, and the others reach it at once with what they cached of the address,
+as on yagna, which forwards a packet to whichever node holds its destination address now; an old
+connection to the address is reset by the new node. With the engine's MAC they sent to the old MAC, into
+the void, for up to about 50 s. What nodes send each other with their VPN addresses goes from
 macvlan to macvlan and never passes the Docker host's netfilter, where another Docker network's
 masquerading of an overlapping range (Docker's 192.168.64.0/20 holds 192.168.77.0/24) would rewrite it and
 no connection between nodes would complete; this holds whether the devnet runs on the host or in a

@@ -446,11 +446,16 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 	delete(v.nodes, node)
 	var detach []string
 	for _, act := range s.activities {
-		if act.providerID == node && slices.Contains(ips, act.nets[v.id]) && act.containerID != "" && act.state != "Terminated" {
-			detach = append(detach, act.containerID)
-			delete(act.nets, v.id)
-			delete(act.anchorIPs, v.id)
+		if act.providerID != node || !slices.Contains(ips, act.nets[v.id]) {
+			continue
 		}
+		// Also an activity whose provider crashed (its container gone, the activity not Terminated): the
+		// tunnel must not take it for the holder of the address.
+		if act.containerID != "" && act.state != "Terminated" {
+			detach = append(detach, act.containerID)
+		}
+		delete(act.nets, v.id)
+		delete(act.anchorIPs, v.id)
 	}
 	s.mu.Unlock()
 	for _, cid := range detach {
@@ -461,10 +466,10 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 }
 
 // anchorAddress is the address on v's anchor network of the running node that holds VPN address ip, or
-// ""; the caller holds s.mu.
+// ""; the caller holds s.mu. An activity of a crashed provider has no container, and no address.
 func (s *Server) anchorAddress(v *vpn, ip string) string {
 	for _, act := range s.activities {
-		if act.state != "Terminated" && act.nets[v.id] == ip && act.anchorIPs[v.id] != "" {
+		if act.state != "Terminated" && act.containerID != "" && act.nets[v.id] == ip && act.anchorIPs[v.id] != "" {
 			return act.anchorIPs[v.id]
 		}
 	}
