@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -136,7 +137,7 @@ func (v *Validator) ValidateMessage(name string, data []byte) error {
 		return fmt.Errorf("%s: %w", describe(name), err)
 	}
 	if err := s.Validate(doc); err != nil {
-		return v.schemaError(describe(name), err)
+		return v.schemaError(describe(name), doc, err)
 	}
 	return nil
 }
@@ -168,7 +169,7 @@ func (v *Validator) ValidateConfig(schema json.RawMessage, config any) error {
 		return fmt.Errorf("adapter's config_schema: %w", err)
 	}
 	if err := s.Validate(doc); err != nil {
-		return v.schemaError("config", err)
+		return v.schemaError("config", doc, err)
 	}
 	return nil
 }
@@ -197,7 +198,7 @@ func (v *Validator) configSchema(schema json.RawMessage) (*jsonschema.Schema, er
 		if errors.As(err, &se) {
 			msg := se.Err.Error()
 			var sch *SchemaError
-			if errors.As(v.schemaError("schema", se.Err), &sch) {
+			if errors.As(v.schemaError("schema", nil, se.Err), &sch) {
 				msg = sch.violationText()
 			}
 			return nil, fmt.Errorf("not a valid JSON Schema: %s", msg)
@@ -291,13 +292,16 @@ func (e *SchemaError) violationText() string {
 	return strings.Join(parts, "; ")
 }
 
-func (v *Validator) schemaError(subject string, err error) error {
+// schemaError turns the library's error into violations; doc is the
+// instance that was validated (nil when there is none at hand), used to place
+// a propertyNames violation (see namedObject).
+func (v *Validator) schemaError(subject string, doc any, err error) error {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return fmt.Errorf("%s: %w", subject, err)
 	}
 	var out []Violation
-	v.flatten(ve, &out)
+	v.flatten(ve, doc, nil, &out)
 	slices.SortStableFunc(out, func(a, b Violation) int { return strings.Compare(a.Pointer, b.Pointer) })
 	out = slices.Compact(out)
 	if len(out) == 0 {
@@ -310,11 +314,14 @@ func (v *Validator) schemaError(subject string, err error) error {
 // failed oneOf/anyOf it keeps only the branches that were meant (those that
 // did not fail on a discriminating const, such as status: VALID), so a STALE
 // answer missing its actions is not also told it lacks a state.
-func (v *Validator) flatten(e *jsonschema.ValidationError, out *[]Violation) {
+//
+// at is the location of the nearest error above e whose location can be
+// trusted (nil at the top).
+func (v *Validator) flatten(e *jsonschema.ValidationError, doc any, at []string, out *[]Violation) {
 	switch k := e.ErrorKind.(type) {
 	case *kind.PropertyNames:
 		// the library reports the name's failure at the object itself
-		p := jsonpointer.Format(append(slices.Clip(e.InstanceLocation), k.Property))
+		p := jsonpointer.Format(append(namedObject(doc, at, e.InstanceLocation, k.Property), k.Property))
 		msg := fmt.Sprintf("property name %q not allowed", k.Property)
 		if len(e.Causes) == 1 && len(e.Causes[0].Causes) == 0 {
 			msg += ": " + v.words(e.Causes[0].ErrorKind)
@@ -345,12 +352,12 @@ func (v *Validator) flatten(e *jsonschema.ValidationError, out *[]Violation) {
 			meant = e.Causes
 			if len(meant) > 1 { // nothing to tell them apart: say so once
 				*out = append(*out, Violation{Pointer: jsonpointer.Format(e.InstanceLocation), Keyword: keyword(k),
-					Message: "matches none of the allowed shapes: " + v.leafSummary(meant)})
+					Message: "matches none of the allowed shapes: " + v.leafSummary(meant, doc, e.InstanceLocation)})
 				return
 			}
 		}
 		for _, c := range meant {
-			v.flatten(c, out)
+			v.flatten(c, doc, e.InstanceLocation, out)
 		}
 		return
 	}
@@ -359,15 +366,65 @@ func (v *Validator) flatten(e *jsonschema.ValidationError, out *[]Violation) {
 		return
 	}
 	for _, c := range e.Causes {
-		v.flatten(c, out)
+		v.flatten(c, doc, e.InstanceLocation, out)
 	}
 }
 
-func (v *Validator) leafSummary(errs []*jsonschema.ValidationError) string {
+// namedObject is where the object holding a property name that failed
+// propertyNames is. jsonschema v6.0.3 gives such an error the validator's own
+// location slice, not a copy (validator.go, objValidate: `verr.InstanceLocation
+// = vd.vloc`), and validating a later sibling overwrites its tokens: the
+// length is right, the tokens may not be (seen: /actions/0 reported for
+// /gcompose/planned, depending on map order). The nearest error above it
+// holds a copy made in time, so the object is looked for under that one, in
+// the document, at the reported depth, holding the name. When it cannot be
+// told apart, the trusted ancestor is reported: less precise, never wrong.
+func namedObject(doc any, at, reported []string, name string) []string {
+	depth := len(reported)
+	if doc == nil || len(at) > depth {
+		return slices.Clone(at)
+	}
+	base, ok := jsonpointer.Lookup(doc, jsonpointer.Format(at))
+	if !ok {
+		return slices.Clone(at)
+	}
+	var found [][]string
+	var walk func(v any, path []string)
+	walk = func(v any, path []string) {
+		if len(found) > 1 {
+			return
+		}
+		if len(path) == depth {
+			if m, ok := v.(map[string]any); ok {
+				if _, has := m[name]; has {
+					found = append(found, slices.Clone(path))
+				}
+			}
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				walk(c, append(slices.Clip(path), k))
+			}
+		case []any:
+			for i, c := range x {
+				walk(c, append(slices.Clip(path), strconv.Itoa(i)))
+			}
+		}
+	}
+	walk(base, slices.Clone(at))
+	if len(found) != 1 {
+		return slices.Clone(at)
+	}
+	return found[0]
+}
+
+func (v *Validator) leafSummary(errs []*jsonschema.ValidationError, doc any, at []string) string {
 	var all []Violation
 	for _, e := range errs {
 		var vs []Violation
-		v.flatten(e, &vs)
+		v.flatten(e, doc, at, &vs)
 		all = append(all, vs...)
 	}
 	parts := make([]string, 0, len(all))
