@@ -69,7 +69,9 @@ func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 		t.Fatalf("createNetwork: %d %v\n%s", status, err, logs.String())
 	}
 	f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))
-	if ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) != 1 {
+	// A VPN is a macvlan network and its anchor bridge (adapters/golem/devnet
+	// doc.go): how many does not matter here, only that SIGTERM removes them.
+	if ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) == 0 {
 		t.Fatalf("networks while running: %d, %v", len(ns), err)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
