@@ -59,7 +59,7 @@ resources:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	shared := &env{t: t, dir: dir, state: filepath.Join(dir, "state"), files: filepath.Join(dir, "out"), app: e.app + "-shared"}
+	shared := &env{t: t, dir: dir, state: filepath.Join(dir, "state"), files: filepath.Join(dir, "out"), app: e.app + "-shared", image: e.image}
 	if err := os.Mkdir(shared.files, 0o777); err != nil {
 		t.Fatal(err)
 	}
