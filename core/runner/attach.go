@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
+
+	"github.com/gcompose/gcompose/internal/enginecall"
 )
 
 // maxErrorBody bounds what is read of an engine's refusal.
@@ -30,16 +34,26 @@ func (r *Runner) attach(ctx context.Context, id string) (types.HijackedResponse,
 	if err != nil {
 		return types.HijackedResponse{}, err
 	}
-	conn, err := r.cli.Dialer()(ctx)
+	bound := r.opts.EngineTimeout
+	hung := &enginecall.HungError{Host: r.cli.DaemonHost(), Call: "ContainerAttach", Target: shortID(id), Bound: bound}
+	conn, err := enginecall.Get(ctx, r.cli.DaemonHost(), "ContainerAttach (connect)", shortID(id), bound, func(ctx context.Context) (net.Conn, error) {
+		return r.cli.Dialer()(ctx)
+	})
 	if err != nil {
 		return types.HijackedResponse{}, fmt.Errorf("connect to the engine at %s: %w", r.cli.DaemonHost(), err)
 	}
-	// The handshake obeys ctx; the stream after it is the caller's to bound.
+	// The handshake obeys ctx and EngineTimeout (an engine that takes the
+	// connection and never answers is hung); the stream after it is the
+	// caller's to bound.
+	_ = conn.SetDeadline(time.Now().Add(bound))
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	fail := func(err error) (types.HijackedResponse, error) {
 		conn.Close()
 		if ctx.Err() != nil {
 			return types.HijackedResponse{}, context.Cause(ctx)
+		}
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return types.HijackedResponse{}, hung
 		}
 		return types.HijackedResponse{}, err
 	}

@@ -14,7 +14,7 @@ import (
 // cgroups v1 also every memory, CPU and process limit.
 func (r *Runner) checkLimits(ctx context.Context, id string, asked *container.HostConfig) {
 	r.limitsOnce.Do(func() {
-		ins, err := r.cli.ContainerInspect(ctx, id)
+		ins, err := r.inspect(ctx, id)
 		if err != nil || ins.ContainerJSONBase == nil || ins.HostConfig == nil {
 			r.log.Debug("limits not checked", "container", id, "err", err)
 			return

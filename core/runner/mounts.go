@@ -110,13 +110,15 @@ func (r *Runner) probeDir(ctx context.Context, s Spec, dir string) error {
 		return err // not a verdict: canceled, no such image, ...
 	}
 	defer func() {
-		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if err := r.remove(rmCtx, created.ID); err != nil {
-			r.log.Warn("an engine probe container could not be removed", "container", created.ID[:12], "err", err)
+		if err := r.removeDetached(ctx, created.ID); err != nil {
+			r.log.Warn("an engine probe container could not be removed; remove it yourself (docker rm -f "+shortID(created.ID)+")", "container", shortID(created.ID), "err", err)
 		}
 	}()
-	if _, err := r.cli.ContainerStatPath(ctx, created.ID, probePath+"/marker"); err != nil {
+	err = r.call(ctx, "ContainerStatPath", shortID(created.ID), func(ctx context.Context) error {
+		_, err := r.cli.ContainerStatPath(ctx, created.ID, probePath+"/marker")
+		return err
+	})
+	if err != nil {
 		if !client.IsErrNotFound(err) {
 			return fmt.Errorf("probe whether the engine at %s sees this machine's files: %w", r.cli.DaemonHost(), err)
 		}

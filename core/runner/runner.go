@@ -22,11 +22,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/gcompose/gcompose/internal/enginecall"
 )
 
 // Labels every gcompose container carries.
@@ -147,9 +150,25 @@ type CallError struct {
 	Limit      int64
 	StderrTail string
 	Err        error
+	// Leftover is the ID of the call's container when its removal failed
+	// too (a hung engine): it may still exist, and LeftoverErr says why.
+	Leftover    string
+	LeftoverErr error
 }
 
 func (e *CallError) Error() string {
+	msg := e.message()
+	if e.Leftover != "" {
+		why := e.LeftoverErr.Error()
+		if h, ok := errors.AsType[*enginecall.HungError](e.LeftoverErr); ok && errors.Is(e.Err, enginecall.ErrHung) {
+			why = h.Short() // the advice is said once
+		}
+		msg += fmt.Sprintf("; its container %s could not be removed (%s): once the engine answers, remove it with docker rm -f %s", e.Leftover, why, e.Leftover)
+	}
+	return msg
+}
+
+func (e *CallError) message() string {
 	what := fmt.Sprintf("adapter %s call %s for %s", e.Image, e.Call, e.Resource)
 	switch e.Kind {
 	case KindTimeout:
@@ -182,6 +201,13 @@ type Options struct {
 	CPUs        float64
 	// Logger receives debug logs of each step; nil: slog.Default().
 	Logger *slog.Logger
+	// EngineTimeout bounds how long the engine may take to answer one call
+	// (a create, a start, a removal, a list; for an attach or a wait, the
+	// answer's start, not the stream after it) before gcompose takes it for
+	// hung and fails the call with an *enginecall.HungError naming it;
+	// 0: enginecall.DefaultBound. The adapter's own run is bounded by
+	// Timeout, not by this.
+	EngineTimeout time.Duration
 }
 
 // Runner runs adapter containers. It is safe for concurrent use.
@@ -221,7 +247,13 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker engine client: %w", err)
 	}
-	ping, err := cli.Ping(ctx)
+	ping, err := enginecall.Get(ctx, cli.DaemonHost(), "Ping", "", opts.EngineTimeout, func(ctx context.Context) (types.Ping, error) {
+		return cli.Ping(ctx)
+	})
+	if errors.Is(err, enginecall.ErrHung) {
+		cli.Close()
+		return nil, err
+	}
 	if err != nil {
 		cli.Close()
 		hint := ""
@@ -251,6 +283,9 @@ func NewWithClient(cli *client.Client, opts Options) *Runner {
 	}
 	if opts.CPUs <= 0 {
 		opts.CPUs = DefaultCPUs
+	}
+	if opts.EngineTimeout <= 0 {
+		opts.EngineTimeout = enginecall.DefaultBound
 	}
 	log := opts.Logger
 	if log == nil {
@@ -296,7 +331,7 @@ var errTimedOut = errors.New("call timed out")
 // Run runs one container to completion and always removes it. A non-zero
 // exit returns both the Result (with whatever stdout was written) and a
 // *CallError of KindExit. Every other failure returns a *CallError.
-func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
+func (r *Runner) Run(ctx context.Context, s Spec) (res *Result, err error) {
 	start := time.Now()
 	timeout := s.Timeout
 	if timeout <= 0 {
@@ -339,14 +374,23 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		return nil, fail(KindEngine, "create container", err, "")
 	}
 	id := created.ID
-	// Removal runs whatever happened, on a context that outlives the call's.
+	// Removal runs whatever happened, on a context that outlives the call's,
+	// and is bounded too: a hung engine must not hang the clean-up. A
+	// container it could not remove is named in the error (or, after a
+	// success, in a warning) so that it is never a silent orphan.
 	defer func() {
-		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer rmCancel()
-		if err := r.remove(rmCtx, id); err != nil {
-			r.log.Warn("an adapter container could not be removed; the next run holding this application's state lock removes it, or remove it yourself",
-				"container", id[:min(12, len(id))], "resource", s.Resource, "call", s.Call, "err", err)
+		rmErr := r.removeDetached(ctx, id)
+		if rmErr == nil {
+			return
 		}
+		var ce *CallError
+		if errors.As(err, &ce) {
+			ce.Leftover = shortID(id)
+			ce.LeftoverErr = rmErr
+			return
+		}
+		r.log.Warn("an adapter container could not be removed; the next run holding this application's state lock removes it, or remove it yourself (docker rm -f "+shortID(id)+")",
+			"container", shortID(id), "resource", s.Resource, "call", s.Call, "err", rmErr)
 	}()
 
 	hj, err := r.attach(callCtx, id)
@@ -362,7 +406,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 	defer stopWatch()
 	defer hj.Close()
 
-	if err := r.cli.ContainerStart(callCtx, id, container.StartOptions{}); err != nil {
+	if err := r.start(callCtx, id); err != nil {
 		if callCtx.Err() != nil {
 			return nil, ctxErr(callCtx, "")
 		}
@@ -376,8 +420,13 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		err  error
 	}
 	exited := make(chan exitStatus, 1)
+	// Only the wait's answer is bounded by EngineTimeout: its body comes
+	// when the container exits, which the call's timeout bounds.
+	waitCtx, answered, hung, stopWait := enginecall.Handshake(callCtx, r.cli.DaemonHost(), "ContainerWait", shortID(id), r.opts.EngineTimeout)
+	defer stopWait()
 	go func() {
-		waitC, errC := r.cli.ContainerWait(callCtx, id, container.WaitConditionNotRunning)
+		waitC, errC := r.cli.ContainerWait(waitCtx, id, container.WaitConditionNotRunning)
+		answered()
 		select {
 		case w := <-waitC:
 			if w.Error != nil && w.Error.Message != "" {
@@ -386,7 +435,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 			}
 			exited <- exitStatus{code: w.StatusCode}
 		case err := <-errC:
-			exited <- exitStatus{err: err}
+			exited <- exitStatus{err: hung(err)}
 		}
 	}()
 
@@ -435,7 +484,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (*Result, error) {
 		// An adapter may exit without reading its input; that is its business.
 		r.log.Debug("adapter did not take all of stdin", "resource", s.Resource, "call", s.Call, "err", stdinErr)
 	}
-	res := &Result{ContainerID: id, Stdout: stdout.buf.Bytes(), StderrTail: tl.String(), ExitCode: int(exit), Duration: time.Since(start)}
+	res = &Result{ContainerID: id, Stdout: stdout.buf.Bytes(), StderrTail: tl.String(), ExitCode: int(exit), Duration: time.Since(start)}
 	if exit != 0 {
 		e := fail(KindExit, "", nil, res.StderrTail)
 		e.ExitCode = int(exit)
@@ -560,20 +609,30 @@ func (r *Runner) remove(ctx context.Context, id string) error {
 	// exits, is gone some 30 ms after its stdin closes, and a first wait
 	// of 50 ms made every run's end wait that long for nothing.
 	wait := 5 * time.Millisecond
+	host, bound := r.cli.DaemonHost(), r.removeBound()
 	for {
-		err := r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		err := enginecall.Call(ctx, host, "ContainerRemove", shortID(id), bound, func(ctx context.Context) error {
+			return r.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		})
 		if err == nil || client.IsErrNotFound(err) {
 			return nil
 		}
-		if _, ierr := r.cli.ContainerInspect(ctx, id); client.IsErrNotFound(ierr) {
+		if errors.Is(err, enginecall.ErrHung) {
+			// Asking again would wait as long for nothing.
+			return fmt.Errorf("remove container %s: %w", shortID(id), err)
+		}
+		_, ierr := enginecall.Get(ctx, host, "ContainerInspect", shortID(id), bound, func(ctx context.Context) (container.InspectResponse, error) {
+			return r.cli.ContainerInspect(ctx, id)
+		})
+		if client.IsErrNotFound(ierr) {
 			return nil // removed meanwhile (auto-remove, another run)
 		} else if ierr != nil {
-			return fmt.Errorf("remove container %s: %w", id[:min(12, len(id))], err)
+			return fmt.Errorf("remove container %s: %w", shortID(id), errors.Join(err, ierr))
 		}
 		r.log.Debug("remove container: retrying", "container", id, "err", err)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("remove container %s: %w", id[:min(12, len(id))], err)
+			return fmt.Errorf("remove container %s: %w", shortID(id), err)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)
@@ -584,9 +643,9 @@ func (r *Runner) remove(ctx context.Context, id string) error {
 // is an error saying how to get it: gcompose never pulls, adapter images are
 // built or loaded locally.
 func (r *Runner) ImageID(ctx context.Context, ref string) (string, error) {
-	ins, err := r.cli.ImageInspect(ctx, ref)
+	ins, err := r.imageInspect(ctx, ref)
 	if client.IsErrNotFound(err) && localName(ref) != "" {
-		ins, err = r.cli.ImageInspect(ctx, localName(ref))
+		ins, err = r.imageInspect(ctx, localName(ref))
 	}
 	if err == nil {
 		return ins.ID, nil
@@ -614,12 +673,18 @@ func localName(ref string) string {
 // create creates the container of cfg, under the image's localhost/ name
 // when the engine knows it only by that (localName).
 func (r *Runner) create(ctx context.Context, cfg *container.Config, hc *container.HostConfig) (container.CreateResponse, error) {
-	created, err := r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	containerCreate := func(cfg *container.Config) (container.CreateResponse, error) {
+		return enginecall.Get(ctx, r.cli.DaemonHost(), "ContainerCreate", "a container of image "+cfg.Image, r.opts.EngineTimeout,
+			func(ctx context.Context) (container.CreateResponse, error) {
+				return r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+			})
+	}
+	created, err := containerCreate(cfg)
 	if client.IsErrNotFound(err) && localName(cfg.Image) != "" {
-		if _, ierr := r.cli.ImageInspect(ctx, localName(cfg.Image)); ierr == nil {
+		if _, ierr := r.imageInspect(ctx, localName(cfg.Image)); ierr == nil {
 			alt := *cfg
 			alt.Image = localName(cfg.Image)
-			created, err = r.cli.ContainerCreate(ctx, &alt, hc, nil, nil, "")
+			created, err = containerCreate(&alt)
 		}
 	}
 	if err == nil {
@@ -660,7 +725,7 @@ const LabelAdapter = "gcompose.adapter"
 // exist (a call in flight, or the remains of a crash), oldest first.
 func (r *Runner) Leftovers(ctx context.Context, app string) ([]Container, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"), filters.Arg("label", LabelApp+"="+app))
-	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	list, err := r.containerList(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("list containers of app %s: %w", app, err)
 	}
@@ -712,7 +777,7 @@ func (r *Runner) Cleanup(ctx context.Context, app string) (int, error) {
 			continue
 		}
 		if err := r.remove(ctx, c.ID); err != nil {
-			errs = append(errs, fmt.Errorf("remove container %s (%s %s): %w", c.ID[:12], c.Resource, c.Call, err))
+			errs = append(errs, fmt.Errorf("remove container %s (%s %s): %w", shortID(c.ID), c.Resource, c.Call, err))
 			continue
 		}
 		n++
@@ -729,7 +794,7 @@ func (r *Runner) Cleanup(ctx context.Context, app string) (int, error) {
 // that finds any would make a second copy of the application.
 func (r *Runner) Objects(ctx context.Context, app string) ([]Container, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelApp+"="+app))
-	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	list, err := r.containerList(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("list containers of app %s: %w", app, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types"
-	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
@@ -48,22 +47,21 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Session, error) {
 		return nil, fail("create container", err)
 	}
 	id := created.ID
-	remove := func() {
-		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if err := r.remove(rmCtx, id); err != nil {
-			r.log.Warn("an adapter server container could not be removed", "container", id[:min(12, len(id))], "resource", s.Resource, "err", err)
+	// A container it could not remove is named in the error: no silent orphan.
+	failRemoving := func(step string, err error) error {
+		ce := fail(step, err).(*CallError)
+		if rmErr := r.removeDetached(ctx, id); rmErr != nil {
+			ce.Leftover, ce.LeftoverErr = shortID(id), rmErr
 		}
+		return ce
 	}
 	hj, err := r.attach(ctx, id)
 	if err != nil {
-		remove()
-		return nil, fail("attach container", err)
+		return nil, failRemoving("attach container", err)
 	}
-	if err := r.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	if err := r.start(ctx, id); err != nil {
 		hj.Close()
-		remove()
-		return nil, fail("start container", err)
+		return nil, failRemoving("start container", err)
 	}
 	pr, pw := io.Pipe()
 	ss := &Session{r: r, id: id, spec: s, hj: hj, stdout: pr, done: make(chan struct{}),
@@ -165,10 +163,8 @@ func (s *Session) kill(ctx context.Context) error {
 		delete(s.r.sessions, s)
 		s.r.mu.Unlock()
 	}()
-	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
 	// The Engine may be auto-removing it already: remove waits until it is gone.
-	err := s.r.remove(rmCtx, s.id)
+	err := s.r.removeDetached(ctx, s.id)
 	s.hj.Close()
 	// Wait for the copy to end so that the tail is final.
 	select {
@@ -176,7 +172,7 @@ func (s *Session) kill(ctx context.Context) error {
 	case <-time.After(5 * time.Second):
 	}
 	if err != nil {
-		return fmt.Errorf("adapter %s server for %s: %w", s.spec.Image, s.spec.Resource, err)
+		return fmt.Errorf("adapter %s server for %s: %w (once the engine answers, remove it with docker rm -f %s)", s.spec.Image, s.spec.Resource, err, shortID(s.id))
 	}
 	return nil
 }
