@@ -21,9 +21,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/internal/enginecall"
 )
 
 func main() {
@@ -40,6 +42,7 @@ func run() error {
 	appKeyFile := flag.String("appkey-file", "", "file holding the application key")
 	instance := flag.String("instance", os.Getenv("DEVNET_INSTANCE"), "instance name (label gcompose.devnet=<instance>); overrides the config")
 	self := flag.String("self-container", envOr("DEVNET_SELF_CONTAINER", "auto"), "container the devnet runs in (joined to VPNs for tunnels): auto, none, or an id/name")
+	engineTimeout := flag.Duration("engine-timeout", enginecall.DefaultBound, "how long the Docker Engine may take to answer one call before the devnet takes it for hung and fails the request that needed it")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -64,9 +67,9 @@ func run() error {
 		return fmt.Errorf("docker engine client: %w", err)
 	}
 	defer docker.Close()
-	selfID := detectSelf(ctx, docker, *self, log)
+	selfID := detectSelf(ctx, docker, *self, *engineTimeout, log)
 
-	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: key, Docker: docker, Logger: log, SelfContainer: selfID})
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: key, Docker: docker, Logger: log, SelfContainer: selfID, EngineTimeout: *engineTimeout})
 	if err != nil {
 		return err
 	}
@@ -121,7 +124,7 @@ func resolveKey(flagKey, file string) (string, error) {
 }
 
 // detectSelf finds the container the devnet runs in: with "auto", the hostname when /.dockerenv exists.
-func detectSelf(ctx context.Context, docker *client.Client, want string, log *slog.Logger) string {
+func detectSelf(ctx context.Context, docker *client.Client, want string, bound time.Duration, log *slog.Logger) string {
 	switch want {
 	case "none", "":
 		return ""
@@ -135,7 +138,9 @@ func detectSelf(ctx context.Context, docker *client.Client, want string, log *sl
 		}
 		want = h
 	}
-	c, err := docker.ContainerInspect(ctx, want)
+	c, err := enginecall.Get(ctx, docker.DaemonHost(), "ContainerInspect", want, bound, func(ctx context.Context) (container.InspectResponse, error) {
+		return docker.ContainerInspect(ctx, want)
+	})
 	if err != nil {
 		log.Warn("cannot find the devnet's own container: TCP tunnels will dial from here", "container", want, "err", err)
 		return ""

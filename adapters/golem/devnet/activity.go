@@ -204,7 +204,11 @@ func (s *Server) destroyActivity(w http.ResponseWriter, r *http.Request) {
 	s.notify()
 	s.mu.Unlock()
 	if cid != "" {
-		s.removeContainers(r.Context(), []string{cid})
+		if err := s.removeContainers(r.Context(), []string{cid}); err != nil {
+			// The activity is over either way; its container may still run, and the requestor hears why.
+			writeError(w, http.StatusInternalServerError, "destroying activity %s: %v", act.id, err)
+			return
+		}
 	}
 	w.WriteHeader(http.StatusOK)
 }
@@ -647,7 +651,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	// Engine, which would create the container anyway and leave it to nobody.
 	// An activity ended meanwhile is seen below, and its container removed.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(act.ctx), time.Minute)
-	created, err := s.docker.ContainerCreate(cctx, cfg, hc, nc, nil, name)
+	created, err := s.docker.ContainerCreate(cctx, cfg, hc, nc, name)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("deploy: creating container from image %s: %w", img, err)

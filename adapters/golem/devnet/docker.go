@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/gcompose/gcompose/internal/enginecall"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 )
 
@@ -85,7 +86,14 @@ func (s *Server) cleanupDocker(ctx context.Context) error {
 		}
 		errs = errs[:0]
 		for _, c := range cs {
-			if err := s.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !errdefs.IsNotFound(err) {
+			if c.HostConfig.NetworkMode != "" && c.HostConfig.NetworkMode != "none" {
+				s.docker.markVPN(c.ID) // its removal leaves a VPN network: one at a time (engine)
+			}
+			err := s.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+			if errors.Is(err, enginecall.ErrHung) {
+				return fmt.Errorf("removing container %s: %w", c.ID[:12], err)
+			}
+			if err != nil && !errdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("removing container %s: %w", c.ID[:12], err))
 			}
 		}
@@ -102,29 +110,40 @@ func (s *Server) cleanupDocker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing networks: %w", err)
 	}
-	// A VPN's macvlan network before the bridge it hangs off (see vpn).
+	// A VPN's macvlan network before the bridge it hangs off (see vpn); the devnet's own container, still
+	// on the anchors, leaves them first (removeNetworks).
 	sort.SliceStable(ns, func(i, j int) bool { return ns[i].Driver == "macvlan" && ns[j].Driver != "macvlan" })
+	ids := make([]string, 0, len(ns))
 	for _, n := range ns {
-		if s.self != "" {
-			_ = s.docker.NetworkDisconnect(ctx, n.ID, s.self, true)
-		}
-		if err := s.docker.NetworkRemove(ctx, n.ID); err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("removing network %s: %w", n.Name, err))
-		}
+		ids = append(ids, n.ID)
+	}
+	if err := s.removeNetworks(ctx, ids); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
 // removeContainers force-removes activity containers; it outlives the caller's context (a removal
-// half done would leave a container in "removal in progress").
-func (s *Server) removeContainers(ctx context.Context, ids []string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+// half done would leave a container in "removal in progress"). A container it could not remove is
+// logged by name; the error is the first engine hang, which the caller's request reports.
+func (s *Server) removeContainers(ctx context.Context, ids []string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.docker.bound+time.Minute)
 	defer cancel()
+	var hung error
 	for _, id := range ids {
-		if err := s.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !errdefs.IsNotFound(err) {
-			s.log.Warn("removing activity container", "container", id, "err", err)
+		if hung != nil {
+			s.log.Warn("activity container not removed: the engine does not answer; remove it by hand", "container", id)
+			continue
+		}
+		err := s.docker.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+		if err != nil && !errdefs.IsNotFound(err) {
+			s.log.Warn("removing activity container; remove it by hand", "container", id, "err", err)
+		}
+		if errors.Is(err, enginecall.ErrHung) {
+			hung = fmt.Errorf("removing container %s: %w", short(id), err)
 		}
 	}
+	return hung
 }
 
 // containerAlive reports whether a container runs; when it does not, why.

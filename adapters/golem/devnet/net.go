@@ -18,6 +18,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/gcompose/gcompose/internal/enginecall"
 )
 
 const netPrefix = "/net-api/v1"
@@ -150,6 +152,9 @@ func (s *Server) createOnFreeRange(ctx context.Context, name string, vpnRange ne
 		if err == nil {
 			return resp.ID, p, nil
 		}
+		if errors.Is(err, enginecall.ErrHung) {
+			return "", netip.Prefix{}, fmt.Errorf("creating Docker network %s: %w", name, err)
+		}
 		lastErr = err
 		if !strings.Contains(err.Error(), "overlaps") {
 			break
@@ -212,20 +217,79 @@ func (s *Server) joinSelf(ctx context.Context, netID string) error {
 	return nil
 }
 
-// removeVPNNetworks disconnects every container from the Docker networks behind v and removes them, the
-// macvlan network before the bridge it hangs off.
+// removeVPNNetworks removes the Docker networks behind v, in the safe order (removeNetworks): its nodes
+// leave first, then the macvlan network goes, then the bridge it hangs off.
 func (s *Server) removeVPNNetworks(ctx context.Context, v *vpn) error {
-	var errs []error
+	var ids []string
 	for _, id := range []string{v.linkID, v.anchorID} {
-		if id == "" {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return s.removeNetworks(ctx, ids)
+}
+
+// endpointsGoneWait bounds the wait for a network's endpoints to be gone after its containers left.
+const endpointsGoneWait = 15 * time.Second
+
+// removeNetworks removes Docker networks in the order that gives Docker 20.10's libnetwork the fewest
+// concurrent endpoint changes to race on (see engine): every container still on them leaves first, one
+// at a time; then the engine must show no endpoint on any of them (an endpoint's deletion finishes in
+// the controller's watch loop after the call that caused it returned); only then are they removed, in
+// the order given (a VPN's macvlan network before the anchor bridge it hangs off). An engine that does
+// not answer ends it at once, with that error.
+func (s *Server) removeNetworks(ctx context.Context, ids []string) error {
+	var errs []error
+	live := ids[:0:0]
+	for _, id := range ids {
+		info, err := s.docker.NetworkInspect(ctx, id, network.InspectOptions{})
+		if errdefs.IsNotFound(err) {
 			continue
 		}
-		if info, err := s.docker.NetworkInspect(ctx, id, network.InspectOptions{}); err == nil {
-			for cid := range info.Containers {
-				_ = s.docker.NetworkDisconnect(ctx, id, cid, true)
+		if errors.Is(err, enginecall.ErrHung) {
+			return err
+		}
+		live = append(live, id)
+		if err != nil {
+			continue // its removal below says what is wrong
+		}
+		for cid := range info.Containers {
+			err := s.docker.NetworkDisconnect(ctx, id, cid, true)
+			if errors.Is(err, enginecall.ErrHung) {
+				return err
+			}
+			if err != nil && !errdefs.IsNotFound(err) {
+				s.log.Warn("disconnecting a container from a VPN network", "network", info.Name, "container", cid, "err", err)
 			}
 		}
-		if err := s.docker.NetworkRemove(ctx, id); err != nil && !errdefs.IsNotFound(err) {
+	}
+	deadline := time.Now().Add(endpointsGoneWait)
+	for _, id := range live {
+		for {
+			info, err := s.docker.NetworkInspect(ctx, id, network.InspectOptions{})
+			if errors.Is(err, enginecall.ErrHung) {
+				return err
+			}
+			if err != nil || len(info.Containers) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				s.log.Warn("a VPN network still has endpoints; removing it anyway", "network", info.Name, "endpoints", len(info.Containers))
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	for _, id := range live {
+		err := s.docker.NetworkRemove(ctx, id)
+		if errors.Is(err, enginecall.ErrHung) {
+			return errors.Join(append(errs, err)...)
+		}
+		if err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing Docker network %s: %w", id, err))
 		}
 	}
@@ -459,8 +523,13 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	for _, cid := range detach {
-		_ = s.docker.NetworkDisconnect(r.Context(), v.linkID, cid, true)
-		_ = s.docker.NetworkDisconnect(r.Context(), v.anchorID, cid, true)
+		for _, netID := range []string{v.linkID, v.anchorID} {
+			// Only a hung engine fails the request: the node may be gone already.
+			if err := s.docker.NetworkDisconnect(r.Context(), netID, cid, true); errors.Is(err, enginecall.ErrHung) {
+				writeError(w, http.StatusInternalServerError, "removing node %s from network %s: %v", node, v.id, err)
+				return
+			}
+		}
 	}
 	w.WriteHeader(http.StatusOK)
 }

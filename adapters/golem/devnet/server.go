@@ -31,13 +31,16 @@ type Options struct {
 	// VPN's anchor network so that TCP tunnels can dial the nodes there. Empty when the devnet runs on the
 	// Docker host, which reaches the anchors through their bridges' gateway addresses.
 	SelfContainer string
+	// EngineTimeout bounds how long the engine may take to answer one call before the devnet takes it
+	// for hung and fails the request that needed it (engine); 0: enginecall.DefaultBound.
+	EngineTimeout time.Duration
 }
 
 // Server is one devnet instance. Create it with New, serve Handler, and Close it to remove what it created.
 type Server struct {
 	cfg    Config
 	appKey string
-	docker *client.Client
+	docker *engine
 	log    *slog.Logger
 	self   string
 	// vpnPrefix names the Docker networks behind VPNs (vpnNetPrefix).
@@ -85,7 +88,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{
-		cfg: cfg, appKey: o.AppKey, docker: o.Docker, log: log.With("devnet", cfg.Instance), self: o.SelfContainer,
+		cfg: cfg, appKey: o.AppKey, docker: newEngine(o.Docker, o.EngineTimeout), log: log.With("devnet", cfg.Instance), self: o.SelfContainer,
 		changed:     make(chan struct{}),
 		faults:      cfg.Faults,
 		demands:     map[string]*demand{},
