@@ -90,6 +90,14 @@ type RequestExt struct {
 	// action may use it to decide sooner, and says so when it ends up
 	// dearer than planned.
 	PlannedCost *Cost `json:"planned_cost,omitempty"`
+	// Replace marks a state call made by plan only, for a resource that
+	// apply will remove and then create anew (deploy --replace, or its
+	// adapter image changed): answer as the state call after the removal
+	// will (it carries no Persisted, nor does this one), typically STALE
+	// create, with the StateExt.Planned and Unknown of that create. Only
+	// those two are read; status and actions are ignored, and an adapter
+	// that ignores the member leaves its outputs known after apply.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.

@@ -210,6 +210,9 @@ func (a *adapter) state(ctx context.Context, req *sdk.Request) (*protocol.StateR
 	if err != nil {
 		return nil, err
 	}
+	if req.Replacing() && req.Desired() == protocol.Present {
+		return replaced(c, mode)
+	}
 	root, err := a.open()
 	if err != nil {
 		return nil, err
@@ -268,18 +271,36 @@ func (a *adapter) state(ctx context.Context, req *sdk.Request) (*protocol.StateR
 	if len(actions) > 0 {
 		return stale(remove, actions, ext)
 	}
-	sum := sha256.Sum256(cur.data)
 	return &protocol.StateResult{
-		Status: protocol.Valid,
-		State: map[string]any{
-			"path":    c.Path,
-			"content": string(cur.data),
-			"sha256":  hex.EncodeToString(sum[:]),
-			"size":    len(cur.data),
-			"mode":    fmt.Sprintf("%04o", cur.mode),
-		},
+		Status:   protocol.Valid,
+		State:    outputs(c.Path, cur.data, cur.mode),
 		Gcompose: &protocol.StateExt{Identity: map[string]any{"path": c.Path}},
 	}, nil
+}
+
+// outputs are a file's outputs (its VALID state).
+func outputs(p string, data []byte, mode fs.FileMode) map[string]any {
+	sum := sha256.Sum256(data)
+	return map[string]any{
+		"path":    p,
+		"content": string(data),
+		"sha256":  hex.EncodeToString(sum[:]),
+		"size":    len(data),
+		"mode":    fmt.Sprintf("%04o", mode),
+	}
+}
+
+// replaced answers plan's question about a file that apply will delete and
+// then create anew (protocol RequestExt.Replace): the create writes the
+// config's content with its mode, so every output is known now. The disk
+// is not read: the file there is about to go.
+func replaced(c Config, mode fs.FileMode) (*protocol.StateResult, error) {
+	planned := map[string]any{}
+	for k, v := range outputs(c.Path, []byte(c.Content), mode) {
+		planned["/"+k] = v
+	}
+	return stale(nil, []protocol.ActionSpec{{Name: ActCreate, Description: "create " + c.Path}},
+		&protocol.StateExt{Change: protocol.ChangeCreate, Reason: "replaced: created anew", Planned: planned})
 }
 
 func stale(remove []string, actions []protocol.ActionSpec, ext *protocol.StateExt) (*protocol.StateResult, error) {

@@ -23,6 +23,7 @@ type call struct {
 	persisted *protocol.Persisted
 	stale     json.RawMessage
 	plain     bool // no gcompose member: a plain Deployster engine
+	replace   bool // plan's question about a resource it will remove and create anew
 }
 
 // run feeds one request to the adapter in-process, as a container would get it.
@@ -30,7 +31,7 @@ func run(t *testing.T, dir string, c call) (code int, stdout, stderr string) {
 	t.Helper()
 	req := protocol.Request{Name: "f", Type: "gcompose/file-adapter:dev", Version: "test", Workspace: "/w",
 		Config: c.config, StaleState: c.stale,
-		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, Call: protocol.CallState, Desired: c.desired, Persisted: c.persisted}}
+		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, Call: protocol.CallState, Desired: c.desired, Persisted: c.persisted, Replace: c.replace}}
 	if len(c.args) == 2 {
 		req.Gcompose.Call, req.Gcompose.Action = protocol.CallAction, c.args[1]
 	}
@@ -179,6 +180,44 @@ func TestStateAnswers(t *testing.T) {
 			}
 			if got := strings.Join(names, ","); got != tt.wantActions {
 				t.Errorf("actions %s, want %s", got, tt.wantActions)
+			}
+		})
+	}
+}
+
+// Asked what a replaced file will be (protocol RequestExt.Replace), the
+// adapter plans every output from the config, without reading the file
+// that is about to go; the create after the removal leaves exactly that.
+func TestReplacePlansWhatTheCreateLeaves(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		config map[string]any
+	}{
+		{"default mode", map[string]any{"path": "a.txt", "content": "hi"}},
+		{"mode and markup", map[string]any{"path": "d/b.html", "content": "<p>a & b</p>\n", "mode": "0600"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first, _ := converge(t, dir, call{config: tt.config})
+			r := state(t, dir, call{config: tt.config, replace: true})
+			if r.Status != protocol.Stale || r.Gcompose == nil || r.Gcompose.Change != protocol.ChangeCreate {
+				t.Fatalf("replace answer %+v: want STALE create, although the file is as wanted", r)
+			}
+			// apply removes it, then creates it anew.
+			if err := os.Remove(filepath.Join(dir, tt.config["path"].(string))); err != nil {
+				t.Fatal(err)
+			}
+			final, _ := converge(t, dir, call{config: tt.config})
+			if len(r.Gcompose.Planned) != len(final.State) {
+				t.Errorf("planned %v, want every output of %v", r.Gcompose.Planned, final.State)
+			}
+			for ptr, v := range r.Gcompose.Planned {
+				if got := final.State[strings.TrimPrefix(ptr, "/")]; got != v {
+					t.Errorf("planned %s = %v, the create left %v", ptr, v, got)
+				}
+			}
+			if first.State["sha256"] != final.State["sha256"] {
+				t.Errorf("sha256 %v then %v", first.State["sha256"], final.State["sha256"])
 			}
 		})
 	}

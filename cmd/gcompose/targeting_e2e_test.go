@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -27,6 +28,48 @@ func TestE2ETargetReplaceProtect(t *testing.T) {
 	}
 	if len(acted) != 2 || !strings.HasPrefix(acted[0], "resources.y delete") || !strings.HasPrefix(acted[1], "resources.y create") {
 		t.Fatalf("--replace resources.y ran %v, want y deleted then created and nothing else", acted)
+	}
+
+	// z reads x's sha256. Replacing x, the file adapter plans what the
+	// new x will output (protocol RequestExt.Replace), so z is planned
+	// with it: unchanged, not a knock-on known after apply.
+	var pl struct {
+		Steps []struct {
+			Resource        string         `json:"resource"`
+			Op              string         `json:"op"`
+			KnownAfterApply bool           `json:"known_after_apply"`
+			Planned         map[string]any `json:"planned"`
+		} `json:"steps"`
+	}
+	r = e.must("plan", f, "--replace", "resources.x", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &pl); err != nil {
+		t.Fatalf("plan --json: %v\n%s", err, r.stdout)
+	}
+	ops := map[string]string{}
+	for _, s := range pl.Steps {
+		ops[s.Resource] = s.Op
+		if s.Resource == "resources.x" && s.Planned["/sha256"] != sha256Hex("x-1") {
+			t.Errorf("x planned %v, want its sha256 %s", s.Planned, sha256Hex("x-1"))
+		}
+		if s.Resource == "resources.z" && s.KnownAfterApply {
+			t.Error("z reads only x's planned sha256, yet is known after apply")
+		}
+	}
+	if ops["resources.x"] != "rebuild" || ops["resources.z"] != "noop" || ops["resources.y"] != "noop" {
+		t.Fatalf("plan --replace resources.x: %v, want x rebuilt, y and z unchanged\n%s", ops, r.stdout)
+	}
+	r = e.must("deploy", f, "--replace", "resources.x", "--yes", "--json")
+	acted = nil
+	for _, ev := range events(t, r.stderr) {
+		if ev.Phase == "action" {
+			acted = append(acted, ev.Resource+" "+ev.Message)
+		}
+	}
+	if len(acted) != 2 || !strings.HasPrefix(acted[0], "resources.x delete") || !strings.HasPrefix(acted[1], "resources.x create") {
+		t.Fatalf("--replace resources.x ran %v, want x deleted then created and nothing else", acted)
+	}
+	if got, want := e.read("z.txt"), "z reads "+sha256Hex("x-1"); got != want {
+		t.Fatalf("z.txt %q, want %q", got, want)
 	}
 
 	prot := strings.Replace(strings.ReplaceAll(pair, "CONTENT", "1"), "  y:\n    type: IMAGE\n", "  y:\n    type: IMAGE\n    protect: true\n", 1)

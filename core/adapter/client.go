@@ -145,6 +145,9 @@ type Target struct {
 	// PlannedCost is, on action calls, the cost the approved plan showed
 	// for the resource (protocol.RequestExt.PlannedCost).
 	PlannedCost *protocol.Cost
+	// Replace marks a state call made by plan only, for a resource apply
+	// will remove and create anew (protocol.RequestExt.Replace).
+	Replace bool
 	// ReportIdentity, if set, is called on action calls of gcompose
 	// adapters with each identity report as soon as the adapter makes it,
 	// while the action still runs (in order, before Action returns), so
@@ -242,7 +245,7 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 	}
 	req := c.request(t, info)
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate}
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate, Replace: t.Replace}
 	}
 	res, err := c.run(ctx, t, info, info.Init.StateAction, protocol.CallState, req, mounts, nil)
 	if err != nil {

@@ -190,6 +190,17 @@ func TestRequestShape(t *testing.T) {
 			if a, b := js(req), js(want); a != b {
 				t.Fatalf("state request\n got %s\nwant %s", a, b)
 			}
+			// plan's question about a resource it will remove and create
+			// anew: no persisted record, as after the removal.
+			rt := tg
+			rt.Replace = true
+			if st, err = e.client.State(e.ctx, rt, protocol.Present, nil); err != nil {
+				t.Fatal(err)
+			}
+			want["gcompose"] = map[string]any{"protocol": float64(1), "app": e.app, "call": "state", "desired": "present", "lineage": "lineage-1", "replace": true}
+			if a, b := js(st.State["request"]), js(want); a != b {
+				t.Fatalf("replace state request\n got %s\nwant %s", a, b)
+			}
 			// An action carries the operation recorded for it.
 			tg.Operation = &protocol.Operation{ID: "op-2", Kind: protocol.ChangeUpdate, Action: "echo", StartedAt: started}
 			out, err := e.client.Action(e.ctx, tg, protocol.ActionSpec{Name: "echo", Args: []string{"action", "echo"}}, nil, &protocol.Persisted{Identity: map[string]any{"id": "x1"}})
@@ -223,6 +234,9 @@ func TestPlainDeploysterAdapter(t *testing.T) {
 	tg := e.target("plain.echo", map[string]any{"mode": "echo"}, nil)
 	tg.Lineage = "lineage-1"
 	tg.Operation = &protocol.Operation{ID: "op-2", Kind: protocol.ChangeCreate, Action: "echo", StartedAt: time.Now().UTC()}
+	// plan never asks a plain adapter the replace question; were it asked,
+	// nothing of it would reach the adapter either.
+	tg.Replace = true
 	info, err := e.client.Init(e.ctx, tg.Image, tg.Name)
 	if err != nil {
 		t.Fatal(err)

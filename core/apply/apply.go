@@ -373,6 +373,11 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 			}
 		}
 		r.setOutputs(want.Name, ans.State)
+		// A resource found as wanted still keeps what its step planned
+		// (a replaced one, say, whose create an adapter adopted).
+		if err := step.CheckPlanned(ans.State); err != nil {
+			return old == nil, err
+		}
 		// Recording a confirmed resource is bookkeeping, not a change.
 		return old == nil, nil
 	}

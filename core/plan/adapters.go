@@ -111,6 +111,10 @@ type Call struct {
 	// PlannedCost is, on action calls, the cost the approved plan showed
 	// for the resource (protocol.RequestExt.PlannedCost).
 	PlannedCost *protocol.Cost
+	// Replace marks a state call made by plan only for a resource apply
+	// will remove and create anew, asking what that create will leave
+	// (protocol.RequestExt.Replace).
+	Replace bool
 }
 
 // SweepCall is one sweep of an adapter type.

@@ -227,3 +227,132 @@ func mapsEqual(a, b map[string]plan.Op) bool {
 	}
 	return true
 }
+
+// A rebuild gcompose forces (--replace, or a new adapter image) asks the
+// adapter what the create after the removal will leave (protocol
+// RequestExt.Replace), so that what reads the planned outputs is planned
+// with them, unchanged, instead of as a knock-on; deploy then changes only
+// the rebuilt resource. An adapter that plans nothing leaves the readers
+// known after apply, as before.
+func TestForcedRebuildsPlanTheirOutputs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		adapter func(*memadapter.Adapter) plan.Adapters
+		// replace is the --replace list; retype gives db a new adapter image.
+		replace []string
+		retype  bool
+		want    map[string]plan.Op
+		golden  string
+	}{
+		{"replace planned", func(m *memadapter.Adapter) plan.Adapters { return &planning{Adapter: m} },
+			[]string{"services.db"}, false,
+			map[string]plan.Op{"services.db": plan.Rebuild, "services.web": plan.NoOp, "services.proxy": plan.NoOp}, "plan-replace-planned.golden"},
+		{"new adapter image planned", func(m *memadapter.Adapter) plan.Adapters { return &planning{Adapter: m} },
+			nil, true,
+			map[string]plan.Op{"services.db": plan.Rebuild, "services.web": plan.NoOp, "services.proxy": plan.NoOp}, "plan-retype-planned.golden"},
+		{"replace not planned", func(m *memadapter.Adapter) plan.Adapters { return m },
+			[]string{"services.db"}, false,
+			map[string]plan.Op{"services.db": plan.Rebuild, "services.web": plan.Rebuild, "services.proxy": plan.Update}, ""},
+		{"new adapter image not planned", func(m *memadapter.Adapter) plan.Adapters { return m },
+			nil, true,
+			map[string]plan.Op{"services.db": plan.Rebuild, "services.web": plan.Rebuild, "services.proxy": plan.Update}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memadapter.New()
+			mem.Rebuild = []string{"image", "db"}
+			ad := tc.adapter(mem)
+			st, doc := deployedIn(t, ad, chain("v1", "nginx"))
+			want := chain("v1", "nginx")
+			if tc.retype {
+				want["services.db"].Type = "mem2"
+			}
+			p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+			in := plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: doc, Replace: tc.replace}
+			pl, err := p.Plan(context.Background(), in)
+			if err != nil {
+				t.Fatalf("plan: %v", err)
+			}
+			if got := ops(pl); !mapsEqual(got, tc.want) {
+				t.Fatalf("plan: %v, want %v", got, tc.want)
+			}
+			if tc.golden != "" {
+				if web := pl.Step("services.web"); web.KnownAfterApply || web.After["db"] != "v1" {
+					t.Errorf("web: known after apply %v, db %v: want it planned with db's planned value v1", web.KnownAfterApply, web.After["db"])
+				}
+				var b bytes.Buffer
+				pl.Render(&b, plan.RenderOptions{})
+				golden.Check(t, filepath.Join("testdata", tc.golden), b.Bytes())
+			}
+
+			e := &engine.Engine{Adapters: ad, Store: st, Parallelism: 2}
+			out, err := e.Run(context.Background(), engine.Request{App: "app", Mode: plan.Deploy, Desired: want, Replace: tc.replace})
+			if err != nil {
+				t.Fatalf("deploy: %v", err)
+			}
+			var changed []string
+			for _, o := range out.Result.Outcomes {
+				if o.Changed {
+					changed = append(changed, o.Resource)
+				}
+			}
+			if len(changed) != 1 || changed[0] != "services.db" {
+				t.Fatalf("deploy changed %v, want services.db only", changed)
+			}
+			if got := mem.Log()[len(mem.Log())-2:]; !slices.Equal(got, []string{"delete services.db", "create services.db"}) {
+				t.Fatalf("last actions %v, want db deleted, then created", got)
+			}
+		})
+	}
+}
+
+// apply holds a forced rebuild to what it planned: a replaced resource
+// whose create leaves another value fails, and what was planned with the
+// promised value is held back.
+func TestApplyFailsAReplacedResourceThatBreaksItsPlannedOutputs(t *testing.T) {
+	mem := memadapter.New()
+	mem.Rebuild = []string{"image", "db"}
+	ad := &planning{Adapter: mem}
+	st, _ := deployedIn(t, ad, chain("v1", "nginx"))
+	ad.lie = map[string]any{"/value": "v9"}
+	e := &engine.Engine{Adapters: ad, Store: st, Parallelism: 2}
+	out, err := e.Run(context.Background(), engine.Request{App: "app", Mode: plan.Deploy, Desired: chain("v1", "nginx"), Replace: []string{"services.db"}})
+	var broken *plan.UnplannedOutputError
+	if !errors.As(err, &broken) || broken.Resource != "services.db" || broken.Pointer != "/value" {
+		t.Fatalf("deploy: %v, want services.db failed for its planned /value", err)
+	}
+	if s := out.Plan.Step("services.db"); !s.Replace || s.Planned["/value"] != "v9" {
+		t.Fatalf("db: replace %v, planned %v: want the replaced db's planned (lying) /value", s.Replace, s.Planned)
+	}
+	if w := out.Result.Outcomes["services.web"]; w == nil || !w.Skipped {
+		t.Fatalf("web: %+v, want it held back", w)
+	}
+	if log := mem.Log(); slices.Contains(log, "rebuild services.web") || slices.Contains(log, "delete services.web") {
+		t.Fatalf("web was touched: %v", log)
+	}
+}
+
+// adopting answers, once db is gone, VALID with what it finds under db's
+// name: another value than its create planned, as an adapter that adopts
+// a stranger's object would.
+type adopting struct{ *planning }
+
+func (a *adopting) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
+	if _, exists := a.Objects()[c.Name]; !exists && !c.Replace && c.Name == "services.db" && desired == protocol.Present {
+		return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{"id": c.Name, "image": "postgres", "value": "v9"}}, nil
+	}
+	return a.planning.State(ctx, c, desired)
+}
+
+// The check holds also when the state call after the removal finds the
+// resource as wanted with nothing to run: it must still be as planned.
+func TestApplyChecksPlannedOutputsOfAResourceFoundValid(t *testing.T) {
+	mem := memadapter.New()
+	st, _ := deployedIn(t, &planning{Adapter: mem}, chain("v1", "nginx"))
+	ad := &adopting{&planning{Adapter: mem}}
+	e := &engine.Engine{Adapters: ad, Store: st, Parallelism: 2}
+	_, err := e.Run(context.Background(), engine.Request{App: "app", Mode: plan.Deploy, Desired: chain("v1", "nginx"), Replace: []string{"services.db"}})
+	var broken *plan.UnplannedOutputError
+	if !errors.As(err, &broken) || broken.Resource != "services.db" || broken.Pointer != "/value" || broken.Actual != "v9" {
+		t.Fatalf("deploy: %v, want services.db failed: planned /value v1, found v9", err)
+	}
+}

@@ -145,6 +145,10 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 		if err == nil && s != nil {
 			if replace[name] && in.Mode == Deploy {
 				replaceStep(s, doc.Resources[name])
+				// A new adapter image was asked already (planPresent).
+				if s.Replace && doc.Resources[name].Type == s.Type {
+					p.planReplaced(ctx, app, s)
+				}
 			}
 			// Protection is read from the descriptor also on destroy.
 			err = guard(s, in.Desired[name])
@@ -262,6 +266,9 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 	if old != nil && old.Type != r.Type {
 		s.Op, s.Reason = Rebuild, fmt.Sprintf("adapter image changed from %s to %s", old.Type, r.Type)
 		s.Forces = []string{"type"}
+		if len(unknown) == 0 {
+			p.planReplaced(ctx, app, s)
+		}
 		return s, nil
 	}
 	if len(unknown) > 0 {
@@ -304,6 +311,33 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		fillStale(s, ans, old)
 	}
 	return s, nil
+}
+
+// planReplaced asks the adapter of a resource that apply will remove and
+// create anew (--replace, or a new adapter image) what that create will
+// leave known now, so that what reads it is planned with those values, as
+// for a rebuild the adapter asked for itself. After the removal apply asks
+// the state call with no persisted record; this question carries none
+// either, and says replace (protocol RequestExt.Replace), since the
+// adapter may still find what exists by name. Only a STALE answer's
+// planned and unknown are taken; an adapter that does not speak gcompose,
+// fails, or answers VALID leaves the outputs known after apply, as before.
+// What the step planned from the answer about what exists is dropped:
+// the create after the removal does not promise it.
+func (p *Planner) planReplaced(ctx context.Context, app appRef, s *Step) {
+	s.Planned, s.Unknown = nil, nil
+	if s.KnownAfterApply {
+		return
+	}
+	caps, err := p.Adapters.Describe(ctx, s.Type, s.Resource)
+	if err != nil || !caps.Destroy {
+		return
+	}
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: s.Resource, AdapterName: AdapterNameOf(s.Resource, nil), Type: s.Type, Config: s.After, Replace: true}, protocol.Present)
+	if err != nil || ans.Status != protocol.Stale || ans.Gcompose == nil {
+		return
+	}
+	s.Planned, s.Unknown = ans.Gcompose.Planned, ans.Gcompose.Unknown
 }
 
 // planKnockOn plans a deployed resource whose inputs are known only after

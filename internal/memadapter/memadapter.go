@@ -180,6 +180,10 @@ func (a *Adapter) State(ctx context.Context, c plan.Call, desired string) (*prot
 	if !exists {
 		return stale(protocol.ChangeCreate, "create", "does not exist", nil), nil
 	}
+	if c.Replace {
+		// Asked what the create after the removal will be.
+		return stale(protocol.ChangeCreate, "create", "replaced: created anew", nil), nil
+	}
 	cfg := configOf(obj)
 	if !jsonvalue.Equal(cfg, c.Config) {
 		var forces []string

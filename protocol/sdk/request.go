@@ -141,6 +141,18 @@ func (r *Request) Operation() *protocol.Operation {
 	return r.Gcompose.Operation
 }
 
+// Replacing says the state call is plan's question about a resource that
+// apply will remove and then create anew (deploy --replace, or its adapter
+// image changed; protocol.RequestExt.Replace). Answer as the state call
+// after the removal will, which is told nothing of what existed: STALE
+// with the create's actions, and in the gcompose member the create's
+// Planned outputs (what the config alone decides) and Unknown ones. Only
+// those two are read. An adapter that does not look at it answers as for
+// any state call, and its outputs stay known after apply.
+func (r *Request) Replacing() bool {
+	return r.Gcompose != nil && r.Gcompose.Replace
+}
+
 // SweepRequest is the sweep call's question (nil on other calls).
 func (r *Request) SweepRequest() *protocol.SweepRequest {
 	if r.Gcompose == nil {

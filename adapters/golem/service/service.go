@@ -249,6 +249,13 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		}
 		return res, err
 	}
+	if req.Replacing() {
+		// plan asks what renting anew will leave once what runs is ended
+		// (deploy --replace): the address the node is planned at, the rest
+		// after apply. Nothing is looked up: the create is told nothing
+		// of what runs now either.
+		return stale(protocol.ChangeCreate, "replaced: rented anew", nil, plannedIP(cfg), nil, "create")
+	}
 	p := req.Persisted()
 	id := identityOf(p.Identity)
 	o, err := observe(ctx, yc, id)
@@ -270,12 +277,7 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		return stale(protocol.ChangeDelete, why, nil, "", staleState{Strays: left}, "delete")
 	}
 	ss := staleState{Failed: id.Failed, Previous: id.IP, Strays: left}
-	// The node's address after a (re)create is known now when it is planned
-	// on a network: join takes it or fails.
-	planned := ""
-	if cfg.Network != nil {
-		planned = cfg.PlannedIP()
-	}
+	planned := plannedIP(cfg)
 	if id.AgreementID == "" && id.ActivityID == "" {
 		reason := "not rented yet"
 		if len(left) > 0 {
@@ -311,6 +313,15 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		res.Gcompose = &protocol.StateExt{Cost: c}
 	}
 	return res, nil
+}
+
+// plannedIP is the node's address after a (re)create when it is known now:
+// planned on a network, which join takes or fails. "" if not.
+func plannedIP(cfg Config) string {
+	if cfg.Network == nil {
+		return ""
+	}
+	return cfg.PlannedIP()
 }
 
 func strayReason(left []tagged) string {
