@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
+
+	"github.com/gcompose/gcompose/internal/jsonout"
 )
 
 // Checksums. A state file is checked byte for byte, not by decoding and
@@ -142,7 +145,9 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-var unknownField = regexp.MustCompile(`^json: unknown field "(.*)"$`)
+// unknownField is encoding/json's error for an unknown key, which it
+// quotes with %q (Go syntax, not JSON).
+var unknownField = regexp.MustCompile(`^json: unknown field (".*")$`)
 
 // positioned adds the line and column of a JSON error in data.
 func positioned(data []byte, err error) error {
@@ -157,14 +162,43 @@ func positioned(data []byte, err error) error {
 		return fmt.Errorf("line %d, column %d: %s: %v", line, col, te.Field, err)
 	}
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		key, _ := json.Marshal(m[1])
-		if i := bytes.Index(data, append(key, ':')); i >= 0 {
-			line, col := lineCol(data, i)
-			return fmt.Errorf("line %d, column %d: unknown key %s", line, col, key)
+		name, uerr := strconv.Unquote(m[1])
+		if uerr != nil {
+			return err
+		}
+		// Named as typed: HTML-escaped, "a<b" would read "a\u003cb".
+		var typed bytes.Buffer
+		_ = jsonout.Line(&typed, name)
+		key := bytes.TrimSuffix(typed.Bytes(), []byte("\n"))
+		// The file has it as typed (a hand edit) or HTML-escaped (as
+		// encoding/json writes by default): either is placed.
+		escaped, _ := json.Marshal(name)
+		for _, form := range [][]byte{key, escaped} {
+			if i := keyAt(data, form); i >= 0 {
+				line, col := lineCol(data, i)
+				return fmt.Errorf("line %d, column %d: unknown key %s", line, col, key)
+			}
 		}
 		return fmt.Errorf("unknown key %s", key)
 	}
 	return err
+}
+
+// keyAt is the offset of the first occurrence in data of the quoted key
+// followed by a colon (blanks allowed before it), or -1.
+func keyAt(data, quoted []byte) int {
+	for from := 0; ; {
+		i := bytes.Index(data[from:], quoted)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		rest := bytes.TrimLeft(data[i+len(quoted):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			return i
+		}
+		from = i + 1
+	}
 }
 
 // lineCol turns a byte offset into a 1-based line and column.

@@ -105,6 +105,28 @@ func TestDocumentUnknownKey(t *testing.T) {
 	t.Logf("document without a checksum, with stXtus: %s", msg)
 }
 
+// An unknown key holding <, > or & is placed and named as it is in the
+// file, whether written as typed (a hand edit) or HTML-escaped (as
+// encoding/json writes it by default), not as its escaped form only.
+func TestUnknownKeyWithMarkupIsPlaced(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, want string
+	}{
+		{"plain", `{"name": "db", "stXtus": 1}`, `line 1, column 16: unknown key "stXtus"`},
+		{"less than, as typed", `{"name": "db",` + "\n" + `  "a<b": 1}`, `line 2, column 3: unknown key "a<b"`},
+		{"greater than and ampersand, as typed", `{"x>y&z" : 1}`, `line 1, column 2: unknown key "x>y&z"`},
+		{"escaped as encoding/json writes it", `{"name": "db", "a\u003cb": 1}`, `line 1, column 16: unknown key "a<b"`},
+		{"a quote in it", `{"a\"<b": 1}`, `line 1, column 2: unknown key "a\"<b"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := state.DecodeResource([]byte(tc.data))
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("DecodeResource(%s): %v, want %s", tc.data, err, tc.want)
+			}
+		})
+	}
+}
+
 // A document and journal written by an older gcompose (no checksums) load;
 // the next holder's Compact rewrites the document with a checksum.
 func TestOldDocumentWithoutChecksumIsUpgraded(t *testing.T) {
