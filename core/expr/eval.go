@@ -1,10 +1,11 @@
 package expr
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gcompose/gcompose/internal/jsonout"
 )
 
 // Lookup finds the value of a reference. known is false when the value is
@@ -128,9 +129,7 @@ func Stringify(v any) (string, error) {
 		return x.String(), nil
 	default:
 		var b strings.Builder
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(x); err != nil {
+		if err := jsonout.Line(&b, x); err != nil {
 			return "", fmt.Errorf("cannot render %T as text: %w", v, err)
 		}
 		return strings.TrimSuffix(b.String(), "\n"), nil

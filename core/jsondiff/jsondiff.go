@@ -4,13 +4,13 @@
 package jsondiff
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gcompose/gcompose/internal/jsonout"
 	"github.com/gcompose/gcompose/internal/jsonpointer"
 	"github.com/gcompose/gcompose/internal/jsonvalue"
 )
@@ -98,9 +98,7 @@ func walk(path string, a, b any, out *[]Change) {
 // stay as typed, not \u003e and \u0026) and never cut.
 func Text(v any) string {
 	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := jsonout.Line(&b, v); err != nil {
 		return fmt.Sprint(v)
 	}
 	return strings.TrimSuffix(b.String(), "\n")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/source"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/jsonout"
 	"github.com/gcompose/gcompose/internal/jsonpointer"
 	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
@@ -351,10 +352,7 @@ func (p *Plan) finish() {
 // Nothing is HTML-escaped: a ">" in a command stays ">" for whoever reads it.
 func (p *Plan) MarshalIndent() ([]byte, error) {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(p); err != nil {
+	if err := jsonout.Indented(&b, p); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gcompose/gcompose/internal/jsonout"
 )
 
 // Mask is what a secret value is printed as.
@@ -170,9 +172,7 @@ func quotings(s string) [4]string {
 // it.
 func jsonText(v any) (string, error) {
 	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := jsonout.Line(&b, v); err != nil {
 		return "", err
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil

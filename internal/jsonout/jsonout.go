@@ -3,8 +3,8 @@
 // JSON inlined in HTML), which turns a shell command such as
 // "run > out 2> err &" into "run \u003e out 2\u003e err \u0026": unreadable
 // in a CI log, and missed by a grep. The CLI's JSON outputs go through here so
-// that none drifts back to the default (core/plan, core/jsondiff and
-// core/expr still set it on their own encoders).
+// that none drifts back to the default, and so do the values core/plan,
+// core/jsondiff, core/expr and core/secret print as JSON text.
 package jsonout
 
 import (
