@@ -146,7 +146,7 @@ func TestPlannedValueThatChangesIsShownAsItIs(t *testing.T) {
 	mem := memadapter.New()
 	mem.Rebuild = []string{"value", "db"}
 	ad := &planning{Adapter: mem}
-	doc := deployed(t, mem, chain("v1", "nginx"))
+	_, doc := deployedIn(t, mem, chain("v1", "nginx"))
 	pl := planWith(t, ad, chain("v2", "nginx"), doc)
 	want := map[string]plan.Op{"services.db": plan.Rebuild, "services.web": plan.Rebuild, "services.proxy": plan.NoOp}
 	if got := ops(pl); !mapsEqual(got, want) {
@@ -168,7 +168,7 @@ func TestUnplannedOutputsAndKnockOnsStayUnknown(t *testing.T) {
 	want := chain("v1", "nginx")
 	want["services.web"].Config["db"] = "${services.db.generation}"
 	want["services.proxy"].Config["target"] = "${services.web.db}"
-	doc := deployed(t, mem, want)
+	_, doc := deployedIn(t, mem, want)
 	want = chain("v2", "nginx")
 	want["services.web"].Config["db"] = "${services.db.generation}"
 	want["services.proxy"].Config["target"] = "${services.web.db}"

@@ -23,22 +23,6 @@ func chain(dbValue, webImage string) map[string]*plan.Resource {
 	}
 }
 
-// deployed is the state after a deploy of want with ad.
-func deployed(t *testing.T, ad *memadapter.Adapter, want map[string]*plan.Resource) *state.Document {
-	t.Helper()
-	ctx := context.Background()
-	st := state.NewMemoryStore()
-	e := &engine.Engine{Adapters: ad, Store: st, Parallelism: 2}
-	if _, err := e.Run(ctx, engine.Request{App: "app", Mode: plan.Deploy, Desired: want}); err != nil {
-		t.Fatalf("deploy: %v", err)
-	}
-	doc, err := st.Load(ctx, "app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
-}
-
 // The plan tells the truth: ~ only where the adapter updates in place, -/+
 // where it recreates, with its reason; knock-ons show what they may become.
 func TestPlanShowsUpdateVersusRebuild(t *testing.T) {
@@ -55,7 +39,7 @@ func TestPlanShowsUpdateVersusRebuild(t *testing.T) {
 		t.Run(tc.golden, func(t *testing.T) {
 			ad := memadapter.New()
 			ad.Rebuild = tc.rebuild
-			doc := deployed(t, ad, chain("v1", "nginx"))
+			_, doc := deployedIn(t, ad, chain("v1", "nginx"))
 			p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
 			pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v2", "nginx"), State: doc})
 			if err != nil {
@@ -81,7 +65,7 @@ func TestPlanShowsUpdateVersusRebuild(t *testing.T) {
 // the most apply may then do.
 func TestKnockOnAdapterFailureShowsPossibleRebuild(t *testing.T) {
 	ad := memadapter.New()
-	doc := deployed(t, ad, chain("v1", "nginx"))
+	_, doc := deployedIn(t, ad, chain("v1", "nginx"))
 	ad.FailState = map[string]bool{"services.web": true}
 	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
 	pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v2", "nginx"), State: doc})
@@ -122,7 +106,7 @@ func TestAllows(t *testing.T) {
 func TestMissingOutputOfUnchangedResourceFailsThePlan(t *testing.T) {
 	ad := memadapter.New()
 	want := chain("v1", "nginx")
-	doc := deployed(t, ad, want)
+	_, doc := deployedIn(t, ad, want)
 	want["services.proxy"].Config = map[string]any{"target": "${services.web.nosuchfield}"}
 	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
 	pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: doc})
@@ -143,7 +127,7 @@ func TestMissingOutputOfUnchangedResourceFailsThePlan(t *testing.T) {
 func TestOutputReferencingWhatAnUnchangedResourceLacksFailsThePlan(t *testing.T) {
 	ad := memadapter.New()
 	want := chain("v1", "nginx")
-	doc := deployed(t, ad, want)
+	_, doc := deployedIn(t, ad, want)
 	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
 	in := plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: doc,
 		Outputs: map[string]any{"url": "http://${services.web.image}/", "bad": "${services.db.port}"}}
