@@ -27,6 +27,7 @@ import (
 	"github.com/gcompose/gcompose/core/reconcile"
 	"github.com/gcompose/gcompose/core/secret"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/benchmetrics"
 	"github.com/gcompose/gcompose/internal/memcycle"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
@@ -66,7 +67,7 @@ const flatBytesPerCycle = 64
 // goroutines or open files were left behind, or, at 1,000 cycles or more,
 // when the live heap grew more than flatBytesPerCycle a cycle.
 func BenchmarkLongRunningReconciler(b *testing.B) {
-	cycles := benchSize("LONG_CYCLES", 1000)
+	cycles := benchmetrics.Size("LONG_CYCLES", 1000)
 	for _, shape := range []struct {
 		name       string
 		driftEvery int
@@ -204,7 +205,7 @@ func longRun(b *testing.B, cycles, driftEvery int) {
 	counts := map[reconcile.Outcome]int{}
 	opts := memcycle.Options{Cycles: cycles, Every: max(1, cycles/10)}
 	drifts := 0
-	loadBefore := loadavg()
+	loadBefore := benchmetrics.LoadAvg()
 	rep, err := memcycle.Run(ctx, opts, func(ctx context.Context, i int) error {
 		want, victim := reconcile.Healthy, ""
 		if driftEvery > 0 && i%driftEvery == driftEvery-1 {
@@ -247,7 +248,7 @@ func longRun(b *testing.B, cycles, driftEvery int) {
 		verdict = ferr.Error()
 	}
 	b.Logf("%s: %s; %d repairs, %d scrapes of /metrics and /healthz; load %.1f -> %.1f: %s (live heap %s)",
-		b.Name(), rep, drifts, scraper.scrapes, loadBefore, loadavg(), verdict, rep.HeapSeries())
+		b.Name(), rep, drifts, scraper.scrapes, loadBefore, benchmetrics.LoadAvg(), verdict, rep.HeapSeries())
 	// Goroutines and files left behind are a leak at any size; the heap's
 	// slope is only read at the full size: over a few cycles the settling
 	// of caches and pools looks like growth.
@@ -365,26 +366,4 @@ func (s *scraper) get(ctx context.Context, path string) ([]byte, error) {
 		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
 	}
 	return body, nil
-}
-
-// benchSize is GCOMPOSE_BENCH_<name> when set to a positive number, else n.
-func benchSize(name string, n int) int {
-	if v, err := strconv.Atoi(os.Getenv("GCOMPOSE_BENCH_" + name)); err == nil && v > 0 {
-		return v
-	}
-	return n
-}
-
-// loadavg is the 1-minute load average (the machine is shared: figures are
-// read next to it); -1 when unknown.
-func loadavg() float64 {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f, err := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
-	if err != nil {
-		return -1
-	}
-	return f
 }

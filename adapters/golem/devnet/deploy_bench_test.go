@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/internal/benchmetrics"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
@@ -56,7 +57,7 @@ func BenchmarkGolemDeploy(b *testing.B) {
 	// Warm: the init cache on disk, the images' first start.
 	g.cycle("warm", 1)
 
-	load0 := loadavg()
+	load0 := benchmetrics.LoadAvg()
 	results := map[int][3]*golemRun{}
 	b.ResetTimer()
 	for range b.N {
@@ -66,7 +67,7 @@ func BenchmarkGolemDeploy(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	load1 := loadavg()
+	load1 := benchmetrics.LoadAvg()
 
 	ideal := map[string]time.Duration{}
 	if one, ok := results[1]; ok {
@@ -418,14 +419,4 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
-}
-
-// loadavg is the 1-minute load average: the machine is shared.
-func loadavg() float64 {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return math.NaN()
-	}
-	f, _ := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
-	return f
 }

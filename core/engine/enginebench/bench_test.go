@@ -2,11 +2,8 @@ package enginebench
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,28 +11,9 @@ import (
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/internal/benchmetrics"
 	"github.com/gcompose/gcompose/protocol"
 )
-
-// size is n unless GCOMPOSE_BENCH_<name> says otherwise (to try a benchmark
-// quickly at a smaller size; the documented figures use the defaults).
-func size(name string, n int) int {
-	if v, err := strconv.Atoi(os.Getenv("GCOMPOSE_BENCH_" + name)); err == nil && v > 0 {
-		return v
-	}
-	return n
-}
-
-// loadavg is the 1-minute load average (the machine is shared: figures are
-// read next to it).
-func loadavg() float64 {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return math.NaN()
-	}
-	f, _ := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
-	return f
-}
 
 func mustNoChanges(b *testing.B, what string, out *engine.Outcome, err error) {
 	b.Helper()
@@ -57,7 +35,7 @@ func mustNoChanges(b *testing.B, what string, out *engine.Outcome, err error) {
 // call's latency alone (sequential state calls of one resource through the
 // protocol client) and a one-shot call's, for the per-call overhead.
 func BenchmarkRedeploy(b *testing.B) {
-	n, nBase := size("REDEPLOY_N", 1000), size("BASELINE_N", 50)
+	n, nBase := benchmetrics.Size("REDEPLOY_N", 1000), benchmetrics.Size("BASELINE_N", 50)
 	h := newHarness(b, 55*time.Minute)
 	want := h.fileResources("redeploy", n, 0, "x")
 	wantBase := h.fileResources("baseline", nBase, 0, "x")
@@ -73,7 +51,7 @@ func BenchmarkRedeploy(b *testing.B) {
 	h.count.take()
 
 	var served, oneShot, base, callServed, callOneShot time.Duration
-	load0 := loadavg()
+	load0 := benchmetrics.LoadAvg()
 	b.ResetTimer()
 	for range b.N {
 		out, served, err = h.run("redeploy", want, false, 10, nil)
@@ -86,7 +64,7 @@ func BenchmarkRedeploy(b *testing.B) {
 		callOneShot = h.callLatency(b, true, 10)
 	}
 	b.StopTimer()
-	load1 := loadavg()
+	load1 := benchmetrics.LoadAvg()
 	baseEach := base / time.Duration(nBase)
 	baseExtra := baseEach * time.Duration(n)
 	b.ReportMetric(served.Seconds(), "served-s")
@@ -143,7 +121,7 @@ func (h *harness) callLatency(b *testing.B, noServe bool, calls int) time.Durati
 // the protocol client without the engine (no state writes, no plan), the
 // floor any engine pays with this adapter on this machine. One-shot at 10.
 func BenchmarkFreshDeploy(b *testing.B) {
-	n := size("FRESH_N", 200)
+	n := benchmetrics.Size("FRESH_N", 200)
 	const delay = 50 * time.Millisecond
 	h := newHarness(b, 55*time.Minute)
 	type variant struct {
@@ -159,7 +137,7 @@ func BenchmarkFreshDeploy(b *testing.B) {
 	}
 	// The machine is shared: every variant runs rounds times, interleaved,
 	// and the median is reported (with the fastest), not one sample.
-	rounds := size("FRESH_ROUNDS", 3)
+	rounds := benchmetrics.Size("FRESH_ROUNDS", 3)
 	runs := make([][]sample, len(variants))
 	// Warm the init cache and the image so the first variant pays no more
 	// than the others.
@@ -167,7 +145,7 @@ func BenchmarkFreshDeploy(b *testing.B) {
 		b.Fatal(err)
 	}
 	h.count.take()
-	load0 := loadavg()
+	load0 := benchmetrics.LoadAvg()
 	b.ResetTimer()
 	for i := range b.N {
 		for r := range rounds {
@@ -191,7 +169,7 @@ func BenchmarkFreshDeploy(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	load1 := loadavg()
+	load1 := benchmetrics.LoadAvg()
 	// Printed, not logged: go test keeps only 10 lines of a benchmark's log.
 	show := func(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
 	show("%s: fresh deploy of %d resources, each action %s, median of %d rounds (one-shot: 1), load %.2f -> %.2f:", b.Name(), n, delay, rounds, load0, load1)

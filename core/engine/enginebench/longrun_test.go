@@ -19,6 +19,7 @@ import (
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/internal/benchmetrics"
 	"github.com/gcompose/gcompose/internal/memadapter"
 	"github.com/gcompose/gcompose/internal/memcycle"
 	"github.com/gcompose/gcompose/internal/testimage"
@@ -46,7 +47,7 @@ const flatBytesPerCycle = 64
 //     adapter whose state reports a new 4 KiB output tail on every call;
 //     its live heap read from the runtime's GC trace (GODEBUG=gctrace=1).
 func BenchmarkLongRunning(b *testing.B) {
-	cycles := size("LONG_CYCLES", 1000)
+	cycles := benchmetrics.Size("LONG_CYCLES", 1000)
 	opts := memcycle.Options{Cycles: cycles, Every: max(1, cycles/10)}
 	report := func(b *testing.B, rep *memcycle.Report, err error) {
 		b.Helper()
