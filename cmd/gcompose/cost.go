@@ -35,18 +35,9 @@ func costCommand() *cli.Command {
 }
 
 func runCost(c *cli.Context) error {
-	name, _, err := appName(c, false)
+	name, doc, err := loadAppState(c)
 	if err != nil {
 		return err
-	}
-	st, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	doc, err := st.Load(c.Context, name)
-	st.Close()
-	if err != nil {
-		return withCode(exitError, err)
 	}
 	var yc *yagna.Client
 	if len(ledgerOf(doc)) > 0 {

@@ -23,18 +23,9 @@ func deployedGraphFlags() []cli.Flag {
 
 // deployedGraph builds the graph of an application's persisted state.
 func deployedGraph(c *cli.Context) (*graph.Graph, error) {
-	name, _, err := appName(c, false)
+	name, doc, err := loadAppState(c)
 	if err != nil {
 		return nil, err
-	}
-	st, err := openStore(c)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	doc, err := st.Load(c.Context, name)
-	if err != nil {
-		return nil, withCode(exitError, err)
 	}
 	if len(doc.Resources) == 0 {
 		return nil, withCode(exitError, fmt.Errorf("nothing deployed for %s in %s", name, c.String("state")))

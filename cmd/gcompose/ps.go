@@ -27,18 +27,9 @@ func psCommand() *cli.Command {
 }
 
 func runPs(c *cli.Context) error {
-	name, _, err := appName(c, false)
+	name, doc, err := loadAppState(c)
 	if err != nil {
 		return err
-	}
-	st, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	doc, err := st.Load(c.Context, name)
-	st.Close()
-	if err != nil {
-		return withCode(exitError, err)
 	}
 	sess, err := openSession(c, name, nil, nil, nil)
 	if err != nil {

@@ -65,6 +65,25 @@ func openStore(c *cli.Context) (state.Store, error) {
 	return openStateURL(c, url)
 }
 
+// loadAppState is the persisted state of the app --app or the descriptor
+// names, with that name; the store is closed again once read.
+func loadAppState(c *cli.Context) (string, *state.Document, error) {
+	name, _, err := appName(c, false)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return "", nil, err
+	}
+	defer st.Close()
+	doc, err := st.Load(c.Context, name)
+	if err != nil {
+		return "", nil, withCode(exitError, err)
+	}
+	return name, doc, nil
+}
+
 func planCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "plan",

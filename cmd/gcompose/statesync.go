@@ -103,18 +103,9 @@ func stateAppName(c *cli.Context) (string, error) {
 }
 
 func statePull(c *cli.Context) error {
-	name, _, err := appName(c, false)
+	name, doc, err := loadAppState(c)
 	if err != nil {
 		return err
-	}
-	st, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	doc, err := st.Load(c.Context, name)
-	if err != nil {
-		return withCode(exitError, err)
 	}
 	if doc.Serial == 0 {
 		return withCode(exitError, fmt.Errorf("no state for app %q in %s", name, c.String("state")))
