@@ -18,7 +18,6 @@ import (
 
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
 	"github.com/gcompose/gcompose/core/apply"
-	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/reconcile"
 	"github.com/gcompose/gcompose/core/state"
@@ -84,30 +83,6 @@ func reconcileCommand() *cli.Command {
 		Flags:  flags,
 		Action: runReconcile,
 	}
-}
-
-// keepOpen is a store a session may close without closing it: the
-// reconciler's sessions come and go, its store stays.
-type keepOpen struct{ state.Store }
-
-func (keepOpen) Close() error { return nil }
-
-// reconcileSession is one cycle's core/project session.
-type reconcileSession struct {
-	sess     *project.Session
-	intent   *reconcile.Intent
-	observer apply.Observer
-}
-
-func (s *reconcileSession) Intent() *reconcile.Intent { return s.intent }
-func (s *reconcileSession) Close() error              { return s.sess.Close() }
-func (s *reconcileSession) Run(ctx context.Context, req engine.Request) (*engine.Outcome, error) {
-	res, err := s.sess.Run(ctx, project.Run{Mode: req.Mode, PlanOnly: req.PlanOnly, Targets: req.Targets, Replace: req.Replace,
-		Confirm: req.Confirm, Stop: req.Stop, Observer: s.observer})
-	if res == nil {
-		return nil, err
-	}
-	return res.Outcome, err
 }
 
 func runReconcile(c *cli.Context) error {
@@ -215,11 +190,11 @@ func runReconcile(c *cli.Context) error {
 		if b := p.App.Budget; b != nil {
 			in.Budget = reconcile.Budget{PerHour: b.PerHour, Total: b.Total}
 		}
-		sess, err := openSessionOn(c, name, p, keepOpen{st}, note(slog.LevelInfo), note(slog.LevelWarn))
+		sess, err := openSessionOn(c, name, p, project.KeepOpen{Store: st}, note(slog.LevelInfo), note(slog.LevelWarn))
 		if err != nil {
 			return nil, err
 		}
-		return &reconcileSession{sess: sess, intent: in, observer: observe}, nil
+		return project.ReconcileSession(sess, in, observe), nil
 	}
 	cfg := reconcile.Config{
 		App: name, Open: open, Spender: spender, Elector: elector,

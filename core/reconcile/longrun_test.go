@@ -162,13 +162,13 @@ func longRun(b *testing.B, cycles, driftEvery int) {
 		if err != nil {
 			return nil, err
 		}
-		sess, err := project.Open(ctx, project.Options{Project: p, Store: keepOpen{st}, Codec: codec, Redactor: red,
+		sess, err := project.Open(ctx, project.Options{Project: p, Store: project.KeepOpen{Store: st}, Codec: codec, Redactor: red,
 			Version: "bench", CacheDir: cache, Labels: labels, Parallelism: 10, LockTimeout: time.Minute,
 			Info: func(string) {}, Warn: func(msg string) { log.Warn(msg) }})
 		if err != nil {
 			return nil, err
 		}
-		return &projectSession{sess: sess, intent: &reconcile.Intent{App: app, Desired: desired, Outputs: p.Outputs()}, observer: observe}, nil
+		return project.ReconcileSession(sess, &reconcile.Intent{App: app, Desired: desired, Outputs: p.Outputs()}, observe), nil
 	}
 	runOnce := func(mode plan.Mode) error {
 		s, err := open(ctx)
@@ -257,31 +257,6 @@ func longRun(b *testing.B, cycles, driftEvery int) {
 	} else if cycles >= 1000 && verdict != "flat" {
 		b.Error(verdict)
 	}
-}
-
-// keepOpen is a store a session may close without closing it: the
-// reconciler's sessions come and go, its store stays (as the CLI's).
-type keepOpen struct{ state.Store }
-
-func (keepOpen) Close() error { return nil }
-
-// projectSession is one cycle's core/project session, as the CLI's
-// reconcileSession.
-type projectSession struct {
-	sess     *project.Session
-	intent   *reconcile.Intent
-	observer apply.Observer
-}
-
-func (s *projectSession) Intent() *reconcile.Intent { return s.intent }
-func (s *projectSession) Close() error              { return s.sess.Close() }
-func (s *projectSession) Run(ctx context.Context, req engine.Request) (*engine.Outcome, error) {
-	res, err := s.sess.Run(ctx, project.Run{Mode: req.Mode, PlanOnly: req.PlanOnly, Targets: req.Targets, Replace: req.Replace,
-		Confirm: req.Confirm, Stop: req.Stop, Observer: s.observer})
-	if res == nil {
-		return nil, err
-	}
-	return res.Outcome, err
 }
 
 // serve serves h on a loopback port, as `gcompose reconcile --listen`

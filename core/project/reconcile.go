@@ -1,0 +1,40 @@
+package project
+
+import (
+	"context"
+
+	"github.com/gcompose/gcompose/core/apply"
+	"github.com/gcompose/gcompose/core/engine"
+	"github.com/gcompose/gcompose/core/reconcile"
+	"github.com/gcompose/gcompose/core/state"
+)
+
+// KeepOpen is a store a session may close without closing it: a
+// reconciler's sessions come and go, its store stays.
+type KeepOpen struct{ state.Store }
+
+// Close leaves the store open.
+func (KeepOpen) Close() error { return nil }
+
+// ReconcileSession is s as one reconciler cycle's session: it wants intent
+// and runs the reconciler's requests through s, reporting to observer.
+func ReconcileSession(s *Session, intent *reconcile.Intent, observer apply.Observer) reconcile.Session {
+	return &reconcileSession{sess: s, intent: intent, observer: observer}
+}
+
+type reconcileSession struct {
+	sess     *Session
+	intent   *reconcile.Intent
+	observer apply.Observer
+}
+
+func (s *reconcileSession) Intent() *reconcile.Intent { return s.intent }
+func (s *reconcileSession) Close() error              { return s.sess.Close() }
+func (s *reconcileSession) Run(ctx context.Context, req engine.Request) (*engine.Outcome, error) {
+	res, err := s.sess.Run(ctx, Run{Mode: req.Mode, PlanOnly: req.PlanOnly, Targets: req.Targets, Replace: req.Replace,
+		Confirm: req.Confirm, Stop: req.Stop, Observer: s.observer})
+	if res == nil {
+		return nil, err
+	}
+	return res.Outcome, err
+}
