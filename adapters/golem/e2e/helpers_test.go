@@ -249,20 +249,28 @@ func (e *env) must(ctx context.Context, args ...string) string {
 	return out
 }
 
-// planOps runs gcompose plan --json and returns the op of each resource.
+// planOps runs gcompose plan --json -f descriptor and returns the op of
+// each resource.
 func (e *env) planOps(ctx context.Context, descriptor string) map[string]string {
 	e.t.Helper()
-	out, err := e.gcompose(ctx, "plan", "--json", "-f", descriptor)
+	return e.planOpsOf(ctx, "-f", descriptor)
+}
+
+// planOpsOf runs gcompose plan --json with args (-f files) and returns the
+// op of each resource.
+func (e *env) planOpsOf(ctx context.Context, args ...string) map[string]string {
+	e.t.Helper()
+	out, err := e.gcompose(ctx, append([]string{"plan", "--json"}, args...)...)
 	if err != nil {
 		e.t.Fatalf("gcompose plan: %v\n%s", err, out)
 	}
-	start := strings.Index(out, "{")
 	var p struct {
 		Steps []struct {
 			Resource string `json:"resource"`
 			Op       string `json:"op"`
 		} `json:"steps"`
 	}
+	start := strings.Index(out, "{")
 	if start < 0 || json.Unmarshal([]byte(out[start:]), &p) != nil {
 		e.t.Fatalf("plan --json output:\n%s", out)
 	}

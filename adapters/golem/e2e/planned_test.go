@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,31 +94,6 @@ func TestPlanAgreesWithDeployOnARebuildAtAPlannedAddress(t *testing.T) {
 	if s := e.summary(ctx); s.Agreements != 0 || s.Activities != 0 || s.Allocations != 0 || s.Networks != 0 {
 		t.Fatalf("after destroy: %+v", s)
 	}
-}
-
-// planOpsOf runs gcompose plan --json with args (-f files) and returns the
-// op of each resource.
-func (e *env) planOpsOf(ctx context.Context, args ...string) map[string]string {
-	e.t.Helper()
-	out, err := e.gcompose(ctx, append([]string{"plan", "--json"}, args...)...)
-	if err != nil {
-		e.t.Fatalf("gcompose plan: %v\n%s", err, out)
-	}
-	var p struct {
-		Steps []struct {
-			Resource string `json:"resource"`
-			Op       string `json:"op"`
-		} `json:"steps"`
-	}
-	start := strings.Index(out, "{")
-	if start < 0 || json.Unmarshal([]byte(out[start:]), &p) != nil {
-		e.t.Fatalf("plan --json output:\n%s", out)
-	}
-	ops := map[string]string{}
-	for _, s := range p.Steps {
-		ops[s.Resource] = s.Op
-	}
-	return ops
 }
 
 // A first deploy refuses over what can collide with it: the same app on the
