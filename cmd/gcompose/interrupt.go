@@ -39,7 +39,8 @@ type interrupts struct {
 	exit     func(code int)
 
 	mu      sync.Mutex
-	n       int
+	n       int  // signals received
+	stopped bool // the first stage has begun (a signal or lost output)
 	engaged bool
 	grace   time.Duration
 	timer   *time.Timer
@@ -88,7 +89,40 @@ func (it *interrupts) signal() {
 	defer it.mu.Unlock()
 	it.n++
 	switch {
-	case it.n == 1 && it.engaged:
+	case it.n == 1 && it.stopped:
+		// Already stopping since the output was lost: Ctrl-C of
+		// `gcompose deploy | tee log` stops tee too, and which of the two
+		// gcompose notices first is chance; it is one interrupt.
+	case it.n == 1:
+		it.first()
+	case it.n == 2:
+		if it.hard.Err() == nil {
+			it.report(stageAborting)
+		}
+		it.stopHard(apply.ErrAborted)
+	default:
+		it.report(stageExitAtOnce)
+		it.exit(exitInterrupted)
+	}
+}
+
+// outputLost handles the loss of standard output or error (the reader of
+// the pipe went away): nobody watches the run any more, so it stops as at
+// a first interrupt, letting what is under way finish and be recorded,
+// instead of dying of SIGPIPE mid-action with operations left pending.
+func (it *interrupts) outputLost() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.n == 0 && !it.stopped {
+		it.first()
+	}
+}
+
+// first is the first stage: stop starting anything new. it.mu is held.
+func (it *interrupts) first() {
+	it.stopped = true
+	switch {
+	case it.engaged:
 		it.stopSoft()
 		it.report(stageStopping)
 		grace := it.grace
@@ -100,17 +134,9 @@ func (it *interrupts) signal() {
 				it.stopHard(fmt.Errorf("%w: the %s grace period is over", apply.ErrAborted, grace))
 			}
 		})
-	case it.n == 1:
+	default:
 		it.stopSoft()
 		it.stopHard(apply.ErrInterrupted)
-	case it.n == 2:
-		if it.hard.Err() == nil {
-			it.report(stageAborting)
-		}
-		it.stopHard(apply.ErrAborted)
-	default:
-		it.report(stageExitAtOnce)
-		it.exit(exitInterrupted)
 	}
 }
 

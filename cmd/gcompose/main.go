@@ -55,7 +55,17 @@ func main() {
 			it.signal()
 		}
 	}()
-	os.Exit(runWith(it, os.Args, os.Stdin, os.Stdout, os.Stderr))
+	// A write to a closed pipe returns EPIPE instead of killing the process
+	// (lostoutput.go says what a lost output does).
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	go func() {
+		for range pipe {
+		}
+	}()
+	stdout := &lostOutput{w: os.Stdout, lost: it.outputLost}
+	stderr := &lostOutput{w: os.Stderr, lost: it.outputLost}
+	os.Exit(runWith(it, os.Args, os.Stdin, stdout, stderr))
 }
 
 // run is main without the process: tests call it directly.
