@@ -237,7 +237,19 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			return fail("", err)
 		}
 	}
-	sess, err := openSession(c, name, p,
+	st, err := openStore(c)
+	if err != nil {
+		return fail(name, err)
+	}
+	// A name that names nothing is refused before the Docker Engine or an
+	// adapter is asked anything.
+	if saved == nil {
+		if err := checkAddresses(c.Context, c, mode, name, p, st); err != nil {
+			st.Close()
+			return fail(name, err)
+		}
+	}
+	sess, err := openSessionOn(c, name, p, st,
 		func(msg string) { prog.Note(progress.Info, msg) },
 		func(msg string) { prog.Note(progress.Warn, msg) })
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -113,4 +114,53 @@ func TestE2EDestroyTarget(t *testing.T) {
 	if list := e.must("state", "list", "-f", f); strings.Contains(list.stdout, "resources.x") || !strings.Contains(list.stdout, "resources.y") {
 		t.Fatalf("state after destroy x:\n%s", list.stdout)
 	}
+}
+
+// A NAME, --target or --replace that names nothing is refused before the
+// Docker Engine or any adapter is asked (DOCKER_HOST points nowhere while
+// it is), saying what was typed and the closest name; names only deployed,
+// or only in the descriptor, are told apart.
+func TestE2EUnknownAddress(t *testing.T) {
+	e := newEnv(t)
+	const app = `
+meta:
+  name: APP
+plugs:
+  files:
+    path: ./out
+resources:
+  db-service:
+    type: IMAGE
+    config: {path: db.txt, content: "db"}
+  web-service:
+    type: IMAGE
+    config: {path: web.txt, content: "web reads ${resources.db-service.state.sha256}"}
+`
+	e.must("deploy", e.write("app.yaml", app+"  old-cache:\n    type: IMAGE\n    config: {path: cache.txt, content: cache}\n"), "--yes")
+	f := e.write("app.yaml", app+"  new-queue:\n    type: IMAGE\n    config: {path: queue.txt, content: queue}\n")
+	t.Run("refused", func(t *testing.T) {
+		t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"deploy", f, "web-servce", "--yes"}, `deploy web-servce: ` + e.app + ` has no resource named web-servce (did you mean "web-service"?); it has: resources.db-service, resources.new-queue, resources.old-cache, resources.web-service`},
+			{[]string{"plan", f, "--target", "resources.web-servce"}, `--target resources.web-servce: ` + e.app + ` has no resource at resources.web-servce (did you mean "resources.web-service"?)`},
+			{[]string{"deploy", f, "--replace", "db-servic", "--yes"}, `--replace db-servic: ` + e.app + ` has no resource at db-servic (did you mean "db-service"?)`},
+			{[]string{"destroy", f, "--target", "old-cahce", "--yes"}, `--target old-cahce: ` + e.app + ` has no deployed resource at old-cahce (did you mean "old-cache"?); deployed: resources.db-service, resources.old-cache, resources.web-service`},
+			{[]string{"destroy", f, "new-queue", "--yes"}, `destroy new-queue: new-queue of ` + e.app + ` is not deployed, so there is nothing of it to destroy`},
+		} {
+			r := e.gc(c.args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+				t.Errorf("gcompose %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", strings.Join(c.args, " "), r.code, exitUsage, c.want, r.stdout, r.stderr)
+			}
+		}
+	})
+	// A name only deployed (old-cache, no longer in the descriptor) is one
+	// a deploy may target: it plans old-cache's delete.
+	f = e.write("app.yaml", app)
+	if r := e.must("plan", f, "old-cache"); !strings.Contains(r.stdout, "resources.old-cache") {
+		t.Fatalf("plan old-cache does not show it:\n%s", r.stdout)
+	}
+	e.must("destroy", f, "--yes")
 }

@@ -23,6 +23,30 @@ func Matches(addr, name string) bool {
 	return ok && (rest == addr || strings.HasPrefix(rest, addr+"["))
 }
 
+// SuggestAddress returns ` (did you mean "x"?)` for an address that
+// matches none of names when one is close enough to be a typo, else "". A
+// bare name is compared with the short names (web of services.web[1]) and
+// an address with a section with the full ones, instances left out, so
+// that the advice is in the form the user typed.
+func SuggestAddress(addr string, names []string) string {
+	seen := map[string]bool{}
+	var known []string
+	for _, n := range names {
+		n, _, _ = strings.Cut(n, "[")
+		if !strings.Contains(addr, ".") {
+			if _, short, ok := strings.Cut(n, "."); ok {
+				n = short
+			}
+		}
+		if !seen[n] {
+			seen[n] = true
+			known = append(known, n)
+		}
+	}
+	sort.Strings(known)
+	return source.Suggest(addr, known)
+}
+
 // matchAll returns the names each address matches; an address that
 // matches nothing is an error naming what exists.
 func matchAll(flag string, addrs []string, names []string) (map[string]bool, error) {
@@ -36,7 +60,7 @@ func matchAll(flag string, addrs []string, names []string) (map[string]bool, err
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("%s %s matches no resource of the application (it has: %s)", flag, a, strings.Join(names, ", "))
+			return nil, fmt.Errorf("%s %s matches no resource of the application%s (it has: %s)", flag, a, SuggestAddress(a, names), strings.Join(names, ", "))
 		}
 	}
 	return out, nil
