@@ -175,7 +175,20 @@ func Load(fsys fs.FS) (*Spec, error) {
 // eventType it does not have; yagna answers {id, creationTs, approveTs (null
 // until approved), role} (ya-client-model src/market/agreement.rs
 // AgreementListEntry, core/market/src/rest_api/common.rs list_agreements).
+//
+// market-api.yaml declares getTerminateAgreementReason as POST
+// /agreements/{agreementId}/terminate/reason; yagna serves it as GET
+// (core/market/src/rest_api/common.rs get_agreement_terminate_reason,
+// #[actix_web::get]), so a POST there gets no answer from yagna.
 func errata(raw map[string]map[string]any) {
+	if paths, ok := raw["market-api.yaml"]["paths"].(map[string]any); ok {
+		if p, ok := paths["/agreements/{agreementId}/terminate/reason"].(map[string]any); ok {
+			if op, ok := p["post"]; ok {
+				p["get"] = op
+				delete(p, "post")
+			}
+		}
+	}
 	comps, _ := raw["market-api.yaml"]["components"].(map[string]any)
 	schemas, _ := comps["schemas"].(map[string]any)
 	if e, ok := schemas["AgreementListEntry"].(map[string]any); ok {

@@ -205,6 +205,14 @@ func TestClientContract(t *testing.T) {
 			{EventType: yagna.EventAgreementTerminated, EventDate: t0, AgreementID: "a1", Terminator: "Provider", Signature: "sig", Reason: &yagna.Reason{Message: "debit notes unpaid"}},
 		}, func(ctx context.Context) (any, error) { return c.AgreementEvents(ctx, 5*time.Second, t0, 10, "") },
 			nil, "/market-api/v1/agreementEvents?afterTimestamp=2026-11-22T10%3A00%3A00Z&maxEvents=10&timeout=5", ""},
+		// yagna serves the terminate reason as GET (core/market/src/rest_api/common.rs), the spec
+		// says POST: the openapi errata move it.
+		{"terminate reason", 200, yagna.AgreementOperationEvent{EventType: yagna.EventAgreementTerminated, EventDate: t0, AgreementID: "a1",
+			Terminator: yagna.TerminatorRequestor, Signature: "sig", Reason: yagna.TerminationReason("done")},
+			func(ctx context.Context) (any, error) { return c.TerminateReason(ctx, "a1") },
+			yagna.AgreementOperationEvent{EventType: yagna.EventAgreementTerminated, EventDate: t0, AgreementID: "a1",
+				Terminator: yagna.TerminatorRequestor, Signature: "sig", Reason: yagna.TerminationReason("done")},
+			"/market-api/v1/agreements/a1/terminate/reason", ""},
 		{"unsubscribe demand", 204, nil, func(ctx context.Context) (any, error) { return nil, c.UnsubscribeDemand(ctx, "sub1") }, nil, "/market-api/v1/demands/sub1", ""},
 
 		// net

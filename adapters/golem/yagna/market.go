@@ -161,6 +161,20 @@ func TerminationReason(msg string) *Reason {
 	return &Reason{Message: msg, Extra: map[string]any{"golem.requestor.code": "Success"}}
 }
 
+// TerminateReason is the AgreementTerminatedEvent of a terminated Agreement:
+// who ended it (Terminator "Requestor" or "Provider", ya-client-model
+// src/market/agreement_event.rs AgreementTerminator) and the reason given.
+// yagna serves it as GET /agreements/{id}/terminate/reason, where
+// market-api.yaml says POST (core/market/src/rest_api/common.rs
+// get_agreement_terminate_reason), and answers 400 "Agreement [id] not
+// terminated yet." for one that is not (negotiation/common.rs
+// get_terminate_reason, rest_api/error.rs NotTerminated).
+func (c *Client) TerminateReason(ctx context.Context, agreementID string) (AgreementOperationEvent, error) {
+	var ev AgreementOperationEvent
+	err := c.do(ctx, request{method: http.MethodGet, path: agreementPath(agreementID) + "/terminate/reason", out: &ev})
+	return ev, err
+}
+
 // AgreementEvents long-polls Agreement events (GET /agreementEvents).
 // Zero after and "" appSessionID are left out.
 func (c *Client) AgreementEvents(ctx context.Context, timeout time.Duration, after time.Time, maxEvents int, appSessionID string) ([]AgreementOperationEvent, error) {

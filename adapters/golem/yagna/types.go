@@ -280,6 +280,14 @@ type AgreementOperationEvent struct {
 	Signature  string `json:"signature,omitempty"`
 }
 
+// Terminators of an AgreementTerminatedEvent, spelt as yagna serializes
+// them (ya-client-model src/market/agreement_event.rs AgreementTerminator:
+// serde renames Requestor and Provider as they are, capitalised).
+const (
+	TerminatorRequestor = "Requestor"
+	TerminatorProvider  = "Provider"
+)
+
 // ----- Activity API (activity-api.yaml) -----
 
 // CreateActivityRequest is the body of createActivity.
