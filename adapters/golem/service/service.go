@@ -401,10 +401,14 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 		errs = append(errs, err)
 	}
 	var unreachable []string
+	done := removal{Activity: id.ActivityID, Agreement: id.AgreementID}
 	if id.ActivityID != "" {
 		err := yc.DestroyActivity(ctx, id.ActivityID)
 		switch {
-		case err == nil || yagna.IsNotFound(err) || yagna.IsGone(err):
+		case err == nil:
+			done.ActivityEnd = "destroyed"
+		case yagna.IsNotFound(err) || yagna.IsGone(err):
+			done.ActivityEnd = "was already gone"
 		case yagna.IsProviderUnreachable(err):
 			unreachable = append(unreachable, fmt.Sprintf("activity %s not destroyed (%v)", id.ActivityID, err))
 		default:
@@ -417,6 +421,7 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 		}
 	}
 	if id.AgreementID != "" {
+		done.AgreementEnd = agreementEnding(ctx, yc, id.AgreementID)
 		err := abandon(ctx, yc, id.AgreementID, "gcompose: service "+req.Name+" removed")
 		switch {
 		case err == nil:
@@ -446,6 +451,6 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 		req.Printf("service %s: provider %s is unreachable: %s", req.Name, id.ProviderID, strings.Join(unreachable, "; "))
 		return nil
 	}
-	req.Printf("service %s: activity %s destroyed, agreement %s terminated", req.Name, id.ActivityID, id.AgreementID)
+	req.Printf("%s", done.message(req.Name))
 	return nil
 }
