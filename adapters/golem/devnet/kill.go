@@ -96,7 +96,7 @@ func (s *Server) killProvider(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if body.Mode == KillShutdown {
-			containers = append(containers, s.terminateLocked(a, "Provider", map[string]any{
+			containers = append(containers, s.terminateLocked(a, byProvider, map[string]any{
 				"message":             "Shutting down Provider",
 				"golem.provider.code": "Shutdown",
 			})...)

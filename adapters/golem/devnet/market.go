@@ -97,6 +97,15 @@ type marketEvent struct {
 	Reason     reasonJSON    `json:"reason,omitempty"`
 }
 
+// party is who ended an agreement; only byRequestor and byProvider exist, so no other terminator can
+// be reported.
+type party struct{ name string }
+
+var (
+	byRequestor = party{"Requestor"}
+	byProvider  = party{"Provider"}
+)
+
 type agreementEvent struct {
 	EventType   string     `json:"eventType"`
 	EventDate   time.Time  `json:"eventDate"`
@@ -235,7 +244,9 @@ func (s *Server) routeMarket(api func(string, http.HandlerFunc)) {
 	api("POST "+marketPrefix+"/agreements/{id}/wait", s.waitForApproval)
 	api("POST "+marketPrefix+"/agreements/{id}/cancel", s.cancelAgreement)
 	api("POST "+marketPrefix+"/agreements/{id}/terminate", s.terminateAgreement)
-	api("POST "+marketPrefix+"/agreements/{id}/terminate/reason", s.terminateReason)
+	// GET, as yagna serves it (core/market/src/rest_api/common.rs get_agreement_terminate_reason);
+	// market-api.yaml says POST (adapters/golem/openapi errata).
+	api("GET "+marketPrefix+"/agreements/{id}/terminate/reason", s.terminateReason)
 	api("GET "+marketPrefix+"/agreementEvents", s.collectAgreementEvents)
 }
 
@@ -782,6 +793,15 @@ func (s *Server) waitForApproval(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancelAgreement(w http.ResponseWriter, r *http.Request) {
+	// The reason given is kept in the AgreementCancelledEvent, as yagna's does
+	// (core/market/src/db/dao/agreement.rs cancel: create_event with the reason, Owner::Requestor).
+	var reason reasonJSON
+	if r.ContentLength != 0 {
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err == nil && body != nil {
+			reason = body
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.agreementOr404(w, r.PathValue("id"))
@@ -799,7 +819,7 @@ func (s *Server) cancelAgreement(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.state = "Cancelled"
-	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementCancelledEvent", EventDate: s.now(), AgreementID: a.id})
+	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementCancelledEvent", EventDate: s.now(), AgreementID: a.id, Reason: reason})
 	s.providerFreedLocked(a.provider)
 	s.notify()
 	w.WriteHeader(http.StatusNoContent)
@@ -845,15 +865,19 @@ func (s *Server) terminateAgreement(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "Protocol error while terminating Agreement [%s]: %s", a.id, unreachableMessages[http.StatusInternalServerError])
 		return
 	}
-	containers := s.terminateLocked(a, "Requestor", reason)
+	containers := s.terminateLocked(a, byRequestor, reason)
 	s.mu.Unlock()
 	s.removeContainers(r.Context(), containers)
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // terminateLocked ends an approved agreement: its activities become Terminated, the provider issues the
-// invoice. It returns the containers to remove (outside the lock).
-func (s *Server) terminateLocked(a *agreement, terminator string, reason map[string]any) []string {
+// invoice. It returns the containers to remove (outside the lock). by is the party that ended
+// it, "Requestor" or "Provider", spelt as yagna serializes it (ya-client-model
+// src/market/agreement_event.rs AgreementTerminator; core/market/src/db/model/agreement_events.rs
+// into_client maps the event's issuer, the Owner that terminated, to it).
+func (s *Server) terminateLocked(a *agreement, by party, reason map[string]any) []string {
+	terminator := by.name
 	a.state = "Terminated"
 	a.terminator = terminator
 	a.reason = reason
@@ -894,7 +918,9 @@ func (s *Server) terminateReason(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeError(w, http.StatusNotFound, "agreement %s is not terminated", a.id)
+	// core/market/src/negotiation/common.rs get_terminate_reason: NotTerminated, a 400
+	// (rest_api/error.rs), worded as negotiation/error.rs words it.
+	writeError(w, http.StatusBadRequest, "Agreement [%s] not terminated yet.", a.id)
 }
 
 func (s *Server) collectAgreementEvents(w http.ResponseWriter, r *http.Request) {

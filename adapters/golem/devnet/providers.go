@@ -72,7 +72,7 @@ func (s *Server) paymentsTick(now time.Time) {
 		}
 		for _, d := range s.debitNotes {
 			if d.agreementID == a.id && d.status == "RECEIVED" && !d.deadline.IsZero() && now.After(d.deadline) {
-				remove = append(remove, s.terminateLocked(a, "Provider", map[string]any{
+				remove = append(remove, s.terminateLocked(a, byProvider, map[string]any{
 					"message":             "debit note " + d.id + " not accepted within " + a.terms.acceptTimeout.String(),
 					"golem.provider.code": "DebitNotesDeadline",
 				})...)

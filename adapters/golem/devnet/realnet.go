@@ -138,7 +138,7 @@ func (s *Server) putProvider(w http.ResponseWriter, r *http.Request) {
 		if now.Sub(p.offlineSince) > p.cfg.DebitNoteAcceptTimeout.Duration {
 			for _, a := range s.agreements {
 				if a.provider == p && a.state == "Approved" {
-					remove = append(remove, s.terminateLocked(a, "Provider", map[string]any{
+					remove = append(remove, s.terminateLocked(a, byProvider, map[string]any{
 						"message":             "requestor unreachable for longer than " + p.cfg.DebitNoteAcceptTimeout.String(),
 						"golem.provider.code": "RequestorUnreachable",
 					})...)
