@@ -36,10 +36,14 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 		return err
 	}
 	id := identityOf(req.Persisted().Identity)
-	for _, f := range id.Failed {
-		if !slices.Contains(ss.Failed, f) {
-			ss.Failed = append(ss.Failed, f)
+	failed, failedWhy := slices.Clone(id.Failed), map[string]string{}
+	for _, src := range []map[string]string{id.FailedWhy, ss.FailedWhy} {
+		for p, w := range src {
+			failedWhy[p] = w
 		}
+	}
+	for _, f := range ss.Failed {
+		failed = withProvider(failed, f)
 	}
 	if ss.Previous == "" {
 		ss.Previous = id.IP
@@ -48,13 +52,24 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 	if err := removeStrays(ctx, yc, ss.Strays); err != nil {
 		return fmt.Errorf("service %s: %w", req.Name, err)
 	}
-	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: ss.Failed, Applied: Fingerprints(req.Config), InitPending: true,
+	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: failed, FailedWhy: failedWhy, Applied: Fingerprints(req.Config), InitPending: true,
 		Agreements: historyOf(id, ss.Strays)}}
 	if err := r.run(ctx, ss.Previous); err != nil {
 		// Leave nothing half-made behind: what was reported is cleaned up
-		// by the next state call's rebuild if this cleanup fails too.
+		// by the next state call's rebuild if this cleanup fails too. The
+		// provider is blamed only for its own failure: not for a create cut
+		// short (gcompose went away or was interrupted: ctx is done), nor
+		// for a failing init command (the payload's).
+		why, fault := whyCreateFail, ""
+		var pf providerFault
+		switch {
+		case ctx.Err() != nil:
+			why = whyInterrupted
+		case errors.As(err, &pf):
+			why, fault = whyProvider, pf.Error()
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		r.cleanup(cctx)
+		r.cleanup(cctx, why, fault)
 		cancel()
 		return fmt.Errorf("service %s: %w", req.Name, err)
 	}
@@ -76,11 +91,17 @@ type rental struct {
 
 func (r *rental) report() error { return r.req.ReportIdentity(r.id.asMap()) }
 
-// fail marks the current provider as failed (avoided on the retry).
-func (r *rental) fail() {
-	if r.id.ProviderID != "" && !slices.Contains(r.id.Failed, r.id.ProviderID) {
-		r.id.Failed = append(r.id.Failed, r.id.ProviderID)
+// fail marks the current provider as failed on its side, why (avoided
+// from now on: blame).
+func (r *rental) fail(why string) {
+	if r.id.ProviderID == "" {
+		return
 	}
+	r.id.Failed = withProvider(r.id.Failed, r.id.ProviderID)
+	if r.id.FailedWhy == nil {
+		r.id.FailedWhy = map[string]string{}
+	}
+	r.id.FailedWhy[r.id.ProviderID] = why
 }
 
 // maxProviders is how many providers one create tries: a provider that
@@ -123,7 +144,7 @@ func (r *rental) run(ctx context.Context, previousIP string) error {
 		earlier = append(earlier, err.Error())
 		r.req.Printf("service %s: %v; trying another provider (%d of %d)", r.req.Name, err, try+1, maxProviders)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		r.cleanup(cctx)
+		r.cleanup(cctx, whyProvider, pf.Error())
 		cancel()
 	}
 	for i, c := range r.cfg.Init {
@@ -347,6 +368,9 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 			}
 			p := ev.Proposal
 			if slices.Contains(r.id.Failed, p.IssuerID) {
+				// What the plan's estimate left out too (avoided): said
+				// when the agreed offer is dearer than planned.
+				why[p.IssuerID] = "avoided: " + firstNonEmpty(r.id.FailedWhy[p.IssuerID], "failed this service before")
 				_ = r.yc.RejectProposal(nctx, sub, p.ProposalID, &yagna.Reason{Message: "provider failed this service before"})
 				continue
 			}
@@ -395,7 +419,11 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 				if err := r.agree(nctx, p); err != nil {
 					r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
 					giveUp(pending, err.Error())
-					r.fail()
+					// Not approved in time is the provider's failure; a
+					// create cut short meanwhile is not.
+					if !errors.Is(context.Cause(nctx), context.Canceled) {
+						r.fail(err.Error())
+					}
 					r.id.AgreementID, r.id.ProviderID = "", ""
 					_ = r.report()
 					continue
@@ -786,9 +814,13 @@ func (r *rental) exec(ctx context.Context, limit time.Duration, cmds ...yagna.Ex
 }
 
 // cleanup undoes a failed create or a failed provider: the activity, the
-// VPN node, the agreement (cancelled if it was never approved). The
-// provider is remembered as failed; the config fingerprints stay.
-func (r *rental) cleanup(ctx context.Context) {
+// VPN node, the agreement (cancelled if it was never approved), ended with
+// why. With fault (the provider's failure) the provider is remembered as
+// failed, and the agreement's reason says so (faultKey) for a state call
+// that finds it before this report lands; without, it is not blamed (a
+// create cut short, an init command that failed). The config fingerprints
+// stay.
+func (r *rental) cleanup(ctx context.Context, why, fault string) {
 	if r.id.ActivityID != "" {
 		_ = r.yc.DestroyActivity(ctx, r.id.ActivityID)
 	}
@@ -796,12 +828,14 @@ func (r *rental) cleanup(ctx context.Context) {
 		_ = r.yc.RemoveNode(ctx, r.id.NetworkID, r.id.ProviderID)
 	}
 	if r.id.AgreementID != "" {
-		if err := abandon(ctx, r.yc, r.id.AgreementID, "gcompose: create failed"); err != nil {
+		if err := abandonFor(ctx, r.yc, r.id.AgreementID, why, fault); err != nil {
 			r.req.Log.Warn("ending the agreement of a failed create", "agreement", r.id.AgreementID, "err", err)
 		}
 	}
-	r.fail()
-	r.id = Identity{Failed: r.id.Failed, Applied: r.id.Applied, InitPending: r.id.InitPending, Agreements: r.id.Agreements}
+	if fault != "" {
+		r.fail(fault)
+	}
+	r.id = Identity{Failed: r.id.Failed, FailedWhy: r.id.FailedWhy, Applied: r.id.Applied, InitPending: r.id.InitPending, Agreements: r.id.Agreements}
 	_ = r.report()
 }
 

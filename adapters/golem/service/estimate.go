@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,13 +16,22 @@ import (
 // within the caps on the market now, asked with the demand the create will
 // make (less the allocation's decorations, unknown before the payments
 // resource exists); when the market cannot be asked or has nothing within
-// the caps, the most the caps let a provider charge.
+// the caps, the most the caps let a provider charge. The providers the
+// create will refuse (avoided, the same rule as the state call's) are left
+// out, and the provider a rebuild leaves is counted in at the price it
+// agreed to when it is not avoided: the delete frees it before the create
+// asks the market (a provider busy with our rental offers nothing now). So
+// the estimate is the offer the create will try first.
 func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Config) (*protocol.Cost, error) {
 	m, err := cfg.Market()
 	if err != nil {
 		return nil, err
 	}
 	exp, err := cfg.Expiration()
+	if err != nil {
+		return nil, err
+	}
+	left, err := leaving(ctx, yc, identityOf(req.Persisted().Identity), m, exp)
 	if err != nil {
 		return nil, err
 	}
@@ -43,11 +53,18 @@ func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Confi
 			why = "market not asked: " + err.Error()
 			break
 		}
+		got = left.apply(got, subnet)
 		offers = append(offers, got...)
 		if ranked := Rank(got); len(ranked) > 0 {
 			best := ranked[0]
-			c := costOf(best.Price, m, exp, protocol.CostMarket,
-				fmt.Sprintf("cheapest of %d offer(s) within the caps in subnet %s: %s", len(ranked), subnet, best.Who()))
+			note := fmt.Sprintf("cheapest of %d offer(s) within the caps in subnet %s: %s", len(ranked), subnet, best.Who())
+			if left.freed != nil && best.Provider == left.freed.Provider && best.ProposalID == "" {
+				note += ", at the price of the rental the rebuild ends (it offers again once freed)"
+			}
+			if a := left.said(); a != "" {
+				note += "; avoided: " + a
+			}
+			c := costOf(best.Price, m, exp, protocol.CostMarket, note)
 			c.Hint = hintOf(subnet, ranked, time.Now())
 			return c, nil
 		}
@@ -114,4 +131,61 @@ func marketOffers(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg C
 	}
 	req.Log.Debug("market asked for the plan's estimate", "subnet", subnet, "offers", len(offers), "explain", strings.TrimSpace(Explain(offers, m, exp)))
 	return offers, nil
+}
+
+// rebuilt is what the create that follows a plan will make of the rental it
+// replaces: the providers it refuses (avoided) and the provider it frees.
+type rebuilt struct {
+	failed []string
+	why    map[string]string
+	// freed is the offer of the provider whose rental the rebuild ends, as
+	// agreed (ProposalID ""), nil when there is none or it is avoided.
+	freed *Offer
+}
+
+// leaving reads the resource's rental, if any, and judges it by the state
+// call's rule (avoided).
+func leaving(ctx context.Context, yc *yagna.Client, id Identity, m Market, exp time.Duration) (rebuilt, error) {
+	var o observed
+	if id.AgreementID != "" || id.ActivityID != "" {
+		var err error
+		if o, err = observe(ctx, yc, id); err != nil {
+			return rebuilt{}, err
+		}
+	}
+	r := rebuilt{}
+	r.failed, r.why = avoided(id, o)
+	if a := o.agreement; a != nil && a.State == yagna.AgreementApproved && id.ProviderID != "" && !slices.Contains(r.failed, id.ProviderID) {
+		f := m.Judge(&yagna.Proposal{IssuerID: id.ProviderID, Properties: a.Offer.Properties}, exp)
+		f.ProposalID = ""
+		r.freed = &f
+	}
+	return r, nil
+}
+
+// apply leaves the avoided providers' offers out (skipped, saying why) and
+// adds the freed provider's when it is of subnet and did not offer itself.
+func (r rebuilt) apply(offers []Offer, subnet string) []Offer {
+	out := make([]Offer, 0, len(offers)+1)
+	seen := false
+	for _, o := range offers {
+		if slices.Contains(r.failed, o.Provider) {
+			o.Skip = "avoided: " + r.why[o.Provider]
+		}
+		seen = seen || (r.freed != nil && o.Provider == r.freed.Provider)
+		out = append(out, o)
+	}
+	if r.freed != nil && !seen && r.freed.Subnet == subnet {
+		out = append(out, *r.freed)
+	}
+	return out
+}
+
+// said lists the avoided providers with why, for the estimate's note.
+func (r rebuilt) said() string {
+	parts := make([]string, 0, len(r.failed))
+	for _, p := range r.failed {
+		parts = append(parts, p+" ("+r.why[p]+")")
+	}
+	return strings.Join(parts, ", ")
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -67,8 +66,11 @@ type Identity struct {
 	// Price is the agreed price and what it comes to (nil before an
 	// agreement): state shows it as agreement.price.
 	Price *Agreed `json:"price"`
-	// Failed are providers that failed this resource: avoided next time.
+	// Failed are providers that failed this resource on their side (blame):
+	// avoided next time, by the plan's estimate and the create alike.
 	Failed []string `json:"failed_providers,omitempty"`
+	// FailedWhy says why each of Failed was blamed.
+	FailedWhy map[string]string `json:"failed_reasons,omitempty"`
 	// Agreements are every agreement made for this resource, the one it
 	// runs on and those of the rentals it replaced or gave up on: what
 	// gcompose cost counts. Kept across rebuilds as Failed is, in the state
@@ -126,7 +128,8 @@ func identityOf(m map[string]any) Identity {
 
 // staleState carries what the state call learnt to the actions.
 type staleState struct {
-	Failed []string `json:"failed_providers,omitempty"`
+	Failed    []string          `json:"failed_providers,omitempty"`
+	FailedWhy map[string]string `json:"failed_reasons,omitempty"`
 	// Previous is the address the node held before a rebuild.
 	Previous string `json:"previous_ip,omitempty"`
 	// Strays are what an interrupted operation of the resource made but
@@ -142,6 +145,10 @@ type observed struct {
 	// unreachable is yagna's answer when it could not reach the provider
 	// for the activity's state ("" when it could).
 	unreachable string
+	// ended is yagna's AgreementTerminatedEvent of a Terminated agreement
+	// (who terminated it, why); endedErr why it could not be read.
+	ended    *yagna.AgreementOperationEvent
+	endedErr string
 }
 
 func (o observed) alive() bool {
@@ -191,6 +198,11 @@ func observe(ctx context.Context, yc *yagna.Client, id Identity) (observed, erro
 		switch {
 		case err == nil:
 			o.agreement = &a
+			if a.State == yagna.AgreementTerminated {
+				if o.ended, o.endedErr, err = endedBy(ctx, yc, id.AgreementID); err != nil {
+					return o, err
+				}
+			}
 		case yagna.IsNotFound(err) || yagna.IsGone(err):
 		default:
 			return o, fmt.Errorf("reading agreement %s: %w", id.AgreementID, err)
@@ -276,7 +288,7 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		}
 		return stale(protocol.ChangeDelete, why, nil, "", staleState{Strays: left}, "delete")
 	}
-	ss := staleState{Failed: id.Failed, Previous: id.IP, Strays: left}
+	ss := staleState{Failed: id.Failed, FailedWhy: id.FailedWhy, Previous: id.IP, Strays: left}
 	planned := plannedIP(cfg)
 	if id.AgreementID == "" && id.ActivityID == "" {
 		reason := "not rented yet"
@@ -286,11 +298,17 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		return stale(protocol.ChangeCreate, reason, nil, planned, ss, "create")
 	}
 	if !o.alive() {
-		// Whatever went wrong, the provider that ran it is avoided next time.
-		if id.ProviderID != "" && !slices.Contains(ss.Failed, id.ProviderID) {
-			ss.Failed = append(ss.Failed, id.ProviderID)
+		// The provider that ran it is avoided from now on only if it failed
+		// on its side (blame): the plan's estimate goes by the same rule.
+		ss.Failed, ss.FailedWhy = avoided(id, o)
+		v := blame(id, o)
+		reason := v.why + ": renting again"
+		if v.blamed {
+			reason += ", avoiding provider " + id.ProviderID + " from now on"
+		} else if id.ProviderID != "" {
+			reason += " (provider " + id.ProviderID + " not blamed)"
 		}
-		return stale(protocol.ChangeRebuild, o.why(id.ProviderID)+": renting again", nil, planned, ss, "delete", "create")
+		return stale(protocol.ChangeRebuild, reason, nil, planned, ss, "delete", "create")
 	}
 	if cfg.NodeIP != "" && id.IP != "" && id.IP != cfg.NodeIP {
 		return stale(protocol.ChangeRebuild, "the node is at "+id.IP+", planned at "+cfg.NodeIP, []string{"/node_ip"}, planned, ss, "delete", "create")
@@ -434,12 +452,25 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("service %s: %w", req.Name, err)
 	}
-	// Keep the list of failed providers for the create that may follow.
-	failed := id.Failed
-	if len(unreachable) > 0 && id.ProviderID != "" && !slices.Contains(failed, id.ProviderID) {
-		failed = append(failed, id.ProviderID)
+	// Keep the list of failed providers for the create that may follow:
+	// those the state call blamed (staleState) and one yagna cannot reach.
+	failed, why := id.Failed, map[string]string{}
+	for _, src := range []map[string]string{id.FailedWhy, ss.FailedWhy} {
+		for p, w := range src {
+			why[p] = w
+		}
+	}
+	for _, p := range ss.Failed {
+		failed = withProvider(failed, p)
+	}
+	if len(unreachable) > 0 && id.ProviderID != "" {
+		failed = withProvider(failed, id.ProviderID)
+		why[id.ProviderID] = "unreachable when its rental was removed: " + strings.Join(unreachable, "; ")
 	}
 	cleared := map[string]any{"agreement_id": "", "activity_id": "", "provider_id": "", "ip": "", "price": nil, "failed_providers": failed}
+	if len(why) > 0 {
+		cleared["failed_reasons"] = why
+	}
 	// The agreement ended here stays in the history.
 	if h := historyOf(id, ss.Strays); len(h) > 0 {
 		cleared["agreements"] = h

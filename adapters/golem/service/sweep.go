@@ -99,11 +99,23 @@ func findTagged(ctx context.Context, yc *yagna.Client, app string) ([]tagged, er
 // abandon ends an agreement whatever its state: cancelled before approval,
 // terminated after; what is already over is fine.
 func abandon(ctx context.Context, yc *yagna.Client, id, why string) error {
-	err := yc.CancelAgreement(ctx, id, &yagna.Reason{Message: why})
+	return abandonFor(ctx, yc, id, why, "")
+}
+
+// abandonFor is abandon for a provider's failure, fault (none when ""): the
+// reason carries it as faultKey, so a state call that finds the agreement
+// terminated by the requestor knows whom to blame.
+func abandonFor(ctx context.Context, yc *yagna.Client, id, why, fault string) error {
+	cancel, term := &yagna.Reason{Message: why}, yagna.TerminationReason(why)
+	if fault != "" {
+		cancel.Extra = map[string]any{faultKey: fault}
+		term.Extra[faultKey] = fault
+	}
+	err := yc.CancelAgreement(ctx, id, cancel)
 	if err == nil || yagna.IsNotFound(err) {
 		return nil
 	}
-	err = yc.TerminateAgreement(ctx, id, yagna.TerminationReason(why))
+	err = yc.TerminateAgreement(ctx, id, term)
 	if err == nil || yagna.IsNotFound(err) || yagna.IsGone(err) {
 		return nil
 	}

@@ -1,0 +1,165 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+)
+
+// Which providers a service avoids. A provider is avoided for ever
+// (failed_providers) only for a failure on its side: it terminated the
+// agreement for a reason of its own, its activity died or stopped answering
+// while the agreement was ours to keep, yagna could not reach it, or its
+// exe-unit failed the deploy or start. When gcompose's side ended the rental
+// (the requestor terminated or cancelled the agreement: a removal, a create
+// cut short by Ctrl-C or by gcompose being killed, which makes the adapter
+// end what it made) the provider did nothing wrong, and shunning it would
+// make every later deploy rent a dearer one.
+
+// faultKey marks the reason gcompose gives yagna when it ends an agreement
+// because the provider failed (its value is the failure): a later state
+// call that finds the agreement terminated by the requestor blames the
+// provider only with it. yagna keeps a reason's members as they were sent
+// (ya-client-model src/market/mod.rs Reason: message plus flattened extra).
+const faultKey = "gcompose.provider_fault"
+
+// Messages of the agreements gcompose ends itself.
+const (
+	whyInterrupted = "gcompose: create interrupted (gcompose went away or was interrupted)"
+	whyCreateFail  = "gcompose: create failed"
+	whyProvider    = "gcompose: provider failed"
+)
+
+// requestorFaults are the provider agent's termination codes that say the
+// requestor's side failed, not the provider's: the agreement expired, no
+// activity was created, debit notes were not accepted or paid, the requestor
+// could not be reached (yagna agent/provider/src/market/termination_reason.rs
+// BreakReason, sent as golem.provider.code). A provider that ends an
+// agreement for one of them is not blamed.
+var requestorFaults = []string{"Expired", "NoActivity", "DebitNotesDeadline", "DebitNoteRejected", "DebitNoteNotPaid", "RequestorUnreachable"}
+
+// verdict is what the state call makes of a rental that is not alive.
+type verdict struct {
+	// blamed: the provider failed on its side and is avoided from now on.
+	blamed bool
+	// why says what happened, naming who ended the rental.
+	why string
+}
+
+// blame judges a rental that is not alive (o.alive() is false): whose side
+// ended it. The terminator of a terminated agreement is yagna's word
+// (o.ended, GET /agreements/{id}/terminate/reason); an agreement still
+// Approved whose activity is dead, gone or unreachable is the provider's
+// failure, unless the create that made it was cut short (id.InitPending):
+// then its own cleanup may have destroyed the activity before it could end
+// the agreement, or it never got as far as starting it.
+func blame(id Identity, o observed) verdict {
+	who := "provider " + id.ProviderID
+	switch {
+	case o.unreachable != "":
+		return verdict{true, o.why(id.ProviderID)}
+	case o.agreement == nil:
+		return verdict{false, "the agreement is gone (yagna no longer knows it)"}
+	case o.agreement.State == yagna.AgreementTerminated:
+		return blameTerminated(who, o)
+	case o.agreement.State == yagna.AgreementCancelled:
+		// Only the requestor cancels (market-api.yaml cancelAgreement);
+		// a create that cancelled for the provider's fault blamed it itself.
+		return verdict{false, "the agreement was cancelled by the requestor before approval"}
+	case o.agreement.State == yagna.AgreementRejected:
+		return verdict{true, who + " rejected the agreement"}
+	case o.agreement.State != yagna.AgreementApproved:
+		// Proposal, Pending, Expired: never approved, the create that made
+		// it did not finish.
+		return verdict{false, "the agreement is " + string(o.agreement.State) + " (never approved)"}
+	case o.activity == yagna.StateUnresponsive:
+		return verdict{true, o.why(id.ProviderID)}
+	case id.InitPending:
+		return verdict{false, o.why(id.ProviderID) + ", its create was cut short"}
+	default:
+		return verdict{true, o.why(id.ProviderID)}
+	}
+}
+
+// blameTerminated judges an agreement terminated: by the provider, blamed
+// unless its code says the requestor failed; by the requestor, blamed only
+// when gcompose ended it for the provider's fault (faultKey).
+func blameTerminated(who string, o observed) verdict {
+	ev := o.ended
+	if ev == nil {
+		return verdict{false, "the agreement is Terminated (yagna did not say by whom: " + o.endedErr + ")"}
+	}
+	msg, code, fault := "", "", ""
+	if ev.Reason != nil {
+		msg = ev.Reason.Message
+		code, _ = ev.Reason.Extra["golem.provider.code"].(string)
+		fault, _ = ev.Reason.Extra[faultKey].(string)
+	}
+	said := ""
+	if msg != "" {
+		said = ": " + msg
+	}
+	switch ev.Terminator {
+	case yagna.TerminatorProvider:
+		if slices.Contains(requestorFaults, code) {
+			return verdict{false, fmt.Sprintf("%s terminated the agreement%s (%s: the requestor's side failed)", who, said, code)}
+		}
+		return verdict{true, who + " terminated the agreement" + said}
+	case yagna.TerminatorRequestor:
+		if fault != "" {
+			return verdict{true, who + " failed: " + fault}
+		}
+		return verdict{false, "the agreement was terminated by the requestor" + said}
+	default:
+		return verdict{false, fmt.Sprintf("the agreement is Terminated by %q%s", ev.Terminator, said)}
+	}
+}
+
+// avoided is the one rule by which the plan's estimate leaves providers out
+// and the create refuses them: those that failed this resource before (the
+// identity's), and the one it runs on when its rental is not alive and
+// blame puts it on the provider. why holds the reason of each.
+func avoided(id Identity, o observed) ([]string, map[string]string) {
+	failed := slices.Clone(id.Failed)
+	why := map[string]string{}
+	for _, p := range failed {
+		if w := id.FailedWhy[p]; w != "" {
+			why[p] = w
+		} else {
+			why[p] = "failed this service before"
+		}
+	}
+	rented := id.AgreementID != "" || id.ActivityID != ""
+	if rented && !o.alive() && id.ProviderID != "" {
+		if v := blame(id, o); v.blamed {
+			failed = withProvider(failed, id.ProviderID)
+			why[id.ProviderID] = v.why
+		}
+	}
+	return failed, why
+}
+
+// withProvider is list with p added at its end unless it is there already.
+func withProvider(list []string, p string) []string {
+	if p == "" || slices.Contains(list, p) {
+		return list
+	}
+	return append(slices.Clip(list), p)
+}
+
+// endedBy reads who terminated an agreement (yagna's AgreementTerminatedEvent
+// for it). A failure to say is kept as text for blame, which then blames no
+// one; a yagna that does not answer at all is an error.
+func endedBy(ctx context.Context, yc *yagna.Client, agreementID string) (*yagna.AgreementOperationEvent, string, error) {
+	ev, err := yc.TerminateReason(ctx, agreementID)
+	switch {
+	case err == nil:
+		return &ev, "", nil
+	case yagna.IsTransport(err):
+		return nil, "", fmt.Errorf("reading why agreement %s was terminated: %w", agreementID, err)
+	default:
+		return nil, err.Error(), nil
+	}
+}
