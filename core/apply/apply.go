@@ -459,13 +459,14 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 		// a kill later in the action must not lose what it made.
 		var perr error
 		remember := func(identity map[string]any) {
-			if !mergeIdentity(res, identity) {
+			changed := mergeIdentity(res, identity)
+			if len(changed) == 0 {
 				return
 			}
 			if err := r.put(ctx, res); err != nil && perr == nil {
 				perr = err
 			}
-			r.emit(Event{Resource: call.Name, Phase: PhaseIdentity, Message: identityText(identity)})
+			r.emit(Event{Resource: call.Name, Phase: PhaseIdentity, Message: identityText(changed)})
 		}
 		act.ReportIdentity = remember
 		r.emit(Event{Resource: call.Name, Phase: PhaseAction, Message: actionLabel(a)})
@@ -512,9 +513,9 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 }
 
 // mergeIdentity adds reported attributes to the resource's identity and
-// says whether that changed it.
-func mergeIdentity(res *state.Resource, identity map[string]any) bool {
-	changed := false
+// returns the names of those it added or changed, sorted.
+func mergeIdentity(res *state.Resource, identity map[string]any) []string {
+	var changed []string
 	for k, v := range identity {
 		if old, ok := res.Identity[k]; ok && jsonvalue.Equal(old, v) {
 			continue
@@ -523,20 +524,20 @@ func mergeIdentity(res *state.Resource, identity map[string]any) bool {
 			res.Identity = map[string]any{}
 		}
 		res.Identity[k] = v
-		changed = true
+		changed = append(changed, k)
 	}
+	sort.Strings(changed)
 	return changed
 }
 
-// identityText is the keys of an identity report, for the progress event
-// (values may be long, and are in the state).
-func identityText(identity map[string]any) string {
-	keys := make([]string, 0, len(identity))
-	for k := range identity {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return "recorded " + strings.Join(keys, ", ")
+// identityText names the attributes an identity report added or changed,
+// for the progress event (values may be long, and are in the state). Not
+// the whole report: adapters resend their whole identity each time they
+// learn one more thing of it (a Golem service: the agreement, then the
+// address, then the activity), and the same list on every line said
+// nothing new.
+func identityText(changed []string) string {
+	return "recorded " + strings.Join(changed, ", ")
 }
 
 // actionPersisted is the record an action call is sent: its pending
