@@ -287,7 +287,12 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	start := time.Now()
 	res, err := sess.Run(c.Context, run)
 	out := res.Outcome
-	if out != nil {
+	// What an earlier run left pending is resolved by the run that applies
+	// (its state call found what exists, the apply recorded it): said once,
+	// by that run. A plan or refresh changes nothing (the operation stays
+	// pending): plan then deploy said it twice, "resolved" the first time
+	// although nothing was.
+	if out != nil && out.Result != nil {
 		for _, r := range out.Pending {
 			if p := r.Pending; p.Failed != "" {
 				at := p.StartedAt
