@@ -132,7 +132,8 @@ func TestInterruptedCreates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pay := protocol.Request{Name: "resources.golem-payments", Type: adapterNames["payments"], Config: map[string]any{"budget": "5"},
+	// The keeper runs from the payments image itself: the one start built.
+	pay := protocol.Request{Name: "resources.golem-payments", Type: e.images["payments"], Config: map[string]any{"budget": "5"},
 		Gcompose: &protocol.RequestExt{Call: protocol.CallState, Desired: protocol.Present, Lineage: lineage, Persisted: &protocol.Persisted{Pending: pending}}}
 	st := stateOf(t, e.call(ctx, payments.Adapter(), []string{"state"}, pay))
 	if st.Status != protocol.Stale || len(st.Actions) != 1 || st.Actions[0].Name != "keeper" || !strings.Contains(st.Gcompose.Reason, "adopting allocation "+alloc.AllocationID) {
