@@ -371,7 +371,7 @@ func (r *Runner) Run(ctx context.Context, s Spec) (res *Result, err error) {
 		if client.IsErrNotFound(err) {
 			return nil, fail(KindEngine, "create container", fmt.Errorf("%w (gcompose never pulls; build it (make images) or docker load it)", err), "")
 		}
-		return nil, fail(KindEngine, "create container", err, "")
+		return nil, fail(KindEngine, "create container", explainCreate(err, s), "")
 	}
 	id := created.ID
 	// Removal runs whatever happened, on a context that outlives the call's,
@@ -832,4 +832,22 @@ func (c Container) Describe() string {
 	}
 	about = append(about, "image "+c.Image)
 	return s + " (" + strings.Join(about, ", ") + ")"
+}
+
+// explainCreate says why an engine refused to create a container when the
+// engine's own words do not: Podman's Docker API turns each mount back
+// into a "type=bind,source=...,target=..." option string and parses it
+// again (cmd/podman/common/create_opts.go, containers/podman#8557), so a
+// source path holding a comma reads as a mount option and the create
+// fails with "invalid mount option"; Docker mounts such a path.
+func explainCreate(err error, s Spec) error {
+	if !strings.Contains(err.Error(), "invalid mount option") {
+		return err
+	}
+	for _, m := range s.Mounts {
+		if strings.Contains(m.HostPath, ",") {
+			return fmt.Errorf("%w: the engine (Podman) cannot mount %s, whose path holds a comma (its Docker API reads a comma in a mount's source as an option separator, containers/podman#13922): move or rename it", err, m.HostPath)
+		}
+	}
+	return err
 }

@@ -470,6 +470,28 @@ func TestMountMissingHostPath(t *testing.T) {
 	}
 }
 
+// A mount source whose path holds a comma: Docker mounts it; Podman's
+// Docker API cannot (it re-parses the mount as comma-separated options),
+// and the error must then say so, naming the path, rather than leave the
+// user with "invalid mount option". make test-podman runs this on Podman.
+func TestMountSourceWithAComma(t *testing.T) {
+	ctx, r, img := setup(t)
+	dir := filepath.Join(t.TempDir(), "a,b")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := spec(img, "probe")
+	s.Mounts = []runner.Mount{{HostPath: dir, ContainerPath: "/data"}}
+	_, err := r.Run(ctx, s)
+	if err == nil {
+		return // the engine mounts it (Docker)
+	}
+	if !strings.Contains(err.Error(), "cannot mount "+dir+", whose path holds a comma") {
+		t.Fatalf("mount of %s: %v", dir, err)
+	}
+	t.Logf("refused as it should be: %v", err)
+}
+
 func TestRunConcurrent(t *testing.T) {
 	ctx, r, img := setup(t)
 	var wg sync.WaitGroup

@@ -44,7 +44,7 @@ func (r *Runner) Start(ctx context.Context, s Spec) (*Session, error) {
 	hc.AutoRemove = true
 	created, err := r.create(ctx, cfg, hc)
 	if err != nil {
-		return nil, fail("create container", err)
+		return nil, fail("create container", explainCreate(err, s))
 	}
 	id := created.ID
 	// A container it could not remove is named in the error: no silent orphan.
