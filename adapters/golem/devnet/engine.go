@@ -1,17 +1,11 @@
 package devnet
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -183,71 +177,19 @@ func (e *engine) ContainerExecInspect(ctx context.Context, execID string) (conta
 	})
 }
 
-// ContainerExecAttach starts an exec and returns its stream, as the client library's, whose upgrade
-// handshake does not obey its context (client/hijack.go setupHijackConn reads the answer with no
-// deadline): here the handshake is bounded, the stream after it is the caller's.
+// ContainerExecAttach starts an exec and returns its stream, as the client library's, with the
+// upgrade handshake bounded (enginecall.Upgrade); the stream after it is the caller's.
 func (e *engine) ContainerExecAttach(ctx context.Context, execID string, o container.ExecAttachOptions) (types.HijackedResponse, error) {
-	hung := &enginecall.HungError{Host: e.host, Call: "ContainerExecAttach", Target: short(execID), Bound: e.bound}
-	u, err := client.ParseHostURL(e.host)
-	if err != nil {
-		return types.HijackedResponse{}, err
-	}
-	host, base := u.Host, strings.TrimSuffix(u.Path, "/")
-	if u.Scheme == "unix" || u.Scheme == "npipe" {
-		host, base = client.DummyHost, ""
-	}
-	if v := e.cli.ClientVersion(); v != "" {
-		base += "/v" + v
-	}
 	body, err := json.Marshal(container.ExecStartOptions{Detach: o.Detach, Tty: o.Tty, ConsoleSize: o.ConsoleSize})
 	if err != nil {
 		return types.HijackedResponse{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+host+base+"/exec/"+url.PathEscape(execID)+"/start", bytes.NewReader(body))
+	hr, err := enginecall.Upgrade(ctx, e.cli, e.bound, "ContainerExecAttach", short(execID),
+		http.MethodPost, "/exec/"+url.PathEscape(execID)+"/start", "application/json", body)
 	if err != nil {
-		return types.HijackedResponse{}, err
+		return hr, fmt.Errorf("starting exec %s: %w", short(execID), err)
 	}
-	req.Host = host
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "tcp")
-	conn, err := get(ctx, e, "ContainerExecAttach (connect)", short(execID), func(ctx context.Context) (net.Conn, error) { return e.cli.Dialer()(ctx) })
-	if err != nil {
-		return types.HijackedResponse{}, err
-	}
-	_ = conn.SetDeadline(time.Now().Add(e.bound))
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	fail := func(err error) (types.HijackedResponse, error) {
-		stop()
-		conn.Close()
-		if ctx.Err() != nil {
-			return types.HijackedResponse{}, ctx.Err()
-		}
-		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-			return types.HijackedResponse{}, hung
-		}
-		return types.HijackedResponse{}, err
-	}
-	if err := req.Write(conn); err != nil {
-		return fail(fmt.Errorf("starting exec %s: %w", short(execID), err))
-	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		return fail(fmt.Errorf("starting exec %s: %w", short(execID), err))
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		return fail(fmt.Errorf("starting exec %s: the engine answered %s: %s", short(execID), resp.Status, bytes.TrimSpace(msg)))
-	}
-	if !stop() {
-		return fail(ctx.Err())
-	}
-	if err := conn.SetDeadline(time.Time{}); err != nil {
-		return fail(err)
-	}
-	return types.HijackedResponse{Conn: conn, Reader: br}, nil
+	return hr, nil
 }
 
 func (e *engine) ImageList(ctx context.Context, o image.ListOptions) ([]image.Summary, error) {
