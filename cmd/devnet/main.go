@@ -44,6 +44,9 @@ func run() error {
 	self := flag.String("self-container", envOr("DEVNET_SELF_CONTAINER", "auto"), "container the devnet runs in (joined to VPNs for tunnels): auto, none, or an id/name")
 	engineTimeout := flag.Duration("engine-timeout", enginecall.DefaultBound, "how long the Docker Engine may take to answer one call before the devnet takes it for hung and fails the request that needed it")
 	flag.Parse()
+	if *engineTimeout <= 0 {
+		return fmt.Errorf("-engine-timeout %s: want a duration above zero, such as 2m", *engineTimeout)
+	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	key, err := resolveKey(*appKey, *appKeyFile)

@@ -87,3 +87,22 @@ func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 		t.Errorf("the app key appears in the logs")
 	}
 }
+
+// An engine timeout of zero or below is refused at once, naming the flag,
+// rather than quietly replaced by the default.
+func TestEngineTimeoutMustBePositive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin := testimage.Binary(t, ctx, "./cmd/devnet")
+	for _, v := range []string{"0", "-5s"} {
+		// A devnet that accepted the value would run until killed.
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer rcancel()
+		cmd := exec.CommandContext(rctx, bin, "-engine-timeout", v, "-listen", "127.0.0.1:0", "-self-container", "none")
+		cmd.Env = append(os.Environ(), "YAGNA_APPKEY=unused")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "-engine-timeout") || !strings.Contains(string(out), "want a duration above zero") {
+			t.Errorf("-engine-timeout %s: %v\n%s", v, err, out)
+		}
+	}
+}
