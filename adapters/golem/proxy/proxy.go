@@ -226,23 +226,35 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 	case !all || c.Config != fingerprint(cfg, maps):
 		return stale(protocol.ChangeRebuild, "the proxy runs for another node or ports ("+cfg.IP+")", "delete", "create"), nil
 	}
-	ports := make([]any, 0, len(maps))
-	url := ""
-	for _, m := range maps {
-		p := map[string]any{"kind": m.Kind, "local": m.Local, "remote": m.Remote, "address": "127.0.0.1:" + strconv.Itoa(m.Local)}
-		if m.Kind == "http" {
-			p["url"] = "http://127.0.0.1:" + strconv.Itoa(m.Local) + "/"
-			if url == "" {
-				url = p["url"].(string)
-			}
-		}
-		ports = append(ports, p)
-	}
-	out := map[string]any{"ports": ports, "container": c.ID[:12], "state": "running", "target": cfg.IP, "service": cfg.Service}
-	if url != "" {
-		out["url"] = url
-	}
+	out := outputs(maps, c.ID[:12], cfg.IP, cfg.Service)
 	return &protocol.StateResult{Status: protocol.Valid, State: out}, nil
+}
+
+// outputs is a running proxy's VALID state. Every port has a url: http://
+// for http ports, tcp:// for tcp ones (a database client takes it as is);
+// the top-level url is the first http port's, else the first tcp port's, so
+// that `gcompose output` and ps show an address for a TCP-only proxy too.
+func outputs(maps []Mapping, container, target, service string) map[string]any {
+	ports := make([]any, 0, len(maps))
+	first := map[string]string{}
+	for _, m := range maps {
+		address := "127.0.0.1:" + strconv.Itoa(m.Local)
+		url := "tcp://" + address
+		if m.Kind == "http" {
+			url = "http://" + address + "/"
+		}
+		if first[m.Kind] == "" {
+			first[m.Kind] = url
+		}
+		ports = append(ports, map[string]any{"kind": m.Kind, "local": m.Local, "remote": m.Remote, "address": address, "url": url})
+	}
+	out := map[string]any{"ports": ports, "container": container, "state": "running", "target": target, "service": service}
+	if u := first["http"]; u != "" {
+		out["url"] = u
+	} else if u := first["tcp"]; u != "" {
+		out["url"] = u
+	}
+	return out
 }
 
 func stale(change, reason string, actions ...string) *protocol.StateResult {

@@ -50,3 +50,28 @@ func TestMappingsAndFingerprint(t *testing.T) {
 		t.Fatalf("bad port: %v", err)
 	}
 }
+
+func TestOutputsURL(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		maps  []Mapping
+		url   string
+		ports []string
+	}{
+		{"http and tcp", []Mapping{{"tcp", 5432, 5432}, {"http", 34567, 80}}, "http://127.0.0.1:34567/", []string{"tcp://127.0.0.1:5432", "http://127.0.0.1:34567/"}},
+		{"tcp only", []Mapping{{"tcp", 40001, 6379}, {"tcp", 40002, 6380}}, "tcp://127.0.0.1:40001", []string{"tcp://127.0.0.1:40001", "tcp://127.0.0.1:40002"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := outputs(tc.maps, "0123456789ab", "192.168.0.3", "services.db")
+			if out["url"] != tc.url {
+				t.Errorf("url = %v, want %s", out["url"], tc.url)
+			}
+			ports := out["ports"].([]any)
+			for i, want := range tc.ports {
+				if got := ports[i].(map[string]any)["url"]; got != want {
+					t.Errorf("ports[%d].url = %v, want %s", i, got, want)
+				}
+			}
+		})
+	}
+}
