@@ -259,3 +259,37 @@ func TestGraphShowsImplicitResources(t *testing.T) {
 		t.Errorf("implicit resources in a generic app:\n%s", files)
 	}
 }
+
+// Every command that reads a descriptor takes the state flags too, used or not, so that one set of flags (a
+// shell alias, a CI variable) works for all of them: `validate --state DIR` was refused while `plan --state
+// DIR` and `graph --state DIR` took it.
+func TestEveryDescriptorCommandTakesTheStateFlags(t *testing.T) {
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			name := strings.TrimSpace(prefix + " " + c.Name)
+			walk(name, c.Subcommands)
+			has := map[string]bool{}
+			for _, f := range c.Flags {
+				for _, n := range f.Names() {
+					has[n] = true
+				}
+			}
+			if !has["file"] {
+				continue
+			}
+			for _, want := range []string{"state", "app", "lock-timeout"} {
+				if !has[want] {
+					t.Errorf("gcompose %s takes -f but not --%s", name, want)
+				}
+			}
+		}
+	}
+	walk("", newApp(nil, nil, nil).Commands)
+	dir := filepath.Join("..", "..", "examples", "files", "gcompose.yaml")
+	for _, cmd := range []string{"validate", "config"} {
+		if r := gcPlain(cmd, "--state", t.TempDir(), "--app", "files-demo", dir); r.code != exitOK {
+			t.Errorf("gcompose %s --state DIR: exit %d\n%s", cmd, r.code, r.stderr)
+		}
+	}
+}

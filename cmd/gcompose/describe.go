@@ -17,7 +17,9 @@ func validateCommand() *cli.Command {
 		Name:      "validate",
 		Usage:     "check descriptors: exit 0 with a summary, or 1 with every problem as file:line:col: message",
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
-		Flags:     append(descriptorFlags(), imageFlags()...),
+		// The state flags are accepted and unused, as by every command that reads a descriptor, so that
+		// one set of flags (an alias, a CI variable) works for all of them.
+		Flags: append(append(descriptorFlags(), imageFlags()...), stateFlags()...),
 		Action: func(c *cli.Context) error {
 			p, err := loadProject(c)
 			if err != nil {
@@ -67,7 +69,8 @@ func configCommand() *cli.Command {
 		Name:      "config",
 		Usage:     "print the merged, normalized descriptor (one canonical form whatever dialect or shorthand was used)",
 		ArgsUsage: "[FILE|PACKAGE.zip ...]",
-		Flags:     append(descriptorFlags(), &cli.BoolFlag{Name: "json", Usage: "print JSON instead of YAML"}),
+		Flags: append(append(append(descriptorFlags(), imageFlags()...), stateFlags()...),
+			&cli.BoolFlag{Name: "json", Usage: "print JSON instead of YAML"}),
 		Action: func(c *cli.Context) error {
 			p, err := loadProject(c)
 			if err != nil {
