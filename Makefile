@@ -123,8 +123,15 @@ demo: images
 
 # The local yagna-compatible devnet (adapters/golem/devnet) on 127.0.0.1:$${GCOMPOSE_DEVNET_PORT:-7465}; key:
 # $$YAGNA_APPKEY or devnet-appkey. One per machine: the compose project is pinned to gcompose-devnet (.env).
+# GCOMPOSE_DEVNET_CONFIG=FILE: the devnet reads that file instead of adapters/golem/devnet/devnet.yaml (made
+# absolute here, as docker-compose would read a relative path against docker-compose.yml's folder); a running
+# devnet is recreated with it. The file is checked first, so a typo is named before anything restarts.
 devnet: images
-	docker-compose up -d devnet
+	@if [ -n "$$GCOMPOSE_DEVNET_CONFIG" ]; then \
+	  cfg=$$(realpath -e "$$GCOMPOSE_DEVNET_CONFIG") || { echo "GCOMPOSE_DEVNET_CONFIG=$$GCOMPOSE_DEVNET_CONFIG: no such file"; exit 1; }; \
+	  $(BIN)/devnet -check-config -config "$$cfg" || exit 1; \
+	  echo "devnet config: $$cfg"; GCOMPOSE_DEVNET_CONFIG=$$cfg docker-compose up -d devnet; \
+	else docker-compose up -d devnet; fi
 
 clean:
 	rm -rf $(BIN) $(TOOLS)

@@ -43,7 +43,21 @@ func run() error {
 	instance := flag.String("instance", os.Getenv("DEVNET_INSTANCE"), "instance name (label gcompose.devnet=<instance>); overrides the config")
 	self := flag.String("self-container", envOr("DEVNET_SELF_CONTAINER", "auto"), "container the devnet runs in (joined to VPNs for tunnels): auto, none, or an id/name")
 	engineTimeout := flag.Duration("engine-timeout", enginecall.DefaultBound, "how long the Docker Engine may take to answer one call before the devnet takes it for hung and fails the request that needed it")
+	checkConfig := flag.Bool("check-config", false, "check the -config file and exit: 0 when a devnet could start with it")
 	flag.Parse()
+	if *checkConfig {
+		if *configPath == "" {
+			return fmt.Errorf("-check-config needs -config FILE")
+		}
+		cfg, err := devnet.LoadConfig(*configPath)
+		if err == nil {
+			err = cfg.Check()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", *configPath, err)
+		}
+		return nil
+	}
 	if *engineTimeout <= 0 {
 		return fmt.Errorf("-engine-timeout %s: want a duration above zero, such as 2m", *engineTimeout)
 	}
