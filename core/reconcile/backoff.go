@@ -1,6 +1,10 @@
 package reconcile
 
-import "time"
+import (
+	"time"
+
+	"github.com/gcompose/gcompose/internal/backoff"
+)
 
 // Backoff spaces the cycles: Interval apart while the application is
 // healthy or repaired, twice as long after each repair in a row that
@@ -17,13 +21,5 @@ type Backoff struct {
 // Wait is how long to wait after failures repairs in a row failed; r is a
 // random number in [0, 1).
 func (b Backoff) Wait(failures int, r float64) time.Duration {
-	d := b.Interval
-	for i := 0; i < failures && d < b.Max; i++ {
-		d *= 2
-	}
-	if b.Max > 0 && d > b.Max {
-		d = b.Max
-	}
-	j := min(max(b.Jitter, 0), 1)
-	return time.Duration(float64(d) * (1 - j + 2*j*r))
+	return backoff.Policy{Base: b.Interval, Max: b.Max, Jitter: b.Jitter}.Delay(failures, r)
 }

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,29 @@ func etcdClient(t *testing.T, c *etcdtest.Cluster) *clientv3.Client {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return cli
+}
+
+// awaitCandidates waits until the election's candidates (their values
+// under key, in the order they lead) are want: a candidate is campaigning
+// once its key is there, whatever the machine's speed.
+func awaitCandidates(t *testing.T, cli *clientv3.Client, key string, want ...string) {
+	t.Helper()
+	var got []string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		resp, err := cli.Get(context.Background(), key+"/", clientv3.WithPrefix(),
+			clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err != nil {
+			t.Fatalf("reading the candidates of %s: %v", key, err)
+		}
+		got = got[:0]
+		for _, kv := range resp.Kvs {
+			got = append(got, string(kv.Value))
+		}
+		if slices.Equal(got, want) {
+			return
+		}
+	}
+	t.Fatalf("candidates of %s: %q after 30s, want %q", key, got, want)
 }
 
 type campaign struct {
@@ -61,10 +85,12 @@ func TestElectionFailsOverWhenTheLeaderDies(t *testing.T) {
 		t.Fatalf("term: %s", termA.Describe())
 	}
 	chB := campaignAsync(ctx, b)
+	admin := etcdClient(t, c)
+	awaitCandidates(t, admin, key, "a", "b")
 	select {
 	case got := <-chB:
 		t.Fatalf("b leads while a does: %+v", got)
-	case <-time.After(time.Second):
+	default:
 	}
 	killed := time.Now()
 	cliA.Close() // no keepalive, no revoke: a dead process
@@ -103,7 +129,8 @@ func TestElectionResignHandsOverAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	chB := campaignAsync(ctx, b)
-	time.Sleep(300 * time.Millisecond)
+	admin := etcdClient(t, c)
+	awaitCandidates(t, admin, key, "a", "b")
 	resigned := time.Now()
 	if err := termA.Resign(ctx); err != nil {
 		t.Fatal(err)
@@ -125,11 +152,20 @@ func TestElectionResignHandsOverAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dctx, dcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	dctx, dcancel := context.WithCancel(ctx)
 	defer dcancel()
-	if term, err := (&EtcdElector{Client: etcdClient(t, c), Key: key, TTL: 30 * time.Second, Holder: "d"}).Campaign(dctx); err == nil {
-		t.Fatalf("d leads while l does: %s", term.Describe())
+	chD := campaignAsync(dctx, &EtcdElector{Client: etcdClient(t, c), Key: key, TTL: 30 * time.Second, Holder: "d"})
+	awaitCandidates(t, admin, key, "l", "d")
+	dcancel()
+	select {
+	case got := <-chD:
+		if got.err == nil {
+			t.Fatalf("d leads while l does: %s", got.term.Describe())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("d's campaign did not end 10s after its context did")
 	}
+	awaitCandidates(t, admin, key, "l")
 	if err := lead.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}

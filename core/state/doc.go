@@ -277,8 +277,10 @@ func Put(r *Resource) Change { return Change{Put: r} }
 // Delete returns a change that removes the resource name.
 func Delete(name string) Change { return Change{Delete: name} }
 
-// prepare validates changes and returns deep copies, puts stamped with now.
-func prepare(changes []Change, now time.Time) ([]Change, error) {
+// PrepareChanges validates changes and returns deep copies, puts stamped
+// with now: the one rule every backend (file, memory, etcd) applies before
+// it writes.
+func PrepareChanges(changes []Change, now time.Time) ([]Change, error) {
 	out := make([]Change, len(changes))
 	for i, ch := range changes {
 		switch {

@@ -23,7 +23,7 @@ func (s *FileStore) Apply(ctx context.Context, l *Lock, changes ...Change) error
 		return err
 	}
 	now := time.Now().UTC()
-	prepared, err := prepare(changes, now)
+	prepared, err := PrepareChanges(changes, now)
 	if err != nil {
 		return fmt.Errorf("state for app %q: %w", lockApp(l), err)
 	}

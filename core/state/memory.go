@@ -133,7 +133,7 @@ func (s *MemoryStore) Apply(ctx context.Context, l *Lock, changes ...Change) err
 		return err
 	}
 	now := time.Now().UTC()
-	prepared, err := prepare(changes, now)
+	prepared, err := PrepareChanges(changes, now)
 	if err != nil {
 		return fmt.Errorf("state for app %q: %w", lockApp(l), err)
 	}

@@ -39,6 +39,18 @@ func waitUnlocked(t *testing.T, s state.Store, app string, limit time.Duration) 
 	}
 }
 
+// waitFor polls cond until it holds, failing after limit with what was
+// awaited: a stall fails the test at once, naming what it waited for,
+// rather than hanging until the global test timeout.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", limit, what)
+		}
+	}
+}
+
 // shortTTL is the lease of the expiry tests: short enough that they do not
 // wait long, long enough that a keepalive delayed by a loaded 2-core machine
 // does not lose a lease the test expects to be kept (1s did not leave that
@@ -508,19 +520,31 @@ func TestSingleMemberRestart(t *testing.T) {
 			applied.Add(1)
 		}
 	}()
-	for applied.Load() < 30 {
-		time.Sleep(5 * time.Millisecond)
+	// writing says whether the writer still runs, failing with its error
+	// if it stopped.
+	writing := func() bool {
+		select {
+		case err := <-errc:
+			t.Fatalf("the writer stopped: %v", err)
+		default:
+		}
+		return true
 	}
+	waitFor(t, 30*time.Second, "30 Applies before the kill", func() bool { return writing() && applied.Load() >= 30 })
 	c.Members[0].Kill()
 	time.Sleep(time.Second)
 	restartAt.Store(time.Now().UnixNano())
 	c.Members[0].Restart(t)
-	for before := applied.Load(); applied.Load() < before+10; {
-		time.Sleep(5 * time.Millisecond)
-	}
+	before := applied.Load()
+	waitFor(t, time.Minute, "10 Applies after the restart", func() bool { return writing() && applied.Load() >= before+10 })
 	close(stop)
-	if err := <-errc; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the writer did not stop within a minute of being told to (an Apply hangs)")
 	}
 	n := int(applied.Load())
 	d := statetest.MustLoad(t, s, "app")
@@ -600,12 +624,7 @@ func TestReadersSeeWholeWrites(t *testing.T) {
 	}
 	// The readers must be loading before the writes start, or the test
 	// checks nothing; and some of their loads must fall during the writes.
-	for deadline := time.Now().Add(30 * time.Second); loads.Load() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("no reader loaded within 30s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, 30*time.Second, "a reader's first Load", func() bool { return loads.Load() > 0 })
 	before := loads.Load()
 	for v := 1; v <= 6; v++ {
 		if v%2 == 1 {

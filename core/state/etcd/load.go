@@ -14,8 +14,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gcompose/gcompose/core/state"
@@ -58,7 +56,7 @@ func (s *Store) Load(ctx context.Context, app string) (*state.Document, error) {
 		d, err := s.load(ctx, app)
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			// etcd compacted the revision we read at: read again from the head.
-			return status.Error(codes.Unavailable, "revision compacted during load")
+			return fmt.Errorf("revision compacted during the load of %q: %w", app, errTryAgain)
 		}
 		doc = d
 		return err

@@ -9,8 +9,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/gcompose/gcompose/core/state"
 )
@@ -76,7 +74,7 @@ func (s *Store) Lock(ctx context.Context, app string, info state.LockInfo) (*sta
 		}
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
-			return status.Error(codes.Unavailable, "lock key vanished between compare and read") // try again
+			return fmt.Errorf("lock key %s vanished between compare and read: %w", key, errTryAgain)
 		}
 		if kvs[0].Lease == int64(lease) {
 			// An earlier attempt of ours committed before the connection broke.

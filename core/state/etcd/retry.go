@@ -9,13 +9,24 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/gcompose/gcompose/internal/backoff"
 )
 
+// errTryAgain marks an attempt that met the state moving under it (a
+// revision compacted during a load, a lock key gone between a compare and
+// its read): a fresh attempt resolves it. Wrap it with what moved:
+// fmt.Errorf("lock key %s vanished ...: %w", key, errTryAgain).
+var errTryAgain = errors.New("the state moved during the attempt")
+
 // retryable says whether err is etcd being unavailable for a moment (a
-// member stopped, no leader yet) rather than an answer.
+// member stopped, no leader yet) or errTryAgain, rather than an answer.
 func retryable(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, errTryAgain) {
+		return true
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true // the attempt's own timeout (the caller's is checked apart)
@@ -48,7 +59,6 @@ const attemptTimeout = 5 * time.Second
 // one attempt).
 func (s *Store) retryEach(ctx context.Context, what string, each time.Duration, op func(ctx context.Context, attempt int) error) error {
 	deadline := time.Now().Add(s.cfg.RetryTimeout)
-	delay := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, each)
 		err := op(actx, attempt)
@@ -61,14 +71,14 @@ func (s *Store) retryEach(ctx context.Context, what string, each time.Duration, 
 		}
 		s.stats.retries.Add(1)
 		s.log.Debug("etcd unavailable, retrying", "what", what, "attempt", attempt, "err", err)
-		t := time.NewTimer(delay)
+		// 50 ms, doubling, at most 1 s.
+		t := time.NewTimer(backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}.Delay(attempt, 0))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		case <-t.C:
 		}
-		delay = min(delay*2, time.Second)
 	}
 }
 

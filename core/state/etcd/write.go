@@ -67,30 +67,6 @@ func (s *Store) Stats() Stats {
 	}
 }
 
-// prepare validates changes and returns deep copies, puts stamped with now,
-// with the same rules as the other backends.
-func prepare(changes []state.Change, now time.Time) ([]state.Change, error) {
-	out := make([]state.Change, len(changes))
-	for i, ch := range changes {
-		switch {
-		case ch.Put != nil && ch.Delete != "":
-			return nil, fmt.Errorf("change %d: both put %q and delete %q", i, ch.Put.Name, ch.Delete)
-		case ch.Put != nil:
-			if ch.Put.Name == "" {
-				return nil, fmt.Errorf("change %d: put of a resource without a name", i)
-			}
-			r := ch.Put.Clone()
-			r.UpdatedAt = now
-			out[i] = state.Change{Put: r}
-		case ch.Delete != "":
-			out[i] = ch
-		default:
-			return nil, fmt.Errorf("change %d: empty (neither put nor delete)", i)
-		}
-	}
-	return out, nil
-}
-
 // ensureHead reads the head once per holder; afterwards this holder's own
 // writes keep it current (nobody else can write while the lock is held).
 func (s *Store) ensureHead(ctx context.Context, h *held) error {
@@ -220,7 +196,7 @@ func (s *Store) Apply(ctx context.Context, l *state.Lock, changes ...state.Chang
 		return err
 	}
 	now := time.Now().UTC()
-	prepared, err := prepare(changes, now)
+	prepared, err := state.PrepareChanges(changes, now)
 	if err != nil {
 		app := ""
 		if l != nil {
