@@ -198,16 +198,6 @@ func TestRentVMWithVPN(t *testing.T) {
 	if !strings.HasPrefix(string(raw), "HTTP/1.0 200") || !strings.HasSuffix(string(raw), "hello through the tunnel") {
 		t.Errorf("raw HTTP through the tunnel: %q", raw)
 	}
-	var conns []yagna.Connection
-	for i := 0; i < 40; i++ { // the server side ends shortly after the client closes
-		if conns, err = e.c.Connections(ctx, n.ID); err != nil || len(conns) == 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil || len(conns) != 0 {
-		t.Errorf("connections after close: %+v, %v", conns, err)
-	}
 	if _, err := e.c.DialTCPConn(ctx, n.ID, "10.213.9.99", 4001); !yagna.IsNotFound(err) {
 		t.Errorf("tunnel to an address nobody holds: %v, want 404", err)
 	}

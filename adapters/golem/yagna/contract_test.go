@@ -49,7 +49,7 @@ var (
 		"requestedFunds": "5", "availableFunds": "0", "reservedFunds": "0", "paymentPlatform": "erc20-holesky-tglm", "address": "0xr",
 		"requestBody": map[string]any{"totalAmount": "5", "makeDeposit": false},
 	}
-	network = yagna.Network{ID: "n1", IP: "192.168.0.0", Mask: "255.255.255.0", Gateway: ""}
+	network = yagna.Network{ID: "n1", IP: "192.168.0.0/24", Mask: "255.255.255.0", Gateway: "192.168.0.1"}
 )
 
 // problem is an answer sent as application/problem+json (RFC 7807), as yagna
@@ -222,13 +222,11 @@ func TestClientContract(t *testing.T) {
 		{"get network", 200, network, func(ctx context.Context) (any, error) { return c.GetNetwork(ctx, "n1") }, network, "/net-api/v1/net/n1", ""},
 		{"networks", 200, []yagna.Network{network}, func(ctx context.Context) (any, error) { return c.Networks(ctx) }, []yagna.Network{network}, "/net-api/v1/net", ""},
 		{"add address", 200, nil, func(ctx context.Context) (any, error) { return nil, c.AddAddress(ctx, "n1", "192.168.0.1") }, nil, "/net-api/v1/net/n1/addresses", `{"ip":"192.168.0.1"}`},
-		{"addresses", 200, []yagna.Address{{IP: "192.168.0.1"}}, func(ctx context.Context) (any, error) { return c.Addresses(ctx, "n1") }, []yagna.Address{{IP: "192.168.0.1"}}, "/net-api/v1/net/n1/addresses", ""},
+		{"addresses", 200, []yagna.Address{{IP: "192.168.0.1/24"}}, func(ctx context.Context) (any, error) { return c.Addresses(ctx, "n1") }, []yagna.Address{{IP: "192.168.0.1/24"}}, "/net-api/v1/net/n1/addresses", ""},
 		{"add node", 200, nil, func(ctx context.Context) (any, error) {
 			return nil, c.AddNode(ctx, "n1", yagna.Node{ID: "0xp", IP: "192.168.0.2"})
 		}, nil, "/net-api/v1/net/n1/nodes", `{"id":"0xp","ip":"192.168.0.2"}`},
 		{"nodes", 200, []yagna.Node{{ID: "0xp", IP: "192.168.0.2"}}, func(ctx context.Context) (any, error) { return c.Nodes(ctx, "n1") }, []yagna.Node{{ID: "0xp", IP: "192.168.0.2"}}, "/net-api/v1/net/n1/nodes", ""},
-		{"connections", 200, []yagna.Connection{{Protocol: 6, LocalIP: "192.168.0.1", LocalPort: 40000, RemoteIP: "192.168.0.2", RemotePort: 80}},
-			func(ctx context.Context) (any, error) { return c.Connections(ctx, "n1") }, nil, "/net-api/v1/net/n1/tcp", ""},
 
 		// activity
 		{"create activity", 201, yagna.CreateActivityResult{ActivityID: "act1"}, func(ctx context.Context) (any, error) { return c.CreateActivity(ctx, "a1") },

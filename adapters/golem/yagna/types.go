@@ -759,15 +759,6 @@ type Node struct {
 	IP string `json:"ip"`
 }
 
-// Connection is one of the requestor's TCP connections in a network.
-type Connection struct {
-	Protocol   int    `json:"protocol"`
-	LocalIP    string `json:"localIp"`
-	LocalPort  int    `json:"localPort"`
-	RemoteIP   string `json:"remoteIp"`
-	RemotePort int    `json:"remotePort"`
-}
-
 // ----- Identity and version (identity-api.yaml, version-api.yaml) -----
 
 // Identity is the answer of GET /me.
