@@ -339,6 +339,11 @@ func TestDebitNotes(t *testing.T) {
 			if due <= lastDue || due < 0.5 || dn.PreviousDebitNoteID != lastNote {
 				t.Errorf("debit note %s: due %s after %g (start price 0.5), previous %q want %q", dn.DebitNoteID, dn.TotalAmountDue, lastDue, dn.PreviousDebitNoteID, lastNote)
 			}
+			// As a provider sends it: an array of numbers in the order of the offer's usage vector
+			// (agent/provider/src/payments/payments.rs send_debit_note); the old devnet sent an object.
+			if len(dn.UsageCounterVector) != 2 || dn.UsageCounterVector[0] <= 0 || dn.UsageCounterVector[1] <= 0 {
+				t.Errorf("debit note %s: usageCounterVector %v, want [cpu_sec duration_sec] both > 0", dn.DebitNoteID, dn.UsageCounterVector)
+			}
 			lastDue, lastNote = due, dn.DebitNoteID
 			if err := e.c.AcceptDebitNote(ctx, dn.DebitNoteID, yagna.DebitNoteAcceptance{TotalAmountAccepted: dn.TotalAmountDue, AllocationID: neg.alloc.AllocationID}, 5*time.Second); err != nil {
 				t.Fatalf("AcceptDebitNote: %v", err)
@@ -352,6 +357,12 @@ func TestDebitNotes(t *testing.T) {
 	ag, err := e.c.GetAgreement(ctx, neg.agreement)
 	if err != nil || ag.State != yagna.AgreementApproved {
 		t.Fatalf("agreement after accepting debit notes: %s, %v", ag.State, err)
+	}
+	// The offer as a real provider publishes it: the usage vector in its preset's BTreeMap order
+	// (agent/provider/src/config/presets.rs), the coefficients in that order and the start price last
+	// (payments/pricing.rs LinearPricingOffer::build); configured as [per duration s, per CPU s, start].
+	if v, c := fmt.Sprint(ag.Offer.Properties["golem.com.usage.vector"]), fmt.Sprint(ag.Offer.Properties["golem.com.pricing.model.linear.coeffs"]); v != "[golem.usage.cpu_sec golem.usage.duration_sec]" || c != "[0.02 0.01 0.5]" {
+		t.Errorf("offer usage vector %s, coeffs %s; want [golem.usage.cpu_sec golem.usage.duration_sec], [0.02 0.01 0.5]", v, c)
 	}
 	alloc, err := e.c.GetAllocation(ctx, neg.alloc.AllocationID)
 	if err != nil || alloc.SpentAmount == "0" {

@@ -139,9 +139,12 @@ func (s *Server) initProviders() error {
 				"golem.srv.caps.multi-activity":         true,
 				"golem.activity.caps.transfer.protocol": []any{},
 				"golem.com.pricing.model":               "linear",
-				"golem.com.pricing.model.linear.coeffs": []any{pc.Coeffs[0], pc.Coeffs[1], pc.Coeffs[2]},
-				"golem.com.usage.vector":                []any{"golem.usage.duration_sec", "golem.usage.cpu_sec"},
-				"golem.com.scheme":                      "payu",
+				// As a real provider publishes them: the usage vector in the order of its preset's
+				// usage_coeffs, a BTreeMap (agent/provider/src/config/presets.rs Preset), so cpu_sec before
+				// duration_sec, and the start price last (payments/pricing.rs LinearPricingOffer::build).
+				propPriceCoeffs:          offerCoeffs(pc.Coeffs),
+				"golem.com.usage.vector": []any{"golem.usage.cpu_sec", "golem.usage.duration_sec"},
+				"golem.com.scheme":       "payu",
 				// What the negotiator components put in the offer (fill_template of
 				// builtin/expiration.rs, note_interval.rs, payment_timeout.rs).
 				propNoteInterval:                     math.Round(s.cfg.DebitNoteInterval.Seconds()),
@@ -342,6 +345,11 @@ func (s *Server) subscribeDemand(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, d.id)
 }
 
+// offerCoeffs turns the configured coefficients (per duration second, per CPU second, start) into the
+// offer's golem.com.pricing.model.linear.coeffs, in the order of its usage vector (cpu_sec,
+// duration_sec) and the start price last.
+func offerCoeffs(c []float64) []any { return []any{c[1], c[0], c[2]} }
+
 // proposeLocked sends d an Initial proposal from p's offer if they match both ways.
 func (s *Server) proposeLocked(p *provider, d *demand) {
 	if d.unsubscribed || p.offline != 0 || !s.matches(p, d.props, d.constraints) {
@@ -351,11 +359,11 @@ func (s *Server) proposeLocked(p *provider, d *demand) {
 	if len(p.cfg.PriceStep) == 3 {
 		// This offer's price: the base plus one step per offer made before.
 		props = maps.Clone(p.props)
-		c := make([]any, 3)
+		c := make([]float64, 3)
 		for i := range c {
 			c[i] = p.cfg.Coeffs[i] + float64(p.offers)*p.cfg.PriceStep[i]
 		}
-		props[propPriceCoeffs] = c
+		props[propPriceCoeffs] = offerCoeffs(c)
 	}
 	p.offers++
 	p.lastProps = props

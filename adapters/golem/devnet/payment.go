@@ -665,7 +665,14 @@ func (s *Server) bill(act *activity, now time.Time) *ratAmount {
 	f, _ := due.r.Float64()
 	due, _ = parseAmount(fmt.Sprintf("%.9f", f))
 	act.due = due
-	act.usage = []float64{secs, secs}
+	// The usage in the order of the offer's vector (the VM keeps one thread busy: as many CPU seconds as
+	// seconds).
+	act.usage = make([]float64, len(vector))
+	for i, name := range vector {
+		if name == "golem.usage.duration_sec" || name == "golem.usage.cpu_sec" {
+			act.usage[i] = secs
+		}
+	}
 	return due
 }
 
@@ -712,13 +719,12 @@ func (s *Server) issueInvoiceLocked(a *agreement) {
 	s.invEvents = append(s.invEvents, paymentEvent{EventType: "InvoiceReceivedEvent", EventDate: i.created, InvoiceID: i.id})
 }
 
-// usageVector names the usage counters (golem.com.usage.vector of the offer); the spec types it as an object.
-func usageVector(u []float64) map[string]float64 {
-	out := map[string]float64{}
-	for i, k := range []string{"golem.usage.duration_sec", "golem.usage.cpu_sec"} {
-		if i < len(u) {
-			out[k] = u[i]
-		}
+// usageVector is a debit note's usageCounterVector as a provider sends it: an array of numbers in the
+// order of the offer's golem.com.usage.vector (agent/provider/src/payments/payments.rs send_debit_note:
+// json!(cost_info.usage), a Vec<f64>).
+func usageVector(u []float64) []float64 {
+	if u == nil {
+		return []float64{}
 	}
-	return out
+	return u
 }

@@ -192,7 +192,23 @@ func Load(fsys fs.FS) (*Spec, error) {
 //     included, which the spec leaves without.
 //   - GET /net/{networkId}/tcp (getConnections) does not exist: vpn_web_scope
 //     registers no such route, only the websocket /tcp/{ip}/{port}.
+//
+// payment-api.yaml types DebitNote.usageCounterVector as an object; a
+// provider sends an array of numbers, one per counter of the offer's
+// golem.com.usage.vector (agent/provider/src/payments/payments.rs
+// send_debit_note: json!(cost_info.usage), a Vec<f64>).
 func errata(raw map[string]map[string]any) {
+	if pc, ok := raw["payment-api.yaml"]["components"].(map[string]any); ok {
+		if ps, ok := pc["schemas"].(map[string]any); ok {
+			if dn, ok := ps["DebitNote"].(map[string]any); ok {
+				if props, ok := dn["properties"].(map[string]any); ok {
+					if _, ok := props["usageCounterVector"]; ok {
+						props["usageCounterVector"] = map[string]any{"type": "array", "items": map[string]any{"type": "number"}}
+					}
+				}
+			}
+		}
+	}
 	if paths, ok := raw["net-api.yaml"]["paths"].(map[string]any); ok {
 		delete(paths, "/net/{networkId}/tcp")
 		for tmpl, p := range paths {

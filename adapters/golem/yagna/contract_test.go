@@ -221,9 +221,9 @@ func TestClientContract(t *testing.T) {
 		}, network, "/net-api/v1/net", `{"ip":"192.168.0.0","mask":"255.255.255.0"}`},
 		{"get network", 200, network, func(ctx context.Context) (any, error) { return c.GetNetwork(ctx, "n1") }, network, "/net-api/v1/net/n1", ""},
 		{"networks", 200, []yagna.Network{network}, func(ctx context.Context) (any, error) { return c.Networks(ctx) }, []yagna.Network{network}, "/net-api/v1/net", ""},
-		{"add address", 200, nil, func(ctx context.Context) (any, error) { return nil, c.AddAddress(ctx, "n1", "192.168.0.1") }, nil, "/net-api/v1/net/n1/addresses", `{"ip":"192.168.0.1"}`},
+		{"add address", 200, json.RawMessage("null"), func(ctx context.Context) (any, error) { return nil, c.AddAddress(ctx, "n1", "192.168.0.1") }, nil, "/net-api/v1/net/n1/addresses", `{"ip":"192.168.0.1"}`},
 		{"addresses", 200, []yagna.Address{{IP: "192.168.0.1/24"}}, func(ctx context.Context) (any, error) { return c.Addresses(ctx, "n1") }, []yagna.Address{{IP: "192.168.0.1/24"}}, "/net-api/v1/net/n1/addresses", ""},
-		{"add node", 200, nil, func(ctx context.Context) (any, error) {
+		{"add node", 200, json.RawMessage("null"), func(ctx context.Context) (any, error) {
 			return nil, c.AddNode(ctx, "n1", yagna.Node{ID: "0xp", IP: "192.168.0.2"})
 		}, nil, "/net-api/v1/net/n1/nodes", `{"id":"0xp","ip":"192.168.0.2"}`},
 		{"nodes", 200, []yagna.Node{{ID: "0xp", IP: "192.168.0.2"}}, func(ctx context.Context) (any, error) { return c.Nodes(ctx, "n1") }, []yagna.Node{{ID: "0xp", IP: "192.168.0.2"}}, "/net-api/v1/net/n1/nodes", ""},
@@ -285,7 +285,7 @@ func TestClientContract(t *testing.T) {
 
 		// the usual errors, with {"message"} bodies
 		{"delete gone network", 404, yagna.ErrorMessage{Message: "network not found"}, func(ctx context.Context) (any, error) { return nil, c.DeleteNetwork(ctx, "n1") }, nil, "/net-api/v1/net/n1", ""},
-		{"remove node", 200, nil, func(ctx context.Context) (any, error) { return nil, c.RemoveNode(ctx, "n1", "0xp") }, nil, "/net-api/v1/net/n1/nodes/0xp", ""},
+		{"remove node", 200, json.RawMessage("null"), func(ctx context.Context) (any, error) { return nil, c.RemoveNode(ctx, "n1", "0xp") }, nil, "/net-api/v1/net/n1/nodes/0xp", ""},
 		{"agreement from an Initial proposal", 409, yagna.ErrorMessage{Message: "proposal not negotiated"}, func(ctx context.Context) (any, error) { return c.CreateAgreement(ctx, "p1", t1) }, nil, "/market-api/v1/agreements", ""},
 		{"wait times out", 408, yagna.ErrorMessage{Message: "timeout"}, func(ctx context.Context) (any, error) { return nil, c.WaitForApproval(ctx, "a1", 0) }, nil, "/market-api/v1/agreements/a1/wait?timeout=0", ""},
 		{"terminate twice", 410, yagna.ErrorMessage{Message: "Terminated"}, func(ctx context.Context) (any, error) { return nil, c.TerminateAgreement(ctx, "a1", nil) }, nil, "/market-api/v1/agreements/a1/terminate", ""},

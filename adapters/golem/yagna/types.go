@@ -637,20 +637,41 @@ const (
 
 // DebitNote is the answer of getDebitNote.
 type DebitNote struct {
-	DebitNoteID         string         `json:"debitNoteId"`
-	IssuerID            string         `json:"issuerId"`
-	RecipientID         string         `json:"recipientId"`
-	PayeeAddr           string         `json:"payeeAddr"`
-	PayerAddr           string         `json:"payerAddr"`
-	PaymentPlatform     string         `json:"paymentPlatform"`
-	PreviousDebitNoteID string         `json:"previousDebitNoteId,omitempty"`
-	Timestamp           time.Time      `json:"timestamp"`
-	AgreementID         string         `json:"agreementId"`
-	ActivityID          string         `json:"activityId"`
-	TotalAmountDue      string         `json:"totalAmountDue"`
-	UsageCounterVector  map[string]any `json:"usageCounterVector,omitempty"`
-	PaymentDueDate      *time.Time     `json:"paymentDueDate,omitempty"`
-	Status              InvoiceStatus  `json:"status"`
+	DebitNoteID         string        `json:"debitNoteId"`
+	IssuerID            string        `json:"issuerId"`
+	RecipientID         string        `json:"recipientId"`
+	PayeeAddr           string        `json:"payeeAddr"`
+	PayerAddr           string        `json:"payerAddr"`
+	PaymentPlatform     string        `json:"paymentPlatform"`
+	PreviousDebitNoteID string        `json:"previousDebitNoteId,omitempty"`
+	Timestamp           time.Time     `json:"timestamp"`
+	AgreementID         string        `json:"agreementId"`
+	ActivityID          string        `json:"activityId"`
+	TotalAmountDue      string        `json:"totalAmountDue"`
+	UsageCounterVector  UsageVector   `json:"usageCounterVector,omitempty"`
+	PaymentDueDate      *time.Time    `json:"paymentDueDate,omitempty"`
+	Status              InvoiceStatus `json:"status"`
+}
+
+// UsageVector is a debit note's usageCounterVector: the provider's usage as
+// a JSON array of numbers, one per counter of the agreed offer's
+// golem.com.usage.vector, in that order (agent/provider/src/payments/payments.rs
+// send_debit_note: usage_counter_vector: Some(json!(cost_info.usage)), a
+// Vec<f64>). ya-client-model types it as any JSON value
+// (model/src/payment/debit_note.rs, Option<serde_json::Value>), so another
+// shape decodes to nil rather than failing the whole note: the keeper needs
+// the note's id and amount, not its usage.
+type UsageVector []float64
+
+// UnmarshalJSON reads an array of numbers; null or any other shape is nil.
+func (u *UsageVector) UnmarshalJSON(b []byte) error {
+	var v []float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		*u = nil
+		return nil
+	}
+	*u = v
+	return nil
 }
 
 // Invoice is the answer of getInvoice.
