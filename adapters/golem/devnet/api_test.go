@@ -114,8 +114,9 @@ func TestMarketNegotiation(t *testing.T) {
 	if _, err := e.c.GetProposal(ctx, sub, second.ProposalID); !yagna.IsGone(err) {
 		t.Errorf("GetProposal of a rejected one: %v, want 410", err)
 	}
-	if _, err := e.c.CreateAgreement(ctx, initial.ProposalID, time.Now().Add(time.Hour)); !yagna.IsConflict(err) {
-		t.Errorf("agreement from an Initial proposal: %v, want 409", err)
+	// core/market/src/negotiation/requestor.rs create_agreement: AgreementError::NoNegotiations → 400.
+	if _, err := e.c.CreateAgreement(ctx, initial.ProposalID, time.Now().Add(time.Hour)); yagna.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("agreement from an Initial proposal: %v, want 400", err)
 	}
 	counter, err := e.c.CounterProposal(ctx, sub, initial.ProposalID, demand)
 	if err != nil {
@@ -133,11 +134,13 @@ func TestMarketNegotiation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateAgreement: %v", err)
 	}
-	if _, err := e.c.CreateAgreement(ctx, draft.ProposalID, time.Now().Add(time.Hour)); !yagna.IsGone(err) {
-		t.Errorf("second agreement from the same proposal: %v, want 410", err)
+	// AgreementError::ProposalAlreadyAccepted → 409; WaitForApprovalError::NotConfirmed → 400
+	// (core/market/src/rest_api/error.rs).
+	if _, err := e.c.CreateAgreement(ctx, draft.ProposalID, time.Now().Add(time.Hour)); !yagna.IsConflict(err) {
+		t.Errorf("second agreement from the same proposal: %v, want 409", err)
 	}
-	if err := e.c.WaitForApproval(ctx, ag, 100*time.Millisecond); !yagna.IsConflict(err) {
-		t.Errorf("wait before confirm: %v, want 409", err)
+	if err := e.c.WaitForApproval(ctx, ag, 100*time.Millisecond); yagna.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("wait before confirm: %v, want 400", err)
 	}
 	if err := e.c.ConfirmAgreement(ctx, ag, ""); err != nil {
 		t.Fatalf("ConfirmAgreement: %v", err)
@@ -159,8 +162,9 @@ func TestMarketNegotiation(t *testing.T) {
 	if err := e.c.TerminateAgreement(ctx, ag, yagna.TerminationReason("done")); !yagna.IsGone(err) {
 		t.Errorf("second terminate: %v, want 410", err)
 	}
-	if err := e.c.WaitForApproval(ctx, ag, time.Second); !yagna.IsGone(err) {
-		t.Errorf("wait on a terminated agreement: %v, want 410", err)
+	// WaitForApprovalError::Terminated → 400.
+	if err := e.c.WaitForApproval(ctx, ag, time.Second); yagna.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("wait on a terminated agreement: %v, want 400", err)
 	}
 	ievs, err := e.c.InvoiceEvents(ctx, 2*time.Second, time.Time{}, 10)
 	if err != nil || len(ievs) != 1 || ievs[0].EventType != "InvoiceReceivedEvent" {
@@ -216,9 +220,13 @@ func TestMarketNegotiation(t *testing.T) {
 	if err := e.c.ReleaseAllocation(ctx, alloc.AllocationID); err != nil {
 		t.Fatal(err)
 	}
-	// yagna's get_allocation answers 410 for a released one (core/payment/src/api/allocations/mod.rs).
-	if _, err := e.c.GetAllocation(ctx, alloc.AllocationID); !yagna.IsGone(err) {
-		t.Errorf("released allocation: %v, want 410", err)
+	// yagna answers 404 {"message":null} for a released allocation (AllocationDao::get filters released
+	// ones out: core/payment/src/dao/allocation.rs), and 410 to a second release (AllocationDao::release).
+	if code, body := e.raw(http.MethodGet, "/payment-api/v1/allocations/"+alloc.AllocationID, testKey, nil); code != http.StatusNotFound || string(bytes.TrimSpace(body)) != `{"message":null}` {
+		t.Errorf("GET of a released allocation = %d %s, want 404 {\"message\":null}", code, body)
+	}
+	if err := e.c.ReleaseAllocation(ctx, alloc.AllocationID); !yagna.IsGone(err) {
+		t.Errorf("second release: %v, want 410", err)
 	}
 }
 

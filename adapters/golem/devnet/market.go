@@ -535,7 +535,7 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 		d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: answer.created, Proposal: s.proposalJSON(answer)})
 	}
 	s.notify()
-	writeJSON(w, http.StatusCreated, counter.id)
+	writeJSON(w, http.StatusOK, counter.id) // 200, as yagna (core/market/src/rest_api/requestor.rs counter_proposal)
 }
 
 func (s *Server) rejectProposal(w http.ResponseWriter, r *http.Request) {
@@ -582,16 +582,24 @@ func (s *Server) createAgreement(w http.ResponseWriter, r *http.Request) {
 	}
 	switch p.state {
 	case "Initial":
-		writeError(w, http.StatusConflict, "proposal %s not negotiated yet (in Initial state): send a counter-proposal first", p.id)
+		// 400 AgreementError::NoNegotiations (core/market/src/negotiation/requestor.rs create_agreement,
+		// rest_api/error.rs).
+		writeError(w, http.StatusBadRequest, "Can't create Agreement for Proposal [%s]. No negotiation with Provider took place. (You should counter Proposal at least one time)", p.id)
 		return
-	case "Rejected", "Expired", "Accepted":
+	case "Accepted":
+		writeError(w, http.StatusConflict, "Can't create second Agreement for Proposal [%s].", p.id) // AgreementError::ProposalAlreadyAccepted
+		return
+	case "Rejected":
+		writeError(w, http.StatusBadRequest, "Can't create Agreement for rejected Proposal [%s].", p.id) // AgreementError::ProposalRejected
+		return
+	case "Expired":
 		writeError(w, http.StatusGone, "proposal %s is %s", p.id, p.state)
 		return
 	}
 	d := s.demands[p.demandID]
 	counter := s.proposals[p.prevID]
 	if counter == nil {
-		writeError(w, http.StatusConflict, "proposal %s does not answer a counter-proposal", p.id)
+		writeError(w, http.StatusBadRequest, "Can't create Agreement for Proposal [%s]. No negotiation with Provider took place. (You should counter Proposal at least one time)", p.id)
 		return
 	}
 	p.state = "Accepted"
@@ -601,7 +609,7 @@ func (s *Server) createAgreement(w http.ResponseWriter, r *http.Request) {
 	a.terms = termsOf(counter.props, p.props, terms{acceptTimeout: p.provider.cfg.DebitNoteAcceptTimeout.Duration, noteInterval: s.cfg.DebitNoteInterval.Duration}, s.cfg.Relax.PaymentTerms)
 	s.agreements[a.id] = a
 	s.notify()
-	writeJSON(w, http.StatusCreated, a.id)
+	writeJSON(w, http.StatusOK, a.id) // 200, as yagna (core/market/src/rest_api/requestor.rs create_agreement)
 }
 
 // choosePlatform picks the payment platform: golem.com.payment.chosen-platform, else the first platform of
@@ -687,11 +695,11 @@ func (s *Server) listAgreements(w http.ResponseWriter, r *http.Request) {
 	sort.Slice(list, func(i, j int) bool { return list[i].created.Before(list[j].created) })
 	out := []map[string]any{}
 	for _, a := range list {
-		// yagna's AgreementListEntry (ya-client-model market/agreement.rs); the spec's declared names
-		// differ (adapters/golem/openapi errata).
-		e := map[string]any{"id": a.id, "creationTs": a.created, "approveTs": nil, "role": "Requestor"}
+		// yagna's AgreementListEntry: id, timestamp, approvedDate (null until approved), role (ya-client-model
+		// model/src/market/agreement.rs at the rev yagna pins; core/market/src/market.rs list_agreements).
+		e := map[string]any{"id": a.id, "timestamp": a.created, "approvedDate": nil, "role": "Requestor"}
 		if !a.approved.IsZero() {
-			e["approveTs"] = a.approved
+			e["approvedDate"] = a.approved
 		}
 		out = append(out, e)
 	}
@@ -793,8 +801,12 @@ func (s *Server) waitForApproval(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case "Pending":
 		writeError(w, http.StatusRequestTimeout, "agreement %s not approved within %s", id, timeout)
+	// core/market/src/negotiation/requestor.rs wait_for_approval, rest_api/error.rs WaitForApprovalError:
+	// Proposal (not confirmed) and Terminated are 400; Expired, Rejected and Cancelled 410.
 	case "Proposal":
-		writeError(w, http.StatusConflict, "agreement %s not confirmed yet", id)
+		writeError(w, http.StatusBadRequest, "Agreement [%s] should be confirmed, before waiting for approval.", id)
+	case "Terminated":
+		writeError(w, http.StatusBadRequest, "Agreement [%s] terminated.", id)
 	default:
 		writeError(w, http.StatusGone, "%s", state)
 	}
@@ -830,7 +842,7 @@ func (s *Server) cancelAgreement(w http.ResponseWriter, r *http.Request) {
 	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementCancelledEvent", EventDate: s.now(), AgreementID: a.id, Reason: reason})
 	s.providerFreedLocked(a.provider)
 	s.notify()
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(http.StatusOK) // as yagna: HttpResponse::Ok().finish() (core/market/src/rest_api/requestor.rs cancel_agreement)
 }
 
 func (s *Server) terminateAgreement(w http.ResponseWriter, r *http.Request) {
@@ -876,7 +888,7 @@ func (s *Server) terminateAgreement(w http.ResponseWriter, r *http.Request) {
 	containers := s.terminateLocked(a, byRequestor, reason)
 	s.mu.Unlock()
 	s.removeContainers(r.Context(), containers)
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(http.StatusOK) // as yagna: HttpResponse::Ok().finish() (core/market/src/rest_api/common.rs terminate_agreement)
 }
 
 // terminateLocked ends an approved agreement: its activities become Terminated, the provider issues the

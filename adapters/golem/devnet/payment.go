@@ -58,6 +58,7 @@ type allocation struct {
 	id, address, platform string
 	total, spent          *ratAmount
 	created               time.Time
+	updated               time.Time // zero until amended
 	// timeout is when yagna releases the allocation by itself (schedule_release_allocation,
 	// core/payment/src/api/allocations/mod.rs).
 	timeout     time.Time
@@ -302,6 +303,11 @@ func (s *Server) allocationJSON(a *allocation) map[string]any {
 		"allocationId": a.id, "address": a.address, "paymentPlatform": a.platform,
 		"totalAmount": a.total.String(), "spentAmount": a.spent.String(), "remainingAmount": a.total.sub(a.spent).String(),
 		"timestamp": a.created, "makeDeposit": a.makeDeposit,
+		// As yagna's Allocation (ya-client-model model/src/payment/allocation.rs created_ts, updated_ts).
+		"createdTs": a.created, "updatedTs": a.created,
+	}
+	if !a.updated.IsZero() {
+		out["updatedTs"] = a.updated
 	}
 	// Given to the nanosecond, as yagna keeps it.
 	out["timeout"] = a.timeout
@@ -331,9 +337,11 @@ func (s *Server) getAllocation(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id := r.PathValue("id"); s.released[id] {
-		// yagna's get_allocation answers 410 for a released one (core/payment/src/api/allocations/mod.rs).
-		w.Header().Set(BeyondSpecHeader, "yagna answers 410 for a released allocation; the spec lists no 410")
-		writeError(w, http.StatusGone, "Allocation %s has been already released", id)
+		// yagna answers 404 {"message":null} for a released allocation: AllocationDao::get filters
+		// released ones out (core/payment/src/dao/allocation.rs, .filter(released.eq(false))), so
+		// get_allocation's AllocationStatus::Gone → 410 is never reached and NotFound gives
+		// response::not_found() (core/payment/src/utils.rs, ErrorMessage { message: None }).
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": nil})
 		return
 	}
 	if a, ok := s.allocationOr404(w, r.PathValue("id")); ok {
@@ -378,6 +386,7 @@ func (s *Server) amendAllocation(w http.ResponseWriter, r *http.Request) {
 		}
 		a.timeout = body.Timeout.UTC()
 	}
+	a.updated = s.now()
 	writeJSON(w, http.StatusOK, s.allocationJSON(a))
 }
 
@@ -396,6 +405,13 @@ func (s *Server) releaseExpiredLocked(now time.Time) {
 func (s *Server) releaseAllocation(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if id := r.PathValue("id"); s.released[id] {
+		// AllocationDao::release does not filter released ones: a second release is 410 (release_allocation,
+		// AllocationReleaseStatus::Gone, core/payment/src/api/allocations/mod.rs).
+		w.Header().Set(BeyondSpecHeader, "yagna answers 410 to the release of a released allocation; the spec lists no 410")
+		writeError(w, http.StatusGone, "Allocation %s has been already released", id)
+		return
+	}
 	if a, ok := s.allocationOr404(w, r.PathValue("id")); ok {
 		delete(s.allocations, a.id)
 		s.released[a.id] = true
@@ -499,13 +515,10 @@ func (s *Server) settle(w http.ResponseWriter, a *agreement, body acceptance, ow
 	}
 	alloc, ok := s.allocations[body.AllocationID]
 	if !ok {
-		// core/payment/src/api/debit_notes.rs: AllocationStatus::Gone → 410, NotFound → 400.
-		if s.released[body.AllocationID] {
-			w.Header().Set(BeyondSpecHeader, "yagna answers 410 for a released allocation; the spec lists no 410")
-			writeError(w, http.StatusGone, "Allocation %s has been already released", body.AllocationID)
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "allocation %q not found", body.AllocationID)
+		// core/payment/src/api/debit_notes.rs (and invoices.rs): AllocationStatus::NotFound → 400
+		// "Allocation {id} not found", a released one included: AllocationDao::get filters released
+		// ones out (core/payment/src/dao/allocation.rs), so its Gone → 410 is never reached.
+		writeError(w, http.StatusBadRequest, "Allocation %s not found", body.AllocationID)
 		return false
 	}
 	delta := amt.sub(a.accepted)

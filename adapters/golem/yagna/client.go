@@ -446,6 +446,11 @@ func errorMessage(data []byte) (string, *Problem) {
 		if msg, ok := m["message"].(string); ok && msg != "" {
 			return msg, nil
 		}
+		// {"message":null}: yagna's ErrorMessage with no message (the payment API's
+		// response::not_found(), core/payment/src/utils.rs); the status says it all.
+		if v, ok := m["message"]; ok && v == nil && len(m) == 1 {
+			return "", nil
+		}
 		if p := problemOf(m); p != nil {
 			if p.Detail != "" {
 				return p.Detail, p

@@ -177,7 +177,7 @@ func TestClientContract(t *testing.T) {
 				{EventType: yagna.EventProposal, EventDate: t0, Proposal: &draft},
 			}, "/market-api/v1/demands/sub1/events?maxEvents=10&timeout=2.5", ""},
 		{"get proposal", 200, draft, func(ctx context.Context) (any, error) { return c.GetProposal(ctx, "sub1", "p2") }, draft, "/market-api/v1/demands/sub1/proposals/p2", ""},
-		{"counter proposal", 201, "c1", func(ctx context.Context) (any, error) {
+		{"counter proposal", 200, "c1", func(ctx context.Context) (any, error) {
 			return c.CounterProposal(ctx, "sub1", "p1", yagna.DemandOfferBase{Properties: map[string]any{"golem.com.payment.chosen-platform": "erc20-holesky-tglm"}, Constraints: "()"})
 		}, "c1", "/market-api/v1/demands/sub1/proposals/p1", `{"properties":{"golem.com.payment.chosen-platform":"erc20-holesky-tglm"},"constraints":"()"}`},
 		{"reject proposal", 204, nil, func(ctx context.Context) (any, error) {
@@ -185,19 +185,19 @@ func TestClientContract(t *testing.T) {
 		}, nil, "/market-api/v1/demands/sub1/proposals/p1/reject", `{"message":"too expensive"}`},
 		{"reject proposal without reason", 204, nil, func(ctx context.Context) (any, error) { return nil, c.RejectProposal(ctx, "sub1", "p1", nil) },
 			nil, "/market-api/v1/demands/sub1/proposals/p1/reject", ""},
-		{"create agreement", 201, "a1", func(ctx context.Context) (any, error) { return c.CreateAgreement(ctx, "p2", t1) },
+		{"create agreement", 200, "a1", func(ctx context.Context) (any, error) { return c.CreateAgreement(ctx, "p2", t1) },
 			"a1", "/market-api/v1/agreements", `{"proposalId":"p2","validTo":"2026-11-22T11:00:00Z"}`},
 		{"confirm agreement", 204, nil, func(ctx context.Context) (any, error) { return nil, c.ConfirmAgreement(ctx, "a1", "") }, nil, "/market-api/v1/agreements/a1/confirm", ""},
 		{"confirm agreement with session", 204, nil, func(ctx context.Context) (any, error) { return nil, c.ConfirmAgreement(ctx, "a1", "app-1") }, nil, "/market-api/v1/agreements/a1/confirm?appSessionId=app-1", ""},
 		{"wait for approval", 204, nil, func(ctx context.Context) (any, error) { return nil, c.WaitForApproval(ctx, "a1", 15*time.Second) }, nil, "/market-api/v1/agreements/a1/wait?timeout=15", ""},
 		{"get agreement", 200, agr, func(ctx context.Context) (any, error) { return c.GetAgreement(ctx, "a1") }, agr, "/market-api/v1/agreements/a1", ""},
-		{"list agreements of a session", 200, []yagna.AgreementListEntry{{ID: "a1", CreationTS: t0, ApproveTS: &t0, Role: "Requestor"}},
+		{"list agreements of a session", 200, []yagna.AgreementListEntry{{ID: "a1", Timestamp: t0, ApprovedDate: &t0, Role: "Requestor"}},
 			func(ctx context.Context) (any, error) {
 				return c.ListAgreements(ctx, "gcompose/app", yagna.AgreementApproved)
 			},
-			[]yagna.AgreementListEntry{{ID: "a1", CreationTS: t0, ApproveTS: &t0, Role: "Requestor"}}, "/market-api/v1/agreements?appSessionId=gcompose%2Fapp&state=Approved", ""},
-		{"cancel agreement", 204, nil, func(ctx context.Context) (any, error) { return nil, c.CancelAgreement(ctx, "a1", nil) }, nil, "/market-api/v1/agreements/a1/cancel", ""},
-		{"terminate agreement", 204, nil, func(ctx context.Context) (any, error) {
+			[]yagna.AgreementListEntry{{ID: "a1", Timestamp: t0, ApprovedDate: &t0, Role: "Requestor"}}, "/market-api/v1/agreements?appSessionId=gcompose%2Fapp&state=Approved", ""},
+		{"cancel agreement", 200, nil, func(ctx context.Context) (any, error) { return nil, c.CancelAgreement(ctx, "a1", nil) }, nil, "/market-api/v1/agreements/a1/cancel", ""},
+		{"terminate agreement", 200, nil, func(ctx context.Context) (any, error) {
 			return nil, c.TerminateAgreement(ctx, "a1", yagna.TerminationReason("done"))
 		}, nil, "/market-api/v1/agreements/a1/terminate", `{"golem.requestor.code":"Success","message":"done"}`},
 		{"agreement events", 200, []yagna.AgreementOperationEvent{

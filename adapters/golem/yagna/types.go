@@ -215,15 +215,15 @@ type AgreementEvent struct {
 	Agreement Agreement `json:"agreement"`
 }
 
-// AgreementListEntry is one entry of listAgreements. The spec requires id,
-// creationTs, approveTs and role but declares id, timestamp, approvedDate and
-// role; yagna answers the required names (ya-client-model
-// market/agreement.rs AgreementListEntry), which are read here.
+// AgreementListEntry is one entry of listAgreements, as yagna serializes it:
+// id, timestamp, approvedDate (null until approved) and role (ya-client-model
+// model/src/market/agreement.rs AgreementListEntry at the rev yagna pins,
+// b4bf2aa, camelCase; built in core/market/src/market.rs list_agreements).
 type AgreementListEntry struct {
-	ID         string     `json:"id"`
-	CreationTS time.Time  `json:"creationTs"`
-	ApproveTS  *time.Time `json:"approveTs"`
-	Role       string     `json:"role"`
+	ID           string     `json:"id"`
+	Timestamp    time.Time  `json:"timestamp"`
+	ApprovedDate *time.Time `json:"approvedDate"`
+	Role         string     `json:"role"`
 }
 
 // AgreementProposal is the body of createAgreement.
@@ -583,6 +583,11 @@ type NewAllocation struct {
 	MakeDeposit     bool             `json:"makeDeposit"`
 	ExtendTimeout   *int64           `json:"extendTimeout,omitempty"`
 	Deposit         *Deposit         `json:"deposit,omitempty"`
+	// CreatedTS and UpdatedTS are in every allocation yagna answers
+	// (ya-client-model model/src/payment/allocation.rs Allocation created_ts,
+	// updated_ts at the rev yagna pins); the spec leaves them out.
+	CreatedTS *time.Time `json:"createdTs,omitempty"`
+	UpdatedTS *time.Time `json:"updatedTs,omitempty"`
 }
 
 // Allocation is the answer of createAllocation / getAllocation.
@@ -598,6 +603,11 @@ type Allocation struct {
 	MakeDeposit     bool             `json:"makeDeposit"`
 	ExtendTimeout   *int64           `json:"extendTimeout,omitempty"`
 	Deposit         *Deposit         `json:"deposit,omitempty"`
+	// CreatedTS and UpdatedTS are in every allocation yagna answers
+	// (ya-client-model model/src/payment/allocation.rs Allocation created_ts,
+	// updated_ts at the rev yagna pins); the spec leaves them out.
+	CreatedTS *time.Time `json:"createdTs,omitempty"`
+	UpdatedTS *time.Time `json:"updatedTs,omitempty"`
 }
 
 // AllocationUpdate is the body of amendAllocation.
