@@ -180,11 +180,20 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 		batches: map[string]*batch{}, nets: map[string]string{}, ctx: ctx, cancel: cancel}
 	s.activities[act.id] = act
 	s.notify()
-	writeJSON(w, http.StatusCreated, map[string]any{"activityId": act.id})
+	// 200, as yagna (core/activity/src/requestor/control.rs create_activity), in the request's shape.
+	writeJSON(w, http.StatusOK, map[string]any{"activityId": act.id})
 }
 
+// activityOr404 is the activity id, or answers as yagna does for an id it does not know: 500 "DAO error:
+// Not found: agreement id for activity: <id>" (every /activity/{id}... call first looks up the activity's
+// agreement: core/activity/src/dao/activity.rs get_agreement_id → DaoError::NotFound, Error::Dao → 500 in
+// core/activity/src/error.rs), not 404. The caller holds s.mu.
 func (s *Server) activityOr404(w http.ResponseWriter, id string) (*activity, bool) {
-	return find(w, s.activities, "activity", id)
+	act, ok := s.activities[id]
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "DAO error: Not found: agreement id for activity: %s", id)
+	}
+	return act, ok
 }
 
 func (s *Server) destroyActivity(w http.ResponseWriter, r *http.Request) {
@@ -210,7 +219,7 @@ func (s *Server) destroyActivity(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	w.WriteHeader(http.StatusOK)
+	writeNull(w) // 200 null, as yagna (core/activity/src/requestor/control.rs destroy_activity)
 }
 
 // refreshLiveness turns an activity whose container died into Terminated.

@@ -177,6 +177,10 @@ func Load(fsys fs.FS) (*Spec, error) {
 // AgreementListEntry at the pinned b4bf2aa, camelCase, no skip; built in
 // core/market/src/market.rs list_agreements).
 //
+// activity-api.yaml: createActivity answers 200, not 201, and DestroyActivity
+// 200 with the body null (core/activity/src/requestor/control.rs
+// create_activity, destroy_activity: web::Json).
+//
 // market-api.yaml status codes that yagna does not answer
 // (core/market/src/rest_api): counterProposalDemand and createAgreement
 // answer 200, not 201 (requestor.rs counter_proposal, create_agreement:
@@ -286,6 +290,11 @@ func errata(raw map[string]map[string]any) {
 			"approvedDate": map[string]any{"type": "string", "format": "date-time", "nullable": true},
 			"role":         map[string]any{"type": "string"},
 		}
+	}
+	moveResponse(raw, "activity-api.yaml", "/activity", "post", "201", "200")
+	if rs := responsesOf(raw, "activity-api.yaml", "/activity/{activityId}", "delete"); rs != nil {
+		rs["200"] = map[string]any{"description": "Activity destroyed: the JSON literal null.",
+			"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"nullable": true, "enum": []any{nil}}}}}
 	}
 	moveResponse(raw, "market-api.yaml", "/demands/{subscriptionId}/proposals/{proposalId}", "post", "201", "200")
 	moveResponse(raw, "market-api.yaml", "/agreements", "post", "201", "200")
