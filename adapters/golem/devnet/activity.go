@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -323,6 +324,21 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "command %d must have exactly one key (deploy, start, run, transfer, terminate, sign)", i)
 			return
 		}
+		// yagna parses the ExeScript into ya-client-model's commands at exec: a deploy net without nodeIp
+		// is a 400 there (core/activity/src/requestor/control.rs exec, serde "missing field").
+		if arg, ok := c["deploy"]; ok {
+			var d struct {
+				Net []map[string]json.RawMessage `json:"net"`
+			}
+			if json.Unmarshal(arg, &d) == nil {
+				for _, n := range d.Net {
+					if _, ok := n["nodeIp"]; !ok {
+						writeError(w, http.StatusBadRequest, "Bad request: Error(\"missing field `nodeIp`\", line: 1, column: 1)")
+						return
+					}
+				}
+			}
+		}
 	}
 	s.mu.Lock()
 	act, ok := s.activityOr404(w, r.PathValue("id"))
@@ -450,17 +466,63 @@ type runBody struct {
 	} `json:"capture"`
 }
 
+// deployNet is one net[] entry of a deploy, as ya-client-model's Network (model/src/activity/
+// exe_script_command.rs at the rev yagna pins): id, ip, mask?, gateway?, nodeIp (required), nodes (IP → node
+// id, default empty).
 type deployNet struct {
-	ID     string `json:"id"`
-	IP     string `json:"ip"`
-	Mask   string `json:"mask"`
-	NodeIP string `json:"nodeIp"`
+	ID      string            `json:"id"`
+	IP      string            `json:"ip"`
+	Mask    *string           `json:"mask"`
+	Gateway *string           `json:"gateway"`
+	NodeIP  *string           `json:"nodeIp"`
+	Nodes   map[string]string `json:"nodes"`
 }
 
 type deployBody struct {
 	Net   []deployNet       `json:"net"`
 	Hosts map[string]string `json:"hosts"`
-	Nodes map[string]string `json:"nodes"`
+}
+
+// checkDeployNets reads net[] as the exe-unit does (exe-unit/src/state.rs Deployment::extend_networks):
+// ip by to_net (CIDR, or a bare address and the mask, /24 without one), nodeIp and gateway by
+// IpAddr::from_str, the nodes' keys by map_nodes → to_ip (bare addresses, not loopback, unspecified,
+// multicast or broadcast: utils/networking/src/vpn/common.rs). A failure fails the deploy with the
+// exe-unit's "Net error: …" (the VPN error's Display, from ya-relay-stack).
+func checkDeployNets(nets []deployNet) error {
+	const badIP = "Net error: Invalid IP address: invalid IP address syntax"
+	for _, n := range nets {
+		if strings.Contains(n.IP, "/") {
+			if _, err := netip.ParsePrefix(n.IP); err != nil {
+				return fmt.Errorf("Net error: Invalid network IP address: %s", n.IP)
+			}
+		} else if _, err := netip.ParseAddr(n.IP); err != nil {
+			return errors.New(badIP)
+		} else if n.Mask != nil {
+			if m, err := netip.ParseAddr(*n.Mask); err != nil || !m.Is4() {
+				return errors.New(badIP)
+			}
+		}
+		if n.NodeIP != nil {
+			if _, err := netip.ParseAddr(*n.NodeIP); err != nil {
+				return errors.New(badIP)
+			}
+		}
+		if n.Gateway != nil {
+			if _, err := netip.ParseAddr(*n.Gateway); err != nil {
+				return errors.New(badIP)
+			}
+		}
+		for k := range n.Nodes {
+			a, err := netip.ParseAddr(k)
+			if err != nil {
+				return errors.New(badIP)
+			}
+			if a.IsLoopback() || a.IsUnspecified() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+				return fmt.Errorf("Net error: IP address not allowed: %s", a)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Server) runCommand(act *activity, name string, arg json.RawMessage) (stdout, stderr *string, code int, err error) {
@@ -483,6 +545,9 @@ func (s *Server) runCommandOut(act *activity, name string, arg json.RawMessage, 
 		var d deployBody
 		if err := json.Unmarshal(arg, &d); err != nil {
 			return nil, nil, fmt.Errorf("deploy: %w", err)
+		}
+		if err := checkDeployNets(d.Net); err != nil {
+			return nil, nil, err
 		}
 		return nil, nil, s.deploy(act, d)
 	case "start":
@@ -587,7 +652,10 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 			s.mu.Unlock()
 			return fmt.Errorf("deploy: network %s not found", n.ID)
 		}
-		ip := n.NodeIP
+		ip := ""
+		if n.NodeIP != nil {
+			ip = *n.NodeIP
+		}
 		if ip == "" && len(v.nodes[act.providerID]) > 0 {
 			ip = v.nodes[act.providerID][0]
 		}

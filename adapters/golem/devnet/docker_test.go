@@ -74,6 +74,20 @@ func TestRentVMWithVPN(t *testing.T) {
 	if st := e.state(ctx, act.ActivityID); st != yagna.StateInitialized {
 		t.Errorf("state after create: %s", st)
 	}
+	// As the exe-unit reads a deploy (exe-unit/src/state.rs extend_networks, map_nodes → to_ip): a node
+	// key in CIDR form (as GET /addresses answers the requestor's) fails the deploy and ends the batch with
+	// "Net error: Invalid IP address: …"; the old devnet ignored the nodes.
+	bad := e.exec(ctx, act.ActivityID, yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{Net: []yagna.DeployNetwork{{
+		ID: n.ID, IP: n.IP, Mask: n.Mask, NodeIP: "10.213.9.7", Nodes: map[string]string{"10.213.9.1/24": e.srv.Identity(), "10.213.9.7": neg.providerID},
+	}}}}, yagna.ExeScriptCommand{Start: &yagna.StartCommand{Args: []string{}}})
+	if len(bad) != 1 || bad[0].Result != yagna.ResultError || !bad[0].IsBatchFinished || !strings.HasPrefix(bad[0].Message, "Net error: Invalid IP address") {
+		t.Errorf("deploy with a CIDR node key = %+v, want one Error result \"Net error: Invalid IP address…\" ending the batch", bad)
+	}
+	// Without nodeIp the exec itself is refused: yagna parses the ExeScript into ya-client-model's Network,
+	// whose nodeIp is required.
+	if _, err := e.c.ExecCommands(ctx, act.ActivityID, yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{Net: []yagna.DeployNetwork{{ID: n.ID, IP: n.IP, Mask: n.Mask}}}}); yagna.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("exec of a deploy without nodeIp: %v, want 400", err)
+	}
 	deploy := yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{Net: []yagna.DeployNetwork{{
 		ID: n.ID, IP: n.IP, Mask: n.Mask, NodeIP: "10.213.9.7", Nodes: map[string]string{"10.213.9.1": e.srv.Identity(), "10.213.9.7": neg.providerID},
 	}}}}
@@ -294,8 +308,13 @@ func TestActivityLifecycle(t *testing.T) {
 	if len(cs) != 0 {
 		t.Errorf("terminated activity's container still there")
 	}
+	// yagna answers 500 "DAO error: Not found: agreement id for activity: <id>" for an unknown activity
+	// (core/activity/src/dao/activity.rs, error.rs); the client reports it as not found.
+	if code, body := e.raw(http.MethodDelete, "/activity-api/v1/activity/nope", testKey, nil); code != http.StatusInternalServerError || !strings.Contains(string(body), "DAO error: Not found: agreement id for activity: nope") {
+		t.Errorf("DELETE of an unknown activity = %d %s, want 500 DAO error: Not found", code, body)
+	}
 	if err := e.c.DestroyActivity(ctx, "nope"); !yagna.IsNotFound(err) {
-		t.Errorf("destroy unknown: %v, want 404", err)
+		t.Errorf("destroy unknown: %v, want it reported as not found", err)
 	}
 }
 
