@@ -34,7 +34,12 @@ func TestAuth(t *testing.T) {
 			if status != tc.want {
 				t.Fatalf("status %d, want %d (%s)", status, tc.want, body)
 			}
-			if status >= 400 {
+			if status == http.StatusUnauthorized {
+				// yagna's auth middleware: text/plain (core/serv-api/web/src/middleware/auth/mod.rs).
+				if want := map[bool]string{true: "Missing application key", false: "Invalid application key"}[tc.key == "" && !strings.Contains(tc.path, "authToken")]; string(body) != want {
+					t.Errorf("401 body %q, want %q", body, want)
+				}
+			} else if status >= 400 {
 				var m map[string]any
 				if err := json.Unmarshal(body, &m); err != nil || m["message"] == "" {
 					t.Errorf("error body %q is not {\"message\": ...}", body)
