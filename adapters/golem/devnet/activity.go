@@ -410,6 +410,16 @@ func (s *Server) batchResults(w http.ResponseWriter, r *http.Request) {
 		}
 		return out, index >= 0 && len(out) > index
 	})
+	// With commandIndex, as the exe-unit (exe-unit/src/handlers/rpc.rs Handler<GetExecBatchResults>): a
+	// command not reached within the timeout is RpcMessageError::Timeout, 408 {"message":"Timeout"}
+	// (core/activity/src/error.rs), and the results go up to that command only.
+	if index >= 0 {
+		if len(results) <= index {
+			writeError(w, http.StatusRequestTimeout, "Timeout")
+			return
+		}
+		results = results[:index+1]
+	}
 	writeJSON(w, http.StatusOK, results)
 }
 

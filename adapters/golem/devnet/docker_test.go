@@ -291,6 +291,22 @@ func TestActivityLifecycle(t *testing.T) {
 			t.Errorf("event stream lacks %s:\n%s", want, stream)
 		}
 	}
+	// With commandIndex, as the exe-unit (exe-unit/src/handlers/rpc.rs Handler<GetExecBatchResults>): the
+	// results up to that command, and 408 {"message":"Timeout"} when it is not reached in time (the old
+	// devnet answered every result, and 200 with partial results).
+	slow, err := e.c.ExecCommands(ctx, act.ActivityID, run("/bin/sh", "-c", "echo one"), run("/bin/sh", "-c", "sleep 3; echo two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.c.ExecBatchResults(ctx, act.ActivityID, slow, 100*time.Millisecond, 1); !yagna.IsTimeout(err) {
+		t.Errorf("results up to a command not reached in time = %+v, %v; want 408", got, err)
+	}
+	if got, err := e.c.ExecBatchResults(ctx, act.ActivityID, slow, 2*time.Second, 0); err != nil || len(got) != 1 || got[0].Stdout != "one\n" {
+		t.Errorf("results up to command 0 = %+v, %v; want that one result", got, err)
+	}
+	if _, err := e.c.WaitBatch(ctx, act.ActivityID, slow, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if u, err := e.c.GetActivityUsage(ctx, act.ActivityID); err != nil || len(u.CurrentUsage) != 2 {
 		t.Errorf("GetActivityUsage = %+v, %v", u, err)
 	}
