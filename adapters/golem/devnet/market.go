@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -304,19 +305,68 @@ type demandOfferBase struct {
 }
 
 func (s *Server) readDemand(w http.ResponseWriter, r *http.Request) (map[string]any, string, bool) {
+	props, cons, _, ok := s.readDemandTyped(w, r)
+	return props, cons, ok
+}
+
+// unsignedProps are the demand properties a provider's negotiator reads as u32 (u64 for the expiration)
+// with ProposalView::pointer_typed, a serde deserialization (agent/provider/src/market/negotiator/builtin/
+// expiration.rs, note_interval.rs, payment_timeout.rs read_duration).
+var unsignedProps = []string{propAcceptTimeout, propNoteInterval, propPaymentTimeout, propExpiration}
+
+// mistypedUnsigned lists the unsignedProps of flattened raw properties (json.Number kept) that serde
+// would not read as an unsigned integer: 120.0, 1.2e2 or -1 (serde_json refuses a float for u32). The
+// negotiator component then fails with an error rather than a rejection, and the provider logs it and
+// never answers the proposal (agent/provider/src/market/provider_market.rs process_proposal's
+// map_err(...)?, dispatch_events only logs the error).
+func mistypedUnsigned(raw map[string]any) []string {
+	var bad []string
+	for _, k := range unsignedProps {
+		n, ok := raw[k].(json.Number)
+		if !ok {
+			continue
+		}
+		if _, err := strconv.ParseUint(n.String(), 10, 64); err != nil {
+			bad = append(bad, k+"="+n.String())
+		}
+	}
+	return bad
+}
+
+// flattenRaw flattens properties keeping json.Number as written.
+func flattenRaw(in map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, e := range m {
+				walk(joinKey(prefix, k), e)
+			}
+			return
+		}
+		out[prefix] = v
+	}
+	for k, v := range in {
+		walk(k, v)
+	}
+	return out
+}
+
+// readDemandTyped is readDemand with the unsigned properties a provider could not read (mistypedUnsigned).
+func (s *Server) readDemandTyped(w http.ResponseWriter, r *http.Request) (map[string]any, string, []string, bool) {
 	var body demandOfferBase
 	if !readJSON(w, r, &body) {
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	if body.Properties == nil || body.Constraints == nil {
 		writeError(w, http.StatusBadRequest, "a demand needs properties and constraints")
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	if _, err := constraint.ParseOrEmpty(*body.Constraints); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid constraints: %v", err)
-		return nil, "", false
+		return nil, "", nil, false
 	}
-	return flatten(body.Properties), *body.Constraints, true
+	return flatten(body.Properties), *body.Constraints, mistypedUnsigned(flattenRaw(body.Properties)), true
 }
 
 // matches is the two-way match: the demand's constraints against the offer's properties and the offer's
@@ -485,7 +535,7 @@ func (s *Server) getProposalOffer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
-	props, cons, ok := s.readDemand(w, r)
+	props, cons, mistyped, ok := s.readDemandTyped(w, r)
 	if !ok {
 		return
 	}
@@ -508,6 +558,9 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 	s.proposals[counter.id] = counter
 	prov := p.provider
 	switch {
+	case len(mistyped) > 0:
+		// The provider's negotiator cannot read them: it logs an error and never answers (mistypedUnsigned).
+		s.log.Info("provider cannot read the counter-proposal and does not answer it", "provider", prov.name, "properties", mistyped)
 	case s.faults.RejectProposals:
 		counter.state = "Rejected"
 		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
