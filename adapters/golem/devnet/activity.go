@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -180,11 +181,20 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 		batches: map[string]*batch{}, nets: map[string]string{}, ctx: ctx, cancel: cancel}
 	s.activities[act.id] = act
 	s.notify()
-	writeJSON(w, http.StatusCreated, map[string]any{"activityId": act.id})
+	// 200, as yagna (core/activity/src/requestor/control.rs create_activity), in the request's shape.
+	writeJSON(w, http.StatusOK, map[string]any{"activityId": act.id})
 }
 
+// activityOr404 is the activity id, or answers as yagna does for an id it does not know: 500 "DAO error:
+// Not found: agreement id for activity: <id>" (every /activity/{id}... call first looks up the activity's
+// agreement: core/activity/src/dao/activity.rs get_agreement_id → DaoError::NotFound, Error::Dao → 500 in
+// core/activity/src/error.rs), not 404. The caller holds s.mu.
 func (s *Server) activityOr404(w http.ResponseWriter, id string) (*activity, bool) {
-	return find(w, s.activities, "activity", id)
+	act, ok := s.activities[id]
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "DAO error: Not found: agreement id for activity: %s", id)
+	}
+	return act, ok
 }
 
 func (s *Server) destroyActivity(w http.ResponseWriter, r *http.Request) {
@@ -210,7 +220,7 @@ func (s *Server) destroyActivity(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	w.WriteHeader(http.StatusOK)
+	writeNull(w) // 200 null, as yagna (core/activity/src/requestor/control.rs destroy_activity)
 }
 
 // refreshLiveness turns an activity whose container died into Terminated.
@@ -314,6 +324,21 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "command %d must have exactly one key (deploy, start, run, transfer, terminate, sign)", i)
 			return
 		}
+		// yagna parses the ExeScript into ya-client-model's commands at exec: a deploy net without nodeIp
+		// is a 400 there (core/activity/src/requestor/control.rs exec, serde "missing field").
+		if arg, ok := c["deploy"]; ok {
+			var d struct {
+				Net []map[string]json.RawMessage `json:"net"`
+			}
+			if json.Unmarshal(arg, &d) == nil {
+				for _, n := range d.Net {
+					if _, ok := n["nodeIp"]; !ok {
+						writeError(w, http.StatusBadRequest, "Bad request: Error(\"missing field `nodeIp`\", line: 1, column: 1)")
+						return
+					}
+				}
+			}
+		}
 	}
 	s.mu.Lock()
 	act, ok := s.activityOr404(w, r.PathValue("id"))
@@ -385,6 +410,16 @@ func (s *Server) batchResults(w http.ResponseWriter, r *http.Request) {
 		}
 		return out, index >= 0 && len(out) > index
 	})
+	// With commandIndex, as the exe-unit (exe-unit/src/handlers/rpc.rs Handler<GetExecBatchResults>): a
+	// command not reached within the timeout is RpcMessageError::Timeout, 408 {"message":"Timeout"}
+	// (core/activity/src/error.rs), and the results go up to that command only.
+	if index >= 0 {
+		if len(results) <= index {
+			writeError(w, http.StatusRequestTimeout, "Timeout")
+			return
+		}
+		results = results[:index+1]
+	}
 	writeJSON(w, http.StatusOK, results)
 }
 
@@ -441,17 +476,63 @@ type runBody struct {
 	} `json:"capture"`
 }
 
+// deployNet is one net[] entry of a deploy, as ya-client-model's Network (model/src/activity/
+// exe_script_command.rs at the rev yagna pins): id, ip, mask?, gateway?, nodeIp (required), nodes (IP → node
+// id, default empty).
 type deployNet struct {
-	ID     string `json:"id"`
-	IP     string `json:"ip"`
-	Mask   string `json:"mask"`
-	NodeIP string `json:"nodeIp"`
+	ID      string            `json:"id"`
+	IP      string            `json:"ip"`
+	Mask    *string           `json:"mask"`
+	Gateway *string           `json:"gateway"`
+	NodeIP  *string           `json:"nodeIp"`
+	Nodes   map[string]string `json:"nodes"`
 }
 
 type deployBody struct {
 	Net   []deployNet       `json:"net"`
 	Hosts map[string]string `json:"hosts"`
-	Nodes map[string]string `json:"nodes"`
+}
+
+// checkDeployNets reads net[] as the exe-unit does (exe-unit/src/state.rs Deployment::extend_networks):
+// ip by to_net (CIDR, or a bare address and the mask, /24 without one), nodeIp and gateway by
+// IpAddr::from_str, the nodes' keys by map_nodes → to_ip (bare addresses, not loopback, unspecified,
+// multicast or broadcast: utils/networking/src/vpn/common.rs). A failure fails the deploy with the
+// exe-unit's "Net error: …" (the VPN error's Display, from ya-relay-stack).
+func checkDeployNets(nets []deployNet) error {
+	const badIP = "Net error: Invalid IP address: invalid IP address syntax"
+	for _, n := range nets {
+		if strings.Contains(n.IP, "/") {
+			if _, err := netip.ParsePrefix(n.IP); err != nil {
+				return fmt.Errorf("Net error: Invalid network IP address: %s", n.IP)
+			}
+		} else if _, err := netip.ParseAddr(n.IP); err != nil {
+			return errors.New(badIP)
+		} else if n.Mask != nil {
+			if m, err := netip.ParseAddr(*n.Mask); err != nil || !m.Is4() {
+				return errors.New(badIP)
+			}
+		}
+		if n.NodeIP != nil {
+			if _, err := netip.ParseAddr(*n.NodeIP); err != nil {
+				return errors.New(badIP)
+			}
+		}
+		if n.Gateway != nil {
+			if _, err := netip.ParseAddr(*n.Gateway); err != nil {
+				return errors.New(badIP)
+			}
+		}
+		for k := range n.Nodes {
+			a, err := netip.ParseAddr(k)
+			if err != nil {
+				return errors.New(badIP)
+			}
+			if a.IsLoopback() || a.IsUnspecified() || a.IsMulticast() || a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+				return fmt.Errorf("Net error: IP address not allowed: %s", a)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Server) runCommand(act *activity, name string, arg json.RawMessage) (stdout, stderr *string, code int, err error) {
@@ -474,6 +555,9 @@ func (s *Server) runCommandOut(act *activity, name string, arg json.RawMessage, 
 		var d deployBody
 		if err := json.Unmarshal(arg, &d); err != nil {
 			return nil, nil, fmt.Errorf("deploy: %w", err)
+		}
+		if err := checkDeployNets(d.Net); err != nil {
+			return nil, nil, err
 		}
 		return nil, nil, s.deploy(act, d)
 	case "start":
@@ -578,7 +662,10 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 			s.mu.Unlock()
 			return fmt.Errorf("deploy: network %s not found", n.ID)
 		}
-		ip := n.NodeIP
+		ip := ""
+		if n.NodeIP != nil {
+			ip = *n.NodeIP
+		}
 		if ip == "" && len(v.nodes[act.providerID]) > 0 {
 			ip = v.nodes[act.providerID][0]
 		}

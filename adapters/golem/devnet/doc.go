@@ -31,10 +31,14 @@ adapters/golem/openapi):
     poll until the batch finishes or commandIndex is reached; Accept: text/event-stream gives RuntimeEvents),
     state, usage, agreement, destroy
   - payment: allocations create/list/get/amend/release (a timeout kept to the nanosecond, ten years when
-    none is given, released when it passes; 410 for a released one), demandDecorations, debit notes and invoices
+    none is given, released when it passes; 404 {"message":null} for a released one, 410 for its second
+    release), demandDecorations, debit notes and invoices
     (list/get/accept, events with afterTimestamp/timeout/maxEvents)
-  - net: networks create/list/get/delete, addresses, nodes add/list/remove, connections, and the
-    websocket TCP tunnel GET /net-api/v1/net/{id}/tcp/{ip}/{port} (binary messages)
+  - net: networks create/list/get/delete (the range in CIDR form, "192.168.0.0/24", the gateway the first
+    host unless given), addresses (with the prefix, "192.168.0.1/24"; the first host the requestor's from
+    the creation on), nodes add/list/remove (bare addresses), 200 null for what returns nothing, 403 with no
+    body for a network id not held while others are, and the websocket TCP tunnel
+    GET /net-api/v1/net/{id}/tcp/{ip}/{port} (binary messages); no GET /net/{id}/tcp listing (yagna has none)
   - payment accounts: GET /payment-api/v1/requestorAccounts lists the funded accounts of the config
     (default erc20-hoodi-tglm) and those yagna initialised for an allocation attempt
 
@@ -72,8 +76,9 @@ Offers and demands match both ways with adapters/golem/constraint. A new demand 
 ProposalEvent per matching free provider; a counter-proposal gets a Draft ProposalEvent whose
 prevProposalId is the counter-proposal's id (or a ProposalRejectedEvent when the provider is busy, no
 longer matches, its negotiator rejects the terms (reason and golem.proposal.rejection.is-final), or the
-rejectProposals knob is on); an agreement is made from that Draft (409 from an Initial one, 410 from a
-rejected/used one) and approved at confirm when the negotiator is satisfied. A provider takes maxAgreements
+rejectProposals knob is on; no answer at all when an unsigned property is written as 120.0, which a
+provider cannot read); an agreement is made from that Draft (400 from an Initial one, 409 from a used one,
+400 from a rejected one) and approved at confirm when the negotiator is satisfied. A provider takes maxAgreements
 (default 1) agreements at a time: a busy provider makes no proposals and rejects agreements; when one of
 its agreements ends it proposes again to every live demand it matches.
 
@@ -125,8 +130,9 @@ no connection between nodes would complete; this holds whether the devnet runs o
 container (see vpn in net.go).
 
 As in yagna (core/vpn/src/network.rs), adding a node at an address already taken answers 200 and the holder
-keeps it, a node may hold several addresses, and removing a node removes them all; a second requestor
-address at a taken IP is a 409.
+keeps it, a node may hold several addresses, and removing a node removes them all; a requestor address
+already held answers 200 too (never 409). A deploy's net[] is read as the exe-unit reads it (nodeIp
+required, nodeIp, gateway and the nodes' keys bare: a CIDR key fails the deploy with "Net error: …").
 deploy with net attaches the container with exactly its nodeIp (else the first address given to addNode
 for the provider), and refuses a nodeIp that the node map gives another node: yagna routes by that map,
 so its traffic would never arrive.
@@ -170,11 +176,11 @@ PUT /providers/{id or name} {"offline": 0|408|500}. The knobs, all off by defaul
     ends its agreements (RequestorUnreachable, agent/provider/src/payments/payments.rs)
 
 Answers a real yagna gives beyond the ya-client specs (a 408 or 504 where the spec lists none, 410 for a
-released allocation) carry the header X-Devnet-Beyond-Spec, so a contract checker can exempt them
+second release of an allocation) carry the header X-Devnet-Beyond-Spec, so a contract checker can exempt them
 (openapi.Checker.Exempt = devnet.BeyondSpec).
 
 Strict where yagna and providers are: a debit note is accepted alone (accepting a later one does not
 accept it, core/payment/src/dao/debit_note.rs) and each has its own deadline; an accept against a released
-allocation answers 410.
+allocation answers 400 "Allocation … not found" (core/payment/src/dao/allocation.rs filters released ones).
 */
 package devnet

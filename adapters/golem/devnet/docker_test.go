@@ -74,6 +74,20 @@ func TestRentVMWithVPN(t *testing.T) {
 	if st := e.state(ctx, act.ActivityID); st != yagna.StateInitialized {
 		t.Errorf("state after create: %s", st)
 	}
+	// As the exe-unit reads a deploy (exe-unit/src/state.rs extend_networks, map_nodes → to_ip): a node
+	// key in CIDR form (as GET /addresses answers the requestor's) fails the deploy and ends the batch with
+	// "Net error: Invalid IP address: …"; the old devnet ignored the nodes.
+	bad := e.exec(ctx, act.ActivityID, yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{Net: []yagna.DeployNetwork{{
+		ID: n.ID, IP: n.IP, Mask: n.Mask, NodeIP: "10.213.9.7", Nodes: map[string]string{"10.213.9.1/24": e.srv.Identity(), "10.213.9.7": neg.providerID},
+	}}}}, yagna.ExeScriptCommand{Start: &yagna.StartCommand{Args: []string{}}})
+	if len(bad) != 1 || bad[0].Result != yagna.ResultError || !bad[0].IsBatchFinished || !strings.HasPrefix(bad[0].Message, "Net error: Invalid IP address") {
+		t.Errorf("deploy with a CIDR node key = %+v, want one Error result \"Net error: Invalid IP address…\" ending the batch", bad)
+	}
+	// Without nodeIp the exec itself is refused: yagna parses the ExeScript into ya-client-model's Network,
+	// whose nodeIp is required.
+	if _, err := e.c.ExecCommands(ctx, act.ActivityID, yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{Net: []yagna.DeployNetwork{{ID: n.ID, IP: n.IP, Mask: n.Mask}}}}); yagna.StatusOf(err) != http.StatusBadRequest {
+		t.Errorf("exec of a deploy without nodeIp: %v, want 400", err)
+	}
 	deploy := yagna.ExeScriptCommand{Deploy: &yagna.DeployCommand{Net: []yagna.DeployNetwork{{
 		ID: n.ID, IP: n.IP, Mask: n.Mask, NodeIP: "10.213.9.7", Nodes: map[string]string{"10.213.9.1": e.srv.Identity(), "10.213.9.7": neg.providerID},
 	}}}}
@@ -198,16 +212,6 @@ func TestRentVMWithVPN(t *testing.T) {
 	if !strings.HasPrefix(string(raw), "HTTP/1.0 200") || !strings.HasSuffix(string(raw), "hello through the tunnel") {
 		t.Errorf("raw HTTP through the tunnel: %q", raw)
 	}
-	var conns []yagna.Connection
-	for i := 0; i < 40; i++ { // the server side ends shortly after the client closes
-		if conns, err = e.c.Connections(ctx, n.ID); err != nil || len(conns) == 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil || len(conns) != 0 {
-		t.Errorf("connections after close: %+v, %v", conns, err)
-	}
 	if _, err := e.c.DialTCPConn(ctx, n.ID, "10.213.9.99", 4001); !yagna.IsNotFound(err) {
 		t.Errorf("tunnel to an address nobody holds: %v, want 404", err)
 	}
@@ -287,6 +291,22 @@ func TestActivityLifecycle(t *testing.T) {
 			t.Errorf("event stream lacks %s:\n%s", want, stream)
 		}
 	}
+	// With commandIndex, as the exe-unit (exe-unit/src/handlers/rpc.rs Handler<GetExecBatchResults>): the
+	// results up to that command, and 408 {"message":"Timeout"} when it is not reached in time (the old
+	// devnet answered every result, and 200 with partial results).
+	slow, err := e.c.ExecCommands(ctx, act.ActivityID, run("/bin/sh", "-c", "echo one"), run("/bin/sh", "-c", "sleep 3; echo two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.c.ExecBatchResults(ctx, act.ActivityID, slow, 100*time.Millisecond, 1); !yagna.IsTimeout(err) {
+		t.Errorf("results up to a command not reached in time = %+v, %v; want 408", got, err)
+	}
+	if got, err := e.c.ExecBatchResults(ctx, act.ActivityID, slow, 2*time.Second, 0); err != nil || len(got) != 1 || got[0].Stdout != "one\n" {
+		t.Errorf("results up to command 0 = %+v, %v; want that one result", got, err)
+	}
+	if _, err := e.c.WaitBatch(ctx, act.ActivityID, slow, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if u, err := e.c.GetActivityUsage(ctx, act.ActivityID); err != nil || len(u.CurrentUsage) != 2 {
 		t.Errorf("GetActivityUsage = %+v, %v", u, err)
 	}
@@ -304,8 +324,13 @@ func TestActivityLifecycle(t *testing.T) {
 	if len(cs) != 0 {
 		t.Errorf("terminated activity's container still there")
 	}
+	// yagna answers 500 "DAO error: Not found: agreement id for activity: <id>" for an unknown activity
+	// (core/activity/src/dao/activity.rs, error.rs); the client reports it as not found.
+	if code, body := e.raw(http.MethodDelete, "/activity-api/v1/activity/nope", testKey, nil); code != http.StatusInternalServerError || !strings.Contains(string(body), "DAO error: Not found: agreement id for activity: nope") {
+		t.Errorf("DELETE of an unknown activity = %d %s, want 500 DAO error: Not found", code, body)
+	}
 	if err := e.c.DestroyActivity(ctx, "nope"); !yagna.IsNotFound(err) {
-		t.Errorf("destroy unknown: %v, want 404", err)
+		t.Errorf("destroy unknown: %v, want it reported as not found", err)
 	}
 }
 
@@ -349,6 +374,11 @@ func TestDebitNotes(t *testing.T) {
 			if due <= lastDue || due < 0.5 || dn.PreviousDebitNoteID != lastNote {
 				t.Errorf("debit note %s: due %s after %g (start price 0.5), previous %q want %q", dn.DebitNoteID, dn.TotalAmountDue, lastDue, dn.PreviousDebitNoteID, lastNote)
 			}
+			// As a provider sends it: an array of numbers in the order of the offer's usage vector
+			// (agent/provider/src/payments/payments.rs send_debit_note); the old devnet sent an object.
+			if len(dn.UsageCounterVector) != 2 || dn.UsageCounterVector[0] <= 0 || dn.UsageCounterVector[1] <= 0 {
+				t.Errorf("debit note %s: usageCounterVector %v, want [cpu_sec duration_sec] both > 0", dn.DebitNoteID, dn.UsageCounterVector)
+			}
 			lastDue, lastNote = due, dn.DebitNoteID
 			if err := e.c.AcceptDebitNote(ctx, dn.DebitNoteID, yagna.DebitNoteAcceptance{TotalAmountAccepted: dn.TotalAmountDue, AllocationID: neg.alloc.AllocationID}, 5*time.Second); err != nil {
 				t.Fatalf("AcceptDebitNote: %v", err)
@@ -362,6 +392,12 @@ func TestDebitNotes(t *testing.T) {
 	ag, err := e.c.GetAgreement(ctx, neg.agreement)
 	if err != nil || ag.State != yagna.AgreementApproved {
 		t.Fatalf("agreement after accepting debit notes: %s, %v", ag.State, err)
+	}
+	// The offer as a real provider publishes it: the usage vector in its preset's BTreeMap order
+	// (agent/provider/src/config/presets.rs), the coefficients in that order and the start price last
+	// (payments/pricing.rs LinearPricingOffer::build); configured as [per duration s, per CPU s, start].
+	if v, c := fmt.Sprint(ag.Offer.Properties["golem.com.usage.vector"]), fmt.Sprint(ag.Offer.Properties["golem.com.pricing.model.linear.coeffs"]); v != "[golem.usage.cpu_sec golem.usage.duration_sec]" || c != "[0.02 0.01 0.5]" {
+		t.Errorf("offer usage vector %s, coeffs %s; want [golem.usage.cpu_sec golem.usage.duration_sec], [0.02 0.01 0.5]", v, c)
 	}
 	alloc, err := e.c.GetAllocation(ctx, neg.alloc.AllocationID)
 	if err != nil || alloc.SpentAmount == "0" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,9 +140,12 @@ func (s *Server) initProviders() error {
 				"golem.srv.caps.multi-activity":         true,
 				"golem.activity.caps.transfer.protocol": []any{},
 				"golem.com.pricing.model":               "linear",
-				"golem.com.pricing.model.linear.coeffs": []any{pc.Coeffs[0], pc.Coeffs[1], pc.Coeffs[2]},
-				"golem.com.usage.vector":                []any{"golem.usage.duration_sec", "golem.usage.cpu_sec"},
-				"golem.com.scheme":                      "payu",
+				// As a real provider publishes them: the usage vector in the order of its preset's
+				// usage_coeffs, a BTreeMap (agent/provider/src/config/presets.rs Preset), so cpu_sec before
+				// duration_sec, and the start price last (payments/pricing.rs LinearPricingOffer::build).
+				propPriceCoeffs:          offerCoeffs(pc.Coeffs),
+				"golem.com.usage.vector": []any{"golem.usage.cpu_sec", "golem.usage.duration_sec"},
+				"golem.com.scheme":       "payu",
 				// What the negotiator components put in the offer (fill_template of
 				// builtin/expiration.rs, note_interval.rs, payment_timeout.rs).
 				propNoteInterval:                     math.Round(s.cfg.DebitNoteInterval.Seconds()),
@@ -301,19 +305,68 @@ type demandOfferBase struct {
 }
 
 func (s *Server) readDemand(w http.ResponseWriter, r *http.Request) (map[string]any, string, bool) {
+	props, cons, _, ok := s.readDemandTyped(w, r)
+	return props, cons, ok
+}
+
+// unsignedProps are the demand properties a provider's negotiator reads as u32 (u64 for the expiration)
+// with ProposalView::pointer_typed, a serde deserialization (agent/provider/src/market/negotiator/builtin/
+// expiration.rs, note_interval.rs, payment_timeout.rs read_duration).
+var unsignedProps = []string{propAcceptTimeout, propNoteInterval, propPaymentTimeout, propExpiration}
+
+// mistypedUnsigned lists the unsignedProps of flattened raw properties (json.Number kept) that serde
+// would not read as an unsigned integer: 120.0, 1.2e2 or -1 (serde_json refuses a float for u32). The
+// negotiator component then fails with an error rather than a rejection, and the provider logs it and
+// never answers the proposal (agent/provider/src/market/provider_market.rs process_proposal's
+// map_err(...)?, dispatch_events only logs the error).
+func mistypedUnsigned(raw map[string]any) []string {
+	var bad []string
+	for _, k := range unsignedProps {
+		n, ok := raw[k].(json.Number)
+		if !ok {
+			continue
+		}
+		if _, err := strconv.ParseUint(n.String(), 10, 64); err != nil {
+			bad = append(bad, k+"="+n.String())
+		}
+	}
+	return bad
+}
+
+// flattenRaw flattens properties keeping json.Number as written.
+func flattenRaw(in map[string]any) map[string]any {
+	out := map[string]any{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for k, e := range m {
+				walk(joinKey(prefix, k), e)
+			}
+			return
+		}
+		out[prefix] = v
+	}
+	for k, v := range in {
+		walk(k, v)
+	}
+	return out
+}
+
+// readDemandTyped is readDemand with the unsigned properties a provider could not read (mistypedUnsigned).
+func (s *Server) readDemandTyped(w http.ResponseWriter, r *http.Request) (map[string]any, string, []string, bool) {
 	var body demandOfferBase
 	if !readJSON(w, r, &body) {
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	if body.Properties == nil || body.Constraints == nil {
 		writeError(w, http.StatusBadRequest, "a demand needs properties and constraints")
-		return nil, "", false
+		return nil, "", nil, false
 	}
 	if _, err := constraint.ParseOrEmpty(*body.Constraints); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid constraints: %v", err)
-		return nil, "", false
+		return nil, "", nil, false
 	}
-	return flatten(body.Properties), *body.Constraints, true
+	return flatten(body.Properties), *body.Constraints, mistypedUnsigned(flattenRaw(body.Properties)), true
 }
 
 // matches is the two-way match: the demand's constraints against the offer's properties and the offer's
@@ -342,6 +395,11 @@ func (s *Server) subscribeDemand(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, d.id)
 }
 
+// offerCoeffs turns the configured coefficients (per duration second, per CPU second, start) into the
+// offer's golem.com.pricing.model.linear.coeffs, in the order of its usage vector (cpu_sec,
+// duration_sec) and the start price last.
+func offerCoeffs(c []float64) []any { return []any{c[1], c[0], c[2]} }
+
 // proposeLocked sends d an Initial proposal from p's offer if they match both ways.
 func (s *Server) proposeLocked(p *provider, d *demand) {
 	if d.unsubscribed || p.offline != 0 || !s.matches(p, d.props, d.constraints) {
@@ -351,11 +409,11 @@ func (s *Server) proposeLocked(p *provider, d *demand) {
 	if len(p.cfg.PriceStep) == 3 {
 		// This offer's price: the base plus one step per offer made before.
 		props = maps.Clone(p.props)
-		c := make([]any, 3)
+		c := make([]float64, 3)
 		for i := range c {
 			c[i] = p.cfg.Coeffs[i] + float64(p.offers)*p.cfg.PriceStep[i]
 		}
-		props[propPriceCoeffs] = c
+		props[propPriceCoeffs] = offerCoeffs(c)
 	}
 	p.offers++
 	p.lastProps = props
@@ -477,7 +535,7 @@ func (s *Server) getProposalOffer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
-	props, cons, ok := s.readDemand(w, r)
+	props, cons, mistyped, ok := s.readDemandTyped(w, r)
 	if !ok {
 		return
 	}
@@ -500,6 +558,9 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 	s.proposals[counter.id] = counter
 	prov := p.provider
 	switch {
+	case len(mistyped) > 0:
+		// The provider's negotiator cannot read them: it logs an error and never answers (mistypedUnsigned).
+		s.log.Info("provider cannot read the counter-proposal and does not answer it", "provider", prov.name, "properties", mistyped)
 	case s.faults.RejectProposals:
 		counter.state = "Rejected"
 		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
@@ -527,7 +588,7 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 		d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: answer.created, Proposal: s.proposalJSON(answer)})
 	}
 	s.notify()
-	writeJSON(w, http.StatusCreated, counter.id)
+	writeJSON(w, http.StatusOK, counter.id) // 200, as yagna (core/market/src/rest_api/requestor.rs counter_proposal)
 }
 
 func (s *Server) rejectProposal(w http.ResponseWriter, r *http.Request) {
@@ -574,16 +635,24 @@ func (s *Server) createAgreement(w http.ResponseWriter, r *http.Request) {
 	}
 	switch p.state {
 	case "Initial":
-		writeError(w, http.StatusConflict, "proposal %s not negotiated yet (in Initial state): send a counter-proposal first", p.id)
+		// 400 AgreementError::NoNegotiations (core/market/src/negotiation/requestor.rs create_agreement,
+		// rest_api/error.rs).
+		writeError(w, http.StatusBadRequest, "Can't create Agreement for Proposal [%s]. No negotiation with Provider took place. (You should counter Proposal at least one time)", p.id)
 		return
-	case "Rejected", "Expired", "Accepted":
+	case "Accepted":
+		writeError(w, http.StatusConflict, "Can't create second Agreement for Proposal [%s].", p.id) // AgreementError::ProposalAlreadyAccepted
+		return
+	case "Rejected":
+		writeError(w, http.StatusBadRequest, "Can't create Agreement for rejected Proposal [%s].", p.id) // AgreementError::ProposalRejected
+		return
+	case "Expired":
 		writeError(w, http.StatusGone, "proposal %s is %s", p.id, p.state)
 		return
 	}
 	d := s.demands[p.demandID]
 	counter := s.proposals[p.prevID]
 	if counter == nil {
-		writeError(w, http.StatusConflict, "proposal %s does not answer a counter-proposal", p.id)
+		writeError(w, http.StatusBadRequest, "Can't create Agreement for Proposal [%s]. No negotiation with Provider took place. (You should counter Proposal at least one time)", p.id)
 		return
 	}
 	p.state = "Accepted"
@@ -593,7 +662,7 @@ func (s *Server) createAgreement(w http.ResponseWriter, r *http.Request) {
 	a.terms = termsOf(counter.props, p.props, terms{acceptTimeout: p.provider.cfg.DebitNoteAcceptTimeout.Duration, noteInterval: s.cfg.DebitNoteInterval.Duration}, s.cfg.Relax.PaymentTerms)
 	s.agreements[a.id] = a
 	s.notify()
-	writeJSON(w, http.StatusCreated, a.id)
+	writeJSON(w, http.StatusOK, a.id) // 200, as yagna (core/market/src/rest_api/requestor.rs create_agreement)
 }
 
 // choosePlatform picks the payment platform: golem.com.payment.chosen-platform, else the first platform of
@@ -679,11 +748,11 @@ func (s *Server) listAgreements(w http.ResponseWriter, r *http.Request) {
 	sort.Slice(list, func(i, j int) bool { return list[i].created.Before(list[j].created) })
 	out := []map[string]any{}
 	for _, a := range list {
-		// yagna's AgreementListEntry (ya-client-model market/agreement.rs); the spec's declared names
-		// differ (adapters/golem/openapi errata).
-		e := map[string]any{"id": a.id, "creationTs": a.created, "approveTs": nil, "role": "Requestor"}
+		// yagna's AgreementListEntry: id, timestamp, approvedDate (null until approved), role (ya-client-model
+		// model/src/market/agreement.rs at the rev yagna pins; core/market/src/market.rs list_agreements).
+		e := map[string]any{"id": a.id, "timestamp": a.created, "approvedDate": nil, "role": "Requestor"}
 		if !a.approved.IsZero() {
-			e["approveTs"] = a.approved
+			e["approvedDate"] = a.approved
 		}
 		out = append(out, e)
 	}
@@ -785,8 +854,12 @@ func (s *Server) waitForApproval(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	case "Pending":
 		writeError(w, http.StatusRequestTimeout, "agreement %s not approved within %s", id, timeout)
+	// core/market/src/negotiation/requestor.rs wait_for_approval, rest_api/error.rs WaitForApprovalError:
+	// Proposal (not confirmed) and Terminated are 400; Expired, Rejected and Cancelled 410.
 	case "Proposal":
-		writeError(w, http.StatusConflict, "agreement %s not confirmed yet", id)
+		writeError(w, http.StatusBadRequest, "Agreement [%s] should be confirmed, before waiting for approval.", id)
+	case "Terminated":
+		writeError(w, http.StatusBadRequest, "Agreement [%s] terminated.", id)
 	default:
 		writeError(w, http.StatusGone, "%s", state)
 	}
@@ -822,7 +895,7 @@ func (s *Server) cancelAgreement(w http.ResponseWriter, r *http.Request) {
 	s.agrEvents = append(s.agrEvents, agreementEvent{EventType: "AgreementCancelledEvent", EventDate: s.now(), AgreementID: a.id, Reason: reason})
 	s.providerFreedLocked(a.provider)
 	s.notify()
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(http.StatusOK) // as yagna: HttpResponse::Ok().finish() (core/market/src/rest_api/requestor.rs cancel_agreement)
 }
 
 func (s *Server) terminateAgreement(w http.ResponseWriter, r *http.Request) {
@@ -868,7 +941,7 @@ func (s *Server) terminateAgreement(w http.ResponseWriter, r *http.Request) {
 	containers := s.terminateLocked(a, byRequestor, reason)
 	s.mu.Unlock()
 	s.removeContainers(r.Context(), containers)
-	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeader(http.StatusOK) // as yagna: HttpResponse::Ok().finish() (core/market/src/rest_api/common.rs terminate_agreement)
 }
 
 // terminateLocked ends an approved agreement: its activities become Terminated, the provider issues the

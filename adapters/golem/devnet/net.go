@@ -61,14 +61,6 @@ type vpn struct {
 	addresses    []string
 	nodes        map[string][]string // node id → its addresses (yagna lets a node hold several)
 	created      time.Time
-	conns        map[*tcpConn]struct{}
-}
-
-type tcpConn struct {
-	localIP    string
-	localPort  int
-	remoteIP   string
-	remotePort int
 }
 
 func (s *Server) routeNet(api func(string, http.HandlerFunc)) {
@@ -81,12 +73,22 @@ func (s *Server) routeNet(api func(string, http.HandlerFunc)) {
 	api("GET "+netPrefix+"/net/{id}/nodes", s.getNodes)
 	api("POST "+netPrefix+"/net/{id}/nodes", s.addNode)
 	api("DELETE "+netPrefix+"/net/{id}/nodes/{node}", s.removeNode)
-	api("GET "+netPrefix+"/net/{id}/tcp", s.getConnections)
 	api("GET "+netPrefix+"/net/{id}/tcp/{ip}/{port}", s.connectTCP)
 }
 
+// json is a Network as yagna answers it: "ip" in CIDR form ("192.168.0.0/24": core/vpn/src/network.rs
+// VpnSupervisor::create_network, net_ip an smoltcp IpCidr, whose Display is addr/len), the dotted mask
+// and the gateway (the first host when the request named none).
 func (v *vpn) json() map[string]any {
-	return map[string]any{"id": v.id, "ip": v.ip, "mask": v.mask, "gateway": v.gateway}
+	return map[string]any{"id": v.id, "ip": v.prefix.String(), "mask": v.mask, "gateway": v.gateway}
+}
+
+// writeNull answers 200 with the JSON literal null, as yagna's Net API answers every call that returns
+// nothing (core/vpn/src/requestor.rs: Ok(web::Json(()))).
+func writeNull(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, "null")
 }
 
 // parseNetwork reads ip (address, or address/prefix) and mask (dotted) into a prefix.
@@ -310,10 +312,23 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
+	// As yagna: the gateway is the first host unless the request names one, which must be an address
+	// (IpAddr::from_str); the requestor holds the first host from the start (create_stack_network adds
+	// node_ip, the first host, to its stack), so GET /addresses lists it before any POST /addresses.
+	first := prefix.Addr().Next()
+	gateway := first.String()
+	if body.Gateway != "" {
+		gw, err := netip.ParseAddr(body.Gateway)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "Invalid IP address: invalid IP address syntax")
+			return
+		}
+		gateway = gw.String()
+	}
 	id := newID()
 	name := s.vpnPrefix + "-" + id[:12]
-	v := &vpn{id: id, ip: prefix.Addr().String(), mask: dottedMask(prefix.Bits()), gateway: body.Gateway, prefix: prefix,
-		linkName: name, anchorName: name + "-anchor", nodes: map[string][]string{}, conns: map[*tcpConn]struct{}{}}
+	v := &vpn{id: id, ip: prefix.Addr().String(), mask: dottedMask(prefix.Bits()), gateway: gateway, prefix: prefix,
+		linkName: name, anchorName: name + "-anchor", nodes: map[string][]string{}, addresses: []string{first.String()}}
 	if err := s.createVPNNetworks(r.Context(), v, s.labels(map[string]string{labelInstance + ".net": id})); err != nil {
 		writeError(w, http.StatusInternalServerError, "creating the Docker networks for %s: %v", prefix, err)
 		return
@@ -341,8 +356,22 @@ func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// networkOr404 is the network id, or answers as yagna does for one the requestor does not own: 403 with
+// an empty body while it owns other networks, 404 {"message":"Network not found"} when it owns none
+// (core/vpn/src/network.rs VpnSupervisor::owner: Error::Forbidden / Error::NetNotFound, mapped in
+// core/vpn/src/requestor.rs ApiError::error_response). The devnet has one identity, which owns every
+// network. The caller holds s.mu.
 func (s *Server) networkOr404(w http.ResponseWriter, id string) (*vpn, bool) {
-	return find(w, s.networks, "network", id)
+	v, ok := s.networks[id]
+	switch {
+	case ok:
+		return v, true
+	case len(s.networks) > 0:
+		w.WriteHeader(http.StatusForbidden)
+	default:
+		writeError(w, http.StatusNotFound, "Network not found")
+	}
+	return nil, false
 }
 
 func (s *Server) getNetwork(w http.ResponseWriter, r *http.Request) {
@@ -367,7 +396,7 @@ func (s *Server) removeNetwork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "%v", err)
 		return
 	}
-	w.WriteHeader(http.StatusOK)
+	writeNull(w)
 }
 
 func (s *Server) getAddresses(w http.ResponseWriter, r *http.Request) {
@@ -377,9 +406,11 @@ func (s *Server) getAddresses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// With the prefix, as yagna lists the stack's IpCidr addresses ("192.168.0.1/24": core/vpn/src/network.rs
+	// Handler<GetAddresses>).
 	out := []map[string]string{}
 	for _, a := range v.addresses {
-		out = append(out, map[string]string{"ip": a})
+		out = append(out, map[string]string{"ip": a + "/" + strconv.Itoa(v.prefix.Bits())})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -427,17 +458,30 @@ func (s *Server) addAddress(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// As yagna (core/vpn/src/network.rs Handler<AddAddress>): a bare address only (a CIDR is a 400), inside
+	// the network; one the requestor already holds answers 200 again (Network::add_address inserts into
+	// a set, never IpAddrTaken). The devnet keeps its own reserved addresses out (checkIP).
+	if a, err := netip.ParseAddr(body.IP); err != nil {
+		writeError(w, http.StatusBadRequest, "Invalid IP address: invalid IP address syntax")
+		return
+	} else if !v.prefix.Contains(a) {
+		writeError(w, http.StatusBadRequest, "Network not found for IP address: %s", a)
+		return
+	}
 	addr, err := v.checkIP(body.IP)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
 		return
 	}
-	if who, used := v.inUse(addr.String()); used {
-		writeError(w, http.StatusConflict, "%s is already assigned to %s", addr, who)
-		return
+	if !slices.Contains(v.addresses, addr.String()) {
+		if who, used := v.inUse(addr.String()); used {
+			// yagna checks nothing here (the requestor's addresses and the nodes' are separate maps); the
+			// node map still routes that address to its node, which a deploy checks (inUse).
+			s.log.Info("requestor address also held by a node: taken, as yagna does", "network", v.id, "ip", addr, "holder", who)
+		}
+		v.addresses = append(v.addresses, addr.String())
 	}
-	v.addresses = append(v.addresses, addr.String())
-	w.WriteHeader(http.StatusOK)
+	writeNull(w)
 }
 
 func (s *Server) getNodes(w http.ResponseWriter, r *http.Request) {
@@ -485,11 +529,11 @@ func (s *Server) addNode(w http.ResponseWriter, r *http.Request) {
 	// utils/networking/src/vpn/network.rs add_node); a node may hold several addresses.
 	if who, used := v.inUse(addr.String()); used {
 		s.log.Info("node added at a taken address: ignored, as yagna does", "network", v.id, "node", body.ID, "ip", addr, "holder", who)
-		w.WriteHeader(http.StatusOK)
+		writeNull(w)
 		return
 	}
 	v.nodes[body.ID] = append(v.nodes[body.ID], addr.String())
-	w.WriteHeader(http.StatusOK)
+	writeNull(w)
 }
 
 func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
@@ -502,8 +546,9 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	ips, ok := v.nodes[node]
 	if !ok {
+		// yagna answers 200 for a node that is not there (core/vpn/src/network.rs Handler<RemoveNode>).
 		s.mu.Unlock()
-		writeError(w, http.StatusNotFound, "node %s not in network %s", node, v.id)
+		writeNull(w)
 		return
 	}
 	// All its addresses go (utils/networking/src/vpn/network.rs remove_node).
@@ -531,7 +576,7 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	w.WriteHeader(http.StatusOK)
+	writeNull(w)
 }
 
 // anchorAddress is the address on v's anchor network of the running node that holds VPN address ip, or
@@ -543,20 +588,6 @@ func (s *Server) anchorAddress(v *vpn, ip string) string {
 		}
 	}
 	return ""
-}
-
-func (s *Server) getConnections(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.networkOr404(w, r.PathValue("id"))
-	if !ok {
-		return
-	}
-	out := []map[string]any{}
-	for c := range v.conns {
-		out = append(out, map[string]any{"protocol": 6, "localIp": c.localIP, "localPort": c.localPort, "remoteIp": c.remoteIP, "remotePort": c.remotePort})
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 // connectTCP is the websocket TCP tunnel: binary messages carry the bytes of a TCP connection to ip:port
@@ -601,18 +632,6 @@ func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(-1)
-	conn := &tcpConn{remoteIP: addr.String(), remotePort: port}
-	if la, ok := tcp.LocalAddr().(*net.TCPAddr); ok {
-		conn.localIP, conn.localPort = la.IP.String(), la.Port
-	}
-	s.mu.Lock()
-	v.conns[conn] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(v.conns, conn)
-		s.mu.Unlock()
-	}()
 	ctx, stop := context.WithCancel(s.bgCtx)
 	defer stop()
 	go func() {

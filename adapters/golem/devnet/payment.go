@@ -58,6 +58,7 @@ type allocation struct {
 	id, address, platform string
 	total, spent          *ratAmount
 	created               time.Time
+	updated               time.Time // zero until amended
 	// timeout is when yagna releases the allocation by itself (schedule_release_allocation,
 	// core/payment/src/api/allocations/mod.rs).
 	timeout     time.Time
@@ -302,6 +303,11 @@ func (s *Server) allocationJSON(a *allocation) map[string]any {
 		"allocationId": a.id, "address": a.address, "paymentPlatform": a.platform,
 		"totalAmount": a.total.String(), "spentAmount": a.spent.String(), "remainingAmount": a.total.sub(a.spent).String(),
 		"timestamp": a.created, "makeDeposit": a.makeDeposit,
+		// As yagna's Allocation (ya-client-model model/src/payment/allocation.rs created_ts, updated_ts).
+		"createdTs": a.created, "updatedTs": a.created,
+	}
+	if !a.updated.IsZero() {
+		out["updatedTs"] = a.updated
 	}
 	// Given to the nanosecond, as yagna keeps it.
 	out["timeout"] = a.timeout
@@ -331,9 +337,11 @@ func (s *Server) getAllocation(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id := r.PathValue("id"); s.released[id] {
-		// yagna's get_allocation answers 410 for a released one (core/payment/src/api/allocations/mod.rs).
-		w.Header().Set(BeyondSpecHeader, "yagna answers 410 for a released allocation; the spec lists no 410")
-		writeError(w, http.StatusGone, "Allocation %s has been already released", id)
+		// yagna answers 404 {"message":null} for a released allocation: AllocationDao::get filters
+		// released ones out (core/payment/src/dao/allocation.rs, .filter(released.eq(false))), so
+		// get_allocation's AllocationStatus::Gone → 410 is never reached and NotFound gives
+		// response::not_found() (core/payment/src/utils.rs, ErrorMessage { message: None }).
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": nil})
 		return
 	}
 	if a, ok := s.allocationOr404(w, r.PathValue("id")); ok {
@@ -378,6 +386,7 @@ func (s *Server) amendAllocation(w http.ResponseWriter, r *http.Request) {
 		}
 		a.timeout = body.Timeout.UTC()
 	}
+	a.updated = s.now()
 	writeJSON(w, http.StatusOK, s.allocationJSON(a))
 }
 
@@ -396,6 +405,13 @@ func (s *Server) releaseExpiredLocked(now time.Time) {
 func (s *Server) releaseAllocation(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if id := r.PathValue("id"); s.released[id] {
+		// AllocationDao::release does not filter released ones: a second release is 410 (release_allocation,
+		// AllocationReleaseStatus::Gone, core/payment/src/api/allocations/mod.rs).
+		w.Header().Set(BeyondSpecHeader, "yagna answers 410 to the release of a released allocation; the spec lists no 410")
+		writeError(w, http.StatusGone, "Allocation %s has been already released", id)
+		return
+	}
 	if a, ok := s.allocationOr404(w, r.PathValue("id")); ok {
 		delete(s.allocations, a.id)
 		s.released[a.id] = true
@@ -499,13 +515,10 @@ func (s *Server) settle(w http.ResponseWriter, a *agreement, body acceptance, ow
 	}
 	alloc, ok := s.allocations[body.AllocationID]
 	if !ok {
-		// core/payment/src/api/debit_notes.rs: AllocationStatus::Gone → 410, NotFound → 400.
-		if s.released[body.AllocationID] {
-			w.Header().Set(BeyondSpecHeader, "yagna answers 410 for a released allocation; the spec lists no 410")
-			writeError(w, http.StatusGone, "Allocation %s has been already released", body.AllocationID)
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "allocation %q not found", body.AllocationID)
+		// core/payment/src/api/debit_notes.rs (and invoices.rs): AllocationStatus::NotFound → 400
+		// "Allocation {id} not found", a released one included: AllocationDao::get filters released
+		// ones out (core/payment/src/dao/allocation.rs), so its Gone → 410 is never reached.
+		writeError(w, http.StatusBadRequest, "Allocation %s not found", body.AllocationID)
 		return false
 	}
 	delta := amt.sub(a.accepted)
@@ -665,7 +678,14 @@ func (s *Server) bill(act *activity, now time.Time) *ratAmount {
 	f, _ := due.r.Float64()
 	due, _ = parseAmount(fmt.Sprintf("%.9f", f))
 	act.due = due
-	act.usage = []float64{secs, secs}
+	// The usage in the order of the offer's vector (the VM keeps one thread busy: as many CPU seconds as
+	// seconds).
+	act.usage = make([]float64, len(vector))
+	for i, name := range vector {
+		if name == "golem.usage.duration_sec" || name == "golem.usage.cpu_sec" {
+			act.usage[i] = secs
+		}
+	}
 	return due
 }
 
@@ -712,13 +732,12 @@ func (s *Server) issueInvoiceLocked(a *agreement) {
 	s.invEvents = append(s.invEvents, paymentEvent{EventType: "InvoiceReceivedEvent", EventDate: i.created, InvoiceID: i.id})
 }
 
-// usageVector names the usage counters (golem.com.usage.vector of the offer); the spec types it as an object.
-func usageVector(u []float64) map[string]float64 {
-	out := map[string]float64{}
-	for i, k := range []string{"golem.usage.duration_sec", "golem.usage.cpu_sec"} {
-		if i < len(u) {
-			out[k] = u[i]
-		}
+// usageVector is a debit note's usageCounterVector as a provider sends it: an array of numbers in the
+// order of the offer's golem.com.usage.vector (agent/provider/src/payments/payments.rs send_debit_note:
+// json!(cost_info.usage), a Vec<f64>).
+func usageVector(u []float64) []float64 {
+	if u == nil {
+		return []float64{}
 	}
-	return out
+	return u
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -185,8 +186,16 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		} else if strings.HasPrefix(r.URL.Path, "/net-api/") && strings.Contains(r.URL.Path, "/tcp/") {
 			key = r.URL.Query().Get("authToken")
 		}
+		// As yagna's auth middleware: 401 text/plain (core/serv-api/web/src/middleware/auth/mod.rs,
+		// ErrorUnauthorized("Missing application key" / "Invalid application key")).
 		if key == "" || subtle.ConstantTimeCompare([]byte(key), []byte(s.appKey)) != 1 {
-			writeError(w, http.StatusUnauthorized, "invalid or missing application key")
+			msg := "Invalid application key"
+			if key == "" {
+				msg = "Missing application key"
+			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, msg)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -146,7 +146,7 @@ resources:
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := e.yc.GetAllocation(ctx, id)
-		if yagna.IsGone(err) {
+		if yagna.IsNotFound(err) { // a released allocation answers 404 (core/payment/src/dao/allocation.rs get filters released ones)
 			break
 		}
 		if time.Now().After(deadline) {

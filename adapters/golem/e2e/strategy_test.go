@@ -338,7 +338,12 @@ func TestMarketPlanEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	billed, _ := last.UsageCounterVector["golem.usage.duration_sec"].(float64)
+	// The usage vector is an array in the order of the offer's golem.com.usage.vector, which the
+	// devnet publishes as a real provider does: [golem.usage.cpu_sec, golem.usage.duration_sec].
+	var billed float64
+	if len(last.UsageCounterVector) == 2 {
+		billed = last.UsageCounterVector[1]
+	}
 	wall := last.Timestamp.Sub(started).Seconds()
 	perSec := est.PerHour / 3600
 	t.Logf("estimate %.4f GLM/h; last debit note after %.1f s of wall clock: %s GLM for %.1f s billed (estimate x wall clock %.6f, x billed %.6f)",

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -159,8 +160,12 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 		}
 		return stale(protocol.ChangeCreate, reason, nil, ident, "create"), nil
 	}
-	if cur.IP != r.IP() || cur.Mask != r.Mask() || (cfg.Gateway != "" && cur.Gateway != cfg.Gateway) {
-		return stale(protocol.ChangeRebuild, fmt.Sprintf("VPN %s is %s/%s, the descriptor wants %s", cur.ID, cur.IP, cur.Mask, r.Prefix),
+	have, same, err := sameRange(*cur, r, cfg.Gateway)
+	if err != nil {
+		return nil, fmt.Errorf("network %s: %w", cfg.Name, err)
+	}
+	if !same {
+		return stale(protocol.ChangeRebuild, fmt.Sprintf("VPN %s is %s (gateway %s), the descriptor wants %s", cur.ID, have, cur.Gateway, r.Prefix),
 			[]string{"/ip"}, ident, "delete", "create"), nil
 	}
 	owner, err := ownerIP(ctx, yc, cur.ID, r)
@@ -181,23 +186,43 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 		return nil, fmt.Errorf("network %s: requestor identity: %w", cfg.Name, err)
 	}
 	return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{
-		"network_id": cur.ID, "ip": cur.IP, "mask": cur.Mask, "gateway": cur.Gateway,
+		"network_id": cur.ID, "ip": have.Addr().String(), "mask": DottedMask(have.Bits()), "gateway": yagna.BareIP(cur.Gateway),
 		"owner_ip": owner, "owner_id": me.Identity, "state": "ready",
 	}}, nil
 }
 
+// sameRange tells whether the VPN cur has the range r (and the gateway, when
+// one is asked for); have is its range. yagna answers the range in CIDR form
+// ("ip": "192.168.0.0/24": core/vpn/src/network.rs create_network, an smoltcp
+// IpCidr), other answers a bare address and the mask: the prefixes are
+// compared, and the gateway as a bare address.
+func sameRange(cur yagna.Network, r Range, gateway string) (have netip.Prefix, same bool, err error) {
+	have, err = yagna.ParseNetworkIP(cur.IP, cur.Mask)
+	if err != nil {
+		return netip.Prefix{}, false, fmt.Errorf("VPN %s: %w", cur.ID, err)
+	}
+	if have != r.Prefix {
+		return have, false, nil
+	}
+	return have, gateway == "" || yagna.BareIP(cur.Gateway) == yagna.BareIP(gateway), nil
+}
+
+// ownerIP is the requestor's address in the VPN (bare): the range's owner
+// address when the requestor holds it, else the first it holds, else "".
+// yagna lists them with the prefix ("192.168.0.1/24": core/vpn/src/network.rs
+// Handler<GetAddresses>), and gives the requestor the first host at creation.
 func ownerIP(ctx context.Context, yc *yagna.Client, id string, r Range) (string, error) {
 	addrs, err := yc.Addresses(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("requestor addresses in VPN %s: %w", id, err)
 	}
 	for _, a := range addrs {
-		if a.IP == r.OwnerIP.String() {
-			return a.IP, nil
+		if yagna.BareIP(a.IP) == r.OwnerIP.String() {
+			return r.OwnerIP.String(), nil
 		}
 	}
 	if len(addrs) > 0 {
-		return addrs[0].IP, nil
+		return yagna.BareIP(addrs[0].IP), nil
 	}
 	return "", nil
 }

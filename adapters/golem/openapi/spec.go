@@ -172,15 +172,105 @@ func Load(fsys fs.FS) (*Spec, error) {
 //
 // market-api.yaml AgreementListEntry requires id, creationTs, approveTs and
 // role, declares id, timestamp, approvedDate and role, and discriminates on an
-// eventType it does not have; yagna answers {id, creationTs, approveTs (null
-// until approved), role} (ya-client-model src/market/agreement.rs
-// AgreementListEntry, core/market/src/rest_api/common.rs list_agreements).
+// eventType it does not have; yagna answers {id, timestamp, approvedDate
+// (null until approved), role} (ya-client-model model/src/market/agreement.rs
+// AgreementListEntry at the pinned b4bf2aa, camelCase, no skip; built in
+// core/market/src/market.rs list_agreements).
+//
+// activity-api.yaml: createActivity answers 200, not 201, and DestroyActivity
+// 200 with the body null (core/activity/src/requestor/control.rs
+// create_activity, destroy_activity: web::Json).
+//
+// market-api.yaml status codes that yagna does not answer
+// (core/market/src/rest_api): counterProposalDemand and createAgreement
+// answer 200, not 201 (requestor.rs counter_proposal, create_agreement:
+// HttpResponse::Ok().json); cancelAgreement and terminateAgreement 200 with
+// no body, not 204 (requestor.rs cancel_agreement, common.rs
+// terminate_agreement: HttpResponse::Ok().finish()); waitForApproval answers
+// 400 for an agreement not confirmed yet or terminated (error.rs
+// WaitForApprovalError::NotConfirmed, Terminated), which the spec lacks.
 //
 // market-api.yaml declares getTerminateAgreementReason as POST
 // /agreements/{agreementId}/terminate/reason; yagna serves it as GET
 // (core/market/src/rest_api/common.rs get_agreement_terminate_reason,
 // #[actix_web::get]), so a POST there gets no answer from yagna.
+//
+// net-api.yaml, against core/vpn/src/requestor.rs at yagna 49e8b48:
+//   - addAddress, addNode, removeNode and removeNetwork declare a 200 without
+//     a body; yagna answers the JSON literal null (Ok(web::Json(()))).
+//   - 403 is answered with an empty body (ApiError::error_response:
+//     VpnError::Forbidden → HttpResponse::Forbidden().finish()), and every
+//     call on /net/{networkId}... can answer it and 404 (VpnSupervisor::owner:
+//     403 for an id the identity does not own while it owns others, 404
+//     {"message":"Network not found"} when it owns none), addAddress and addNode
+//     included, which the spec leaves without.
+//   - GET /net/{networkId}/tcp (getConnections) does not exist: vpn_web_scope
+//     registers no such route, only the websocket /tcp/{ip}/{port}.
+//
+// common.yaml ErrorMessage.message is a string; yagna's ErrorMessage has
+// message: Option<String> without skip_serializing_if (ya-client-model
+// model/src/error_message.rs), so a None is sent as null: the payment API's
+// response::not_found() answers 404 {"message":null} (core/payment/src/utils.rs).
+//
+// payment-api.yaml types DebitNote.usageCounterVector as an object; a
+// provider sends an array of numbers, one per counter of the offer's
+// golem.com.usage.vector (agent/provider/src/payments/payments.rs
+// send_debit_note: json!(cost_info.usage), a Vec<f64>). Its Allocation lacks
+// createdTs and updatedTs, which yagna answers in every allocation
+// (ya-client-model model/src/payment/allocation.rs created_ts, updated_ts).
 func errata(raw map[string]map[string]any) {
+	if cc, ok := raw["common.yaml"]["components"].(map[string]any); ok {
+		if cs, ok := cc["schemas"].(map[string]any); ok {
+			if em, ok := cs["ErrorMessage"].(map[string]any); ok {
+				if props, ok := em["properties"].(map[string]any); ok {
+					props["message"] = map[string]any{"type": "string", "nullable": true}
+				}
+			}
+		}
+	}
+	if pc, ok := raw["payment-api.yaml"]["components"].(map[string]any); ok {
+		if ps, ok := pc["schemas"].(map[string]any); ok {
+			if dn, ok := ps["DebitNote"].(map[string]any); ok {
+				if props, ok := dn["properties"].(map[string]any); ok {
+					if _, ok := props["usageCounterVector"]; ok {
+						props["usageCounterVector"] = map[string]any{"type": "array", "items": map[string]any{"type": "number"}}
+					}
+				}
+			}
+			if al, ok := ps["Allocation"].(map[string]any); ok {
+				if props, ok := al["properties"].(map[string]any); ok {
+					props["createdTs"] = map[string]any{"type": "string", "format": "date-time"}
+					props["updatedTs"] = map[string]any{"type": "string", "format": "date-time"}
+				}
+			}
+		}
+	}
+	if paths, ok := raw["net-api.yaml"]["paths"].(map[string]any); ok {
+		delete(paths, "/net/{networkId}/tcp")
+		for tmpl, p := range paths {
+			pm, ok := p.(map[string]any)
+			if !ok || !strings.HasPrefix(tmpl, "/net/{networkId}") || strings.HasPrefix(tmpl, "/net/{networkId}/tcp/") {
+				continue
+			}
+			for method, op := range pm {
+				om, ok := op.(map[string]any)
+				if !ok || method == "parameters" || method == "description" {
+					continue
+				}
+				rs, ok := om["responses"].(map[string]any)
+				if !ok {
+					continue
+				}
+				if r200, ok := rs["200"].(map[string]any); ok && r200["content"] == nil && r200["$ref"] == nil {
+					r200["content"] = map[string]any{"application/json": map[string]any{"schema": map[string]any{"nullable": true, "enum": []any{nil}}}}
+				}
+				rs["403"] = map[string]any{"description": "(403) Forbidden: the network is not the requestor's; no body."}
+				if _, ok := rs["404"]; !ok {
+					rs["404"] = map[string]any{"$ref": "common.yaml#/responses/NotFound"}
+				}
+			}
+		}
+	}
 	if paths, ok := raw["market-api.yaml"]["paths"].(map[string]any); ok {
 		if p, ok := paths["/agreements/{agreementId}/terminate/reason"].(map[string]any); ok {
 			if op, ok := p["post"]; ok {
@@ -193,11 +283,44 @@ func errata(raw map[string]map[string]any) {
 	schemas, _ := comps["schemas"].(map[string]any)
 	if e, ok := schemas["AgreementListEntry"].(map[string]any); ok {
 		delete(e, "discriminator")
+		e["required"] = []any{"id", "timestamp", "approvedDate", "role"}
 		e["properties"] = map[string]any{
-			"id":         map[string]any{"type": "string"},
-			"creationTs": map[string]any{"type": "string", "format": "date-time"},
-			"approveTs":  map[string]any{"type": "string", "format": "date-time", "nullable": true},
-			"role":       map[string]any{"type": "string"},
+			"id":           map[string]any{"type": "string"},
+			"timestamp":    map[string]any{"type": "string", "format": "date-time"},
+			"approvedDate": map[string]any{"type": "string", "format": "date-time", "nullable": true},
+			"role":         map[string]any{"type": "string"},
+		}
+	}
+	moveResponse(raw, "activity-api.yaml", "/activity", "post", "201", "200")
+	if rs := responsesOf(raw, "activity-api.yaml", "/activity/{activityId}", "delete"); rs != nil {
+		rs["200"] = map[string]any{"description": "Activity destroyed: the JSON literal null.",
+			"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"nullable": true, "enum": []any{nil}}}}}
+	}
+	moveResponse(raw, "market-api.yaml", "/demands/{subscriptionId}/proposals/{proposalId}", "post", "201", "200")
+	moveResponse(raw, "market-api.yaml", "/agreements", "post", "201", "200")
+	moveResponse(raw, "market-api.yaml", "/agreements/{agreementId}/cancel", "post", "204", "200")
+	moveResponse(raw, "market-api.yaml", "/agreements/{agreementId}/terminate", "post", "204", "200")
+	if rs := responsesOf(raw, "market-api.yaml", "/agreements/{agreementId}/wait", "post"); rs != nil {
+		rs["400"] = map[string]any{"$ref": "common.yaml#/responses/BadRequest"}
+	}
+}
+
+// responsesOf is the responses of an operation of a raw spec, or nil.
+func responsesOf(raw map[string]map[string]any, file, path, method string) map[string]any {
+	paths, _ := raw[file]["paths"].(map[string]any)
+	p, _ := paths[path].(map[string]any)
+	op, _ := p[method].(map[string]any)
+	rs, _ := op["responses"].(map[string]any)
+	return rs
+}
+
+// moveResponse declares an operation's response under status to instead of
+// from.
+func moveResponse(raw map[string]map[string]any, file, path, method, from, to string) {
+	if rs := responsesOf(raw, file, path, method); rs != nil {
+		if r, ok := rs[from]; ok {
+			rs[to] = r
+			delete(rs, from)
 		}
 	}
 }

@@ -662,8 +662,8 @@ func (r *rental) vpnNodes(ctx context.Context) map[string]string {
 		return out
 	}
 	for _, n := range nodes {
-		if n.IP != r.cfg.PlannedIP() || r.cfg.PlannedIP() == "" {
-			out[n.ID] = n.IP
+		if ip := yagna.BareIP(n.IP); ip != r.cfg.PlannedIP() || r.cfg.PlannedIP() == "" {
+			out[n.ID] = ip
 		}
 	}
 	return out
@@ -676,7 +676,7 @@ func (r *rental) holderOf(ctx context.Context, netID, ip string) (string, error)
 		return "", fmt.Errorf("nodes of VPN %s: %w", netID, err)
 	}
 	for _, nd := range nodes {
-		if nd.IP == ip {
+		if yagna.BareIP(nd.IP) == ip {
 			return nd.ID, nil
 		}
 	}
@@ -695,24 +695,28 @@ func (r *rental) ownedBefore(node string) bool {
 	return prev == node
 }
 
+// usedIPs are the VPN's taken addresses, bare: the gateway, the requestor's
+// (yagna lists them with the prefix, "192.168.0.1/24", and gives the
+// requestor the first host at creation: core/vpn/src/network.rs
+// Handler<GetAddresses>, create_stack_network) and the nodes'.
 func (r *rental) usedIPs(ctx context.Context, netID string, n yagna.Network) ([]string, error) {
 	used := []string{}
 	if n.Gateway != "" {
-		used = append(used, n.Gateway)
+		used = append(used, yagna.BareIP(n.Gateway))
 	}
 	addrs, err := r.yc.Addresses(ctx, netID)
 	if err != nil {
 		return nil, fmt.Errorf("requestor addresses in VPN %s: %w", netID, err)
 	}
 	for _, a := range addrs {
-		used = append(used, a.IP)
+		used = append(used, yagna.BareIP(a.IP))
 	}
 	nodes, err := r.yc.Nodes(ctx, netID)
 	if err != nil {
 		return nil, fmt.Errorf("nodes of VPN %s: %w", netID, err)
 	}
 	for _, nd := range nodes {
-		used = append(used, nd.IP)
+		used = append(used, yagna.BareIP(nd.IP))
 	}
 	return used, nil
 }
@@ -734,17 +738,27 @@ func (r *rental) deployAndStart(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("requestor addresses in VPN %s: %w", n.ID, err)
 		}
+		// The exe-unit takes only bare addresses as nodes keys, nodeIp and
+		// gateway (exe-unit/src/state.rs Deployment::extend_networks:
+		// map_nodes → to_ip, IpAddr::from_str), and yagna lists the
+		// requestor's with the prefix: they are stripped, as golem-js does
+		// (src/network/network.ts). The range goes as golem-js sends it: the
+		// network address and the mask.
 		for _, a := range addrs {
-			nodes[a.IP] = me.Identity
+			nodes[yagna.BareIP(a.IP)] = me.Identity
 		}
 		members, err := r.yc.Nodes(ctx, n.ID)
 		if err != nil {
 			return fmt.Errorf("nodes of VPN %s: %w", n.ID, err)
 		}
 		for _, m := range members {
-			nodes[m.IP] = m.ID
+			nodes[yagna.BareIP(m.IP)] = m.ID
 		}
-		deploy.Net = []yagna.DeployNetwork{{ID: n.ID, IP: n.IP, Mask: n.Mask, Gateway: n.Gateway, NodeIP: r.id.IP, Nodes: nodes}}
+		rg, err := yagna.ParseNetworkIP(n.IP, n.Mask)
+		if err != nil {
+			return fmt.Errorf("VPN %s: %w", n.ID, err)
+		}
+		deploy.Net = []yagna.DeployNetwork{{ID: n.ID, IP: rg.Addr().String(), Mask: network.DottedMask(rg.Bits()), Gateway: yagna.BareIP(n.Gateway), NodeIP: yagna.BareIP(r.id.IP), Nodes: nodes}}
 	}
 	limit, err := r.cfg.DeployTimeout(r.t.Deploy)
 	if err != nil {

@@ -14,8 +14,9 @@ import (
 )
 
 // CreateActivity starts an activity on an approved Agreement (POST
-// /activity-api/v1/activity → 201). The answer is {activityId, credentials?} or,
-// from older servers, a bare JSON string; both are returned as a result.
+// /activity-api/v1/activity → 200, core/activity/src/requestor/control.rs
+// create_activity). The answer is {activityId, credentials?} or a bare JSON
+// string (yagna answers in the request's shape); both are returned as a result.
 func (c *Client) CreateActivity(ctx context.Context, agreementID string) (CreateActivityResult, error) {
 	var raw []byte
 	err := c.do(ctx, request{
@@ -42,16 +43,32 @@ func (c *Client) CreateActivity(ctx context.Context, agreementID string) (Create
 	return res, nil
 }
 
-// DestroyActivity destroys an activity (DELETE /activity/{id} → 200).
+// DestroyActivity destroys an activity (DELETE /activity/{id} → 200 null).
 func (c *Client) DestroyActivity(ctx context.Context, activityID string) error {
-	return c.do(ctx, request{method: http.MethodDelete, path: activityPath(activityID)})
+	return knownActivity(activityID, c.do(ctx, request{method: http.MethodDelete, path: activityPath(activityID)}))
+}
+
+// knownActivity reports yagna's answer for an activity id it does not know as
+// a 404 (IsNotFound), keeping the 500 in Answered: every /activity/{id}...
+// call first looks up the activity's agreement and answers 500 "DAO error:
+// Not found: agreement id for activity: <id>" when there is none
+// (core/activity/src/dao/activity.rs get_agreement_id → DaoError::NotFound,
+// wrapped as Error::Dao, which core/activity/src/error.rs maps to 500).
+func knownActivity(activityID string, err error) error {
+	ae, ok := err.(*APIError)
+	if !ok || ae.Status != http.StatusInternalServerError || !strings.Contains(ae.Message, "Not found: agreement id for activity") {
+		return err
+	}
+	cp := *ae
+	cp.Status, cp.Answered = http.StatusNotFound, http.StatusInternalServerError
+	return &cp
 }
 
 // Exec runs an ExeScript and returns its batch id (POST /activity/{id}/exec → 200).
 func (c *Client) Exec(ctx context.Context, activityID string, script ExeScriptRequest) (string, error) {
 	var batch string
 	err := c.do(ctx, request{method: http.MethodPost, path: activityPath(activityID) + "/exec", body: script, out: &batch})
-	return batch, err
+	return batch, knownActivity(activityID, err)
 }
 
 // ExecCommands serializes cmds and runs them (see Exec).
@@ -81,7 +98,7 @@ func (c *Client) ExecBatchResults(ctx context.Context, activityID, batchID strin
 		query:  q,
 		out:    &out,
 	})
-	return out, err
+	return out, knownActivity(activityID, err)
 }
 
 // WaitBatch polls a batch's results (each poll waiting up to pollTimeout) until
@@ -210,14 +227,14 @@ func FirstError(results []ExeScriptCommandResult) (ExeScriptCommandResult, bool)
 func (c *Client) GetActivityState(ctx context.Context, activityID string) (ActivityState, error) {
 	var s ActivityState
 	err := c.do(ctx, request{method: http.MethodGet, path: activityPath(activityID) + "/state", out: &s})
-	return s, err
+	return s, knownActivity(activityID, err)
 }
 
 // GetActivityUsage returns an activity's usage counters (GET /activity/{id}/usage).
 func (c *Client) GetActivityUsage(ctx context.Context, activityID string) (ActivityUsage, error) {
 	var u ActivityUsage
 	err := c.do(ctx, request{method: http.MethodGet, path: activityPath(activityID) + "/usage", out: &u})
-	return u, err
+	return u, knownActivity(activityID, err)
 }
 
 // GetActivityAgreement returns the id of an activity's Agreement (GET
@@ -225,7 +242,7 @@ func (c *Client) GetActivityUsage(ctx context.Context, activityID string) (Activ
 func (c *Client) GetActivityAgreement(ctx context.Context, activityID string) (string, error) {
 	var id string
 	err := c.do(ctx, request{method: http.MethodGet, path: activityPath(activityID) + "/agreement", out: &id})
-	return id, err
+	return id, knownActivity(activityID, err)
 }
 
 func activityPath(activityID string) string {

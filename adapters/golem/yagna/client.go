@@ -127,6 +127,9 @@ type APIError struct {
 	Path    string
 	// Problem is the RFC 7807 body, when the answer was one.
 	Problem *Problem
+	// Answered is the status yagna sent when the client reports another in
+	// Status (a VPN's 403 as 404: see ownedNet); 0 otherwise.
+	Answered int
 }
 
 func (e *APIError) Error() string {
@@ -139,7 +142,11 @@ func (e *APIError) Error() string {
 			msg += " (" + facts + ")"
 		}
 	}
-	return fmt.Sprintf("yagna %s %s: %d: %s", e.Method, e.Path, e.Status, msg)
+	status := e.Status
+	if e.Answered != 0 {
+		status = e.Answered
+	}
+	return fmt.Sprintf("yagna %s %s: %d: %s", e.Method, e.Path, status, msg)
 }
 
 // facts lists a problem's extension members that say something about the
@@ -438,6 +445,11 @@ func errorMessage(data []byte) (string, *Problem) {
 	if err := json.Unmarshal(data, &m); err == nil {
 		if msg, ok := m["message"].(string); ok && msg != "" {
 			return msg, nil
+		}
+		// {"message":null}: yagna's ErrorMessage with no message (the payment API's
+		// response::not_found(), core/payment/src/utils.rs); the status says it all.
+		if v, ok := m["message"]; ok && v == nil && len(m) == 1 {
+			return "", nil
 		}
 		if p := problemOf(m); p != nil {
 			if p.Detail != "" {

@@ -78,7 +78,8 @@ func proposalPath(subscriptionID, proposalID string) string {
 }
 
 // CreateAgreement promotes a (Draft) proposal to an Agreement and returns its id
-// (POST /agreements → 201; 409 while the proposal is Initial, 410 when gone).
+// (POST /agreements → 200, core/market/src/rest_api/requestor.rs create_agreement;
+// 400 while the proposal is Initial: AgreementError::NoNegotiations).
 func (c *Client) CreateAgreement(ctx context.Context, proposalID string, validTo time.Time) (string, error) {
 	var id string
 	err := c.do(ctx, request{
@@ -102,7 +103,9 @@ func (c *Client) ConfirmAgreement(ctx context.Context, agreementID, appSessionID
 
 // WaitForApproval waits up to timeout for the provider's approval (POST
 // /agreements/{id}/wait?timeout= → 204). A 408 (IsTimeout) means "ask again";
-// 410 (IsGone) means rejected, cancelled, expired or terminated for good.
+// 410 (IsGone) means rejected, cancelled or expired for good; 400 an agreement
+// not confirmed yet or already terminated (core/market/src/negotiation/requestor.rs
+// wait_for_approval, rest_api/error.rs WaitForApprovalError).
 func (c *Client) WaitForApproval(ctx context.Context, agreementID string, timeout time.Duration) error {
 	q := url.Values{}
 	if timeout >= 0 {
@@ -135,7 +138,8 @@ func (c *Client) ListAgreements(ctx context.Context, appSessionID string, state 
 }
 
 // CancelAgreement cancels a not yet approved Agreement (POST
-// /agreements/{id}/cancel → 204). reason may be nil.
+// /agreements/{id}/cancel → 200 with no body: core/market/src/rest_api/requestor.rs
+// cancel_agreement). reason may be nil.
 func (c *Client) CancelAgreement(ctx context.Context, agreementID string, reason *Reason) error {
 	r := request{method: http.MethodPost, path: agreementPath(agreementID) + "/cancel"}
 	if reason != nil {
@@ -145,7 +149,8 @@ func (c *Client) CancelAgreement(ctx context.Context, agreementID string, reason
 }
 
 // TerminateAgreement ends an approved Agreement (POST /agreements/{id}/terminate
-// → 204; 410 if already terminated). reason may be nil; the usual one is
+// → 200 with no body: core/market/src/rest_api/common.rs terminate_agreement;
+// 410 if already terminated, 409 while in Proposal). reason may be nil; the usual one is
 // TerminationReason("...").
 func (c *Client) TerminateAgreement(ctx context.Context, agreementID string, reason *Reason) error {
 	r := request{method: http.MethodPost, path: agreementPath(agreementID) + "/terminate"}

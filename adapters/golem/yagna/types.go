@@ -215,15 +215,15 @@ type AgreementEvent struct {
 	Agreement Agreement `json:"agreement"`
 }
 
-// AgreementListEntry is one entry of listAgreements. The spec requires id,
-// creationTs, approveTs and role but declares id, timestamp, approvedDate and
-// role; yagna answers the required names (ya-client-model
-// market/agreement.rs AgreementListEntry), which are read here.
+// AgreementListEntry is one entry of listAgreements, as yagna serializes it:
+// id, timestamp, approvedDate (null until approved) and role (ya-client-model
+// model/src/market/agreement.rs AgreementListEntry at the rev yagna pins,
+// b4bf2aa, camelCase; built in core/market/src/market.rs list_agreements).
 type AgreementListEntry struct {
-	ID         string     `json:"id"`
-	CreationTS time.Time  `json:"creationTs"`
-	ApproveTS  *time.Time `json:"approveTs"`
-	Role       string     `json:"role"`
+	ID           string     `json:"id"`
+	Timestamp    time.Time  `json:"timestamp"`
+	ApprovedDate *time.Time `json:"approvedDate"`
+	Role         string     `json:"role"`
 }
 
 // AgreementProposal is the body of createAgreement.
@@ -583,6 +583,11 @@ type NewAllocation struct {
 	MakeDeposit     bool             `json:"makeDeposit"`
 	ExtendTimeout   *int64           `json:"extendTimeout,omitempty"`
 	Deposit         *Deposit         `json:"deposit,omitempty"`
+	// CreatedTS and UpdatedTS are in every allocation yagna answers
+	// (ya-client-model model/src/payment/allocation.rs Allocation created_ts,
+	// updated_ts at the rev yagna pins); the spec leaves them out.
+	CreatedTS *time.Time `json:"createdTs,omitempty"`
+	UpdatedTS *time.Time `json:"updatedTs,omitempty"`
 }
 
 // Allocation is the answer of createAllocation / getAllocation.
@@ -598,6 +603,11 @@ type Allocation struct {
 	MakeDeposit     bool             `json:"makeDeposit"`
 	ExtendTimeout   *int64           `json:"extendTimeout,omitempty"`
 	Deposit         *Deposit         `json:"deposit,omitempty"`
+	// CreatedTS and UpdatedTS are in every allocation yagna answers
+	// (ya-client-model model/src/payment/allocation.rs Allocation created_ts,
+	// updated_ts at the rev yagna pins); the spec leaves them out.
+	CreatedTS *time.Time `json:"createdTs,omitempty"`
+	UpdatedTS *time.Time `json:"updatedTs,omitempty"`
 }
 
 // AllocationUpdate is the body of amendAllocation.
@@ -637,20 +647,41 @@ const (
 
 // DebitNote is the answer of getDebitNote.
 type DebitNote struct {
-	DebitNoteID         string         `json:"debitNoteId"`
-	IssuerID            string         `json:"issuerId"`
-	RecipientID         string         `json:"recipientId"`
-	PayeeAddr           string         `json:"payeeAddr"`
-	PayerAddr           string         `json:"payerAddr"`
-	PaymentPlatform     string         `json:"paymentPlatform"`
-	PreviousDebitNoteID string         `json:"previousDebitNoteId,omitempty"`
-	Timestamp           time.Time      `json:"timestamp"`
-	AgreementID         string         `json:"agreementId"`
-	ActivityID          string         `json:"activityId"`
-	TotalAmountDue      string         `json:"totalAmountDue"`
-	UsageCounterVector  map[string]any `json:"usageCounterVector,omitempty"`
-	PaymentDueDate      *time.Time     `json:"paymentDueDate,omitempty"`
-	Status              InvoiceStatus  `json:"status"`
+	DebitNoteID         string        `json:"debitNoteId"`
+	IssuerID            string        `json:"issuerId"`
+	RecipientID         string        `json:"recipientId"`
+	PayeeAddr           string        `json:"payeeAddr"`
+	PayerAddr           string        `json:"payerAddr"`
+	PaymentPlatform     string        `json:"paymentPlatform"`
+	PreviousDebitNoteID string        `json:"previousDebitNoteId,omitempty"`
+	Timestamp           time.Time     `json:"timestamp"`
+	AgreementID         string        `json:"agreementId"`
+	ActivityID          string        `json:"activityId"`
+	TotalAmountDue      string        `json:"totalAmountDue"`
+	UsageCounterVector  UsageVector   `json:"usageCounterVector,omitempty"`
+	PaymentDueDate      *time.Time    `json:"paymentDueDate,omitempty"`
+	Status              InvoiceStatus `json:"status"`
+}
+
+// UsageVector is a debit note's usageCounterVector: the provider's usage as
+// a JSON array of numbers, one per counter of the agreed offer's
+// golem.com.usage.vector, in that order (agent/provider/src/payments/payments.rs
+// send_debit_note: usage_counter_vector: Some(json!(cost_info.usage)), a
+// Vec<f64>). ya-client-model types it as any JSON value
+// (model/src/payment/debit_note.rs, Option<serde_json::Value>), so another
+// shape decodes to nil rather than failing the whole note: the keeper needs
+// the note's id and amount, not its usage.
+type UsageVector []float64
+
+// UnmarshalJSON reads an array of numbers; null or any other shape is nil.
+func (u *UsageVector) UnmarshalJSON(b []byte) error {
+	var v []float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		*u = nil
+		return nil
+	}
+	*u = v
+	return nil
 }
 
 // Invoice is the answer of getInvoice.
@@ -757,15 +788,6 @@ type Address struct {
 type Node struct {
 	ID string `json:"id"`
 	IP string `json:"ip"`
-}
-
-// Connection is one of the requestor's TCP connections in a network.
-type Connection struct {
-	Protocol   int    `json:"protocol"`
-	LocalIP    string `json:"localIp"`
-	LocalPort  int    `json:"localPort"`
-	RemoteIP   string `json:"remoteIp"`
-	RemotePort int    `json:"remotePort"`
 }
 
 // ----- Identity and version (identity-api.yaml, version-api.yaml) -----
