@@ -217,17 +217,21 @@ func bareStep(name string, want *Resource, old *state.Resource) *Step {
 // estimate asks an adapter that can estimate costs what a resource it is
 // about to create will cost (nil when it cannot say), also when its inputs
 // are known only after apply: a first plan then shows what the app will
-// cost before anything exists.
-func (p *Planner) estimate(ctx context.Context, app appRef, r *Resource, cfg map[string]any, old *state.Resource) *protocol.Cost {
+// cost before anything exists. The adapter's error is returned: for a
+// resource whose inputs are known only after apply it is the only call
+// the plan makes, and what it refuses (a golem-service's image tag the
+// registry does not know) would fail the create after its dependencies
+// were made.
+func (p *Planner) estimate(ctx context.Context, app appRef, r *Resource, cfg map[string]any, old *state.Resource) (*protocol.Cost, error) {
 	caps, err := p.Adapters.Describe(ctx, r.Type, r.Name)
 	if err != nil || !caps.Estimate {
-		return nil
+		return nil, nil
 	}
 	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old), Estimate: true}, protocol.Present)
 	if err != nil || ans.Gcompose == nil {
-		return nil
+		return nil, err
 	}
-	return ans.Gcompose.Cost
+	return ans.Gcompose.Cost, nil
 }
 
 // Named prefixes err with the resource name unless it already starts with
@@ -276,8 +280,9 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		s.Reason = "inputs known after apply: " + UnknownText(unknown)
 		if old == nil {
 			s.Op = Create
-			s.Cost = p.estimate(ctx, app, r, cfg, old)
-			return s, nil
+			var err error
+			s.Cost, err = p.estimate(ctx, app, r, cfg, old)
+			return s, err
 		}
 		return p.planKnockOn(ctx, app, s, old)
 	}
@@ -294,7 +299,7 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		if s.Cost == nil && ans.Status == protocol.Stale && (ext.Change == protocol.ChangeCreate || ext.Change == protocol.ChangeRebuild) {
 			// Asked apart, so that the state calls of apply, which need no
 			// estimate, do not pay for one.
-			s.Cost = p.estimate(ctx, app, r, cfg, old)
+			s.Cost, _ = p.estimate(ctx, app, r, cfg, old) // its state call answered: a cost is all it adds
 		}
 	}
 	switch ans.Status {

@@ -7,7 +7,9 @@ set -eu
 cd "$(dirname "$0")/../.."
 : "${YAGNA_APPKEY:=devnet-appkey}"
 : "${YAGNA_API_URL:=http://127.0.0.1:${GCOMPOSE_DEVNET_PORT:-7465}}"
-export YAGNA_APPKEY YAGNA_API_URL
+# The devnet serves the image registry's API too: the images' hashes resolve there (docs/golem.md, "Images").
+: "${GOLEM_REGISTRY_URL:=$YAGNA_API_URL}"
+export YAGNA_APPKEY YAGNA_API_URL GOLEM_REGISTRY_URL
 GCOMPOSE=${GCOMPOSE:-bin/gcompose}
 DESCRIPTOR=examples/webapp/webapp.yaml
 

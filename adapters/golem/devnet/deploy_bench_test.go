@@ -211,7 +211,7 @@ func (g *golemBench) run(app, command, desc string) *golemRun {
 		"--payments-image", g.images["payments"], "--proxy-image", g.images["proxy"]}
 	cmd := exec.CommandContext(g.ctx, g.bin, args...)
 	cmd.Dir = g.dir
-	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+g.url, "YAGNA_APPKEY="+testKey, "XDG_CACHE_HOME="+filepath.Join(g.dir, "cache"))
+	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+g.url, "GOLEM_REGISTRY_URL="+g.url, "YAGNA_APPKEY="+testKey, "XDG_CACHE_HOME="+filepath.Join(g.dir, "cache"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

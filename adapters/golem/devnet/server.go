@@ -149,7 +149,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 	})
-	return s.auth(exactPaths(mux))
+	// The image registry's API (registry.go) needs no app key, as the registry's.
+	return s.withRegistry(s.auth(exactPaths(mux)))
 }
 
 // exactPaths answers 404 for a path that is not in clean form ("/activity//kill", an empty id): yagna

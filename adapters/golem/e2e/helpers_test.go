@@ -232,7 +232,7 @@ func (e *env) command(ctx context.Context, env []string, args ...string) *exec.C
 	e.settle(ctx)
 	cmd := exec.CommandContext(ctx, e.bin, full...)
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey, "XDG_CACHE_HOME="+filepath.Join(e.dir, "cache"))
+	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey, "XDG_CACHE_HOME="+filepath.Join(e.dir, "cache"))
 	cmd.Env = append(cmd.Env, env...)
 	return cmd
 }

@@ -60,7 +60,7 @@ func (r *resource) call(ctx context.Context, desired string, args ...string) out
 	p := r.persisted
 	req := protocol.Request{Name: r.name, Type: "inproc/" + r.name, Version: "1", Config: r.config, StaleState: r.stale,
 		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, App: r.e.app, Lineage: r.e.app + "-lineage", Call: callKind, Action: action, Desired: desired,
-			Persisted: &p, Env: map[string]string{"YAGNA_API_URL": r.e.url, "YAGNA_APPKEY": appKey}, Sweep: r.sweep}}
+			Persisted: &p, Env: map[string]string{"YAGNA_API_URL": r.e.url, "GOLEM_REGISTRY_URL": r.e.url, "YAGNA_APPKEY": appKey}, Sweep: r.sweep}}
 	in, err := json.Marshal(req)
 	if err != nil {
 		r.e.t.Fatal(err)

@@ -78,7 +78,7 @@ func TestPreflight(t *testing.T) {
 			t.Errorf("%s: a state was written", tc.name)
 		}
 	}
-	out, code := plan("YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
+	out, code := plan("YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	if code != 0 || !strings.Contains(out, "Plan: 5 to create") {
 		t.Errorf("with the right key: exit %d\n%s", code, out)
 	}

@@ -488,7 +488,7 @@ type costReport struct {
 func (e *env) cost(ctx context.Context) costReport {
 	e.t.Helper()
 	cmd := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state, "--json")
-	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
+	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	out, err := cmd.Output()
 	if err != nil {
 		e.t.Fatalf("gcompose cost: %v\n%s", err, out)
@@ -561,7 +561,7 @@ func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
 		"GCOMPOSE_RECONCILE_LEADER_TTL="+recTTL.String(), "GCOMPOSE_ETCD_LOCK_TTL="+recTTL.String(), "GCOMPOSE_LOCK_TIMEOUT=10s",
 		"GCOMPOSE_NETWORK_IMAGE="+e.images["network"], "GCOMPOSE_SERVICE_IMAGE="+e.images["service"],
 		"GCOMPOSE_PAYMENTS_IMAGE="+e.images["payments"], "GCOMPOSE_PROXY_IMAGE="+e.images["proxy"],
-		"YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
+		"YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	compose := func(args ...string) {
 		t.Helper()
 		full := append([]string{"-f", filepath.Join(moduleRoot(t), "docker-compose.yml")}, args...)
@@ -770,7 +770,7 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 	}
 	t.Logf("GLM spent: %v (metrics, gcompose cost and the allocation agree); the other application on the same yagna: %v", spent, otherSpent)
 	table := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state)
-	table.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "YAGNA_APPKEY="+appKey)
+	table.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	if out, err := table.CombinedOutput(); err != nil || !strings.Contains(string(out), "RESOURCE") || !strings.Contains(string(out), db) {
 		t.Fatalf("gcompose cost: %v\n%s", err, out)
 	} else {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/constraint"
@@ -37,6 +36,9 @@ type Config struct {
 	// App tags the demand (property gcompose.app) so the app's payments
 	// keeper accepts only its own debit notes.
 	App string `json:"app,omitempty"`
+
+	// image is the payload's image as ResolveImage found it.
+	image *Image
 }
 
 // Payload is a GAP-16 payload.
@@ -128,17 +130,17 @@ func (c Config) Expiration() (time.Duration, error) {
 	return d, nil
 }
 
-// TaskPackage is the golem.srv.comp.task_package of the payload's image.
+// TaskPackage is the golem.srv.comp.task_package of the payload's image:
+// "hash:sha3:<hash>:<url>" (golem-js workload-demand-director.ts, yapapi
+// payload/package.py), of the image ResolveImage found.
 func (c Config) TaskPackage() (string, error) {
-	hash := strings.TrimPrefix(c.param("image_hash"), "sha3:")
-	if hash == "" {
-		return "", fmt.Errorf("payload %s: params.image_hash is required for runtime %s", c.Payload.Name, c.Payload.Runtime)
+	if c.image == nil {
+		if _, err := c.imageParams(); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("payload %s: the image is not resolved yet", c.Payload.Name)
 	}
-	url := c.param("image_url")
-	if url == "" {
-		url = "http://registry.golem.network/download/" + hash
-	}
-	return "hash:sha3:" + hash + ":" + url, nil
+	return "hash:sha3:" + c.image.Hash + ":" + c.image.URL, nil
 }
 
 // ManifestRuntime is GAP-16's runtime of manifest payloads. No provider

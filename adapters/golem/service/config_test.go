@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"strings"
@@ -10,9 +11,12 @@ import (
 
 func TestDemandOfPayload(t *testing.T) {
 	c := Config{Payload: Payload{Name: "web", Runtime: "vm", Constraints: []string{"golem.inf.cpu.cores=2", "golem.inf.mem.gib>=4"},
-		Capabilities: []string{"vpn"}, Params: map[string]any{"image_hash": "c37c1364f637c199fe710ca62241ff486db92c875b786814c6030aa1"}}}
+		Capabilities: []string{"vpn"}, Params: map[string]any{"image_hash": "c37c1364f637c199fe710ca62241ff486db92c875b786814c6030aa1", "image_url": "http://images.example/web.gvmi"}}}
+	if err := c.ResolveImage(context.Background(), noRegistry(t), nil, false); err != nil {
+		t.Fatal(err)
+	}
 	tp, err := c.TaskPackage()
-	if err != nil || !strings.HasPrefix(tp, "hash:sha3:c37c1364f637c199fe710ca62241ff486db92c875b786814c6030aa1:http") {
+	if err != nil || tp != "hash:sha3:c37c1364f637c199fe710ca62241ff486db92c875b786814c6030aa1:http://images.example/web.gvmi" {
 		t.Fatalf("TaskPackage = %q, %v", tp, err)
 	}
 	f, err := c.Constraints("(golem.com.payment.platform.erc20-holesky-tglm.address=*)")
@@ -33,7 +37,7 @@ func TestDemandOfPayload(t *testing.T) {
 		t.Errorf("subnet_tag ignored: %s", f)
 	}
 	c.Payload.Params = nil
-	if _, err := c.TaskPackage(); err == nil {
+	if err := c.ResolveImage(context.Background(), noRegistry(t), nil, false); err == nil {
 		t.Error("a vm payload without image_hash must fail")
 	}
 }

@@ -31,6 +31,10 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 	if err := req.DecodeStaleState(&ss); err != nil {
 		return err
 	}
+	// The image as the plan resolved it (staleState), else asked now.
+	if err := cfg.ResolveImage(ctx, s.reg.client(req), ss.Image, true); err != nil {
+		return fmt.Errorf("service %s: %w", req.Name, err)
+	}
 	yc, err := network.Client(req)
 	if err != nil {
 		return err
@@ -52,7 +56,7 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 	if err := removeStrays(ctx, yc, ss.Strays); err != nil {
 		return fmt.Errorf("service %s: %w", req.Name, err)
 	}
-	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: failed, FailedWhy: failedWhy, Applied: Fingerprints(req.Config), InitPending: true,
+	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: failed, FailedWhy: failedWhy, Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image,
 		Agreements: historyOf(id, ss.Strays)}}
 	if err := r.run(ctx, ss.Previous); err != nil {
 		// Leave nothing half-made behind: what was reported is cleaned up

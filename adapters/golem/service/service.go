@@ -33,12 +33,12 @@ func Adapter() sdk.Adapter { return AdapterWith(DefaultTimeouts()) }
 
 // AdapterWith is the adapter with other timeouts (tests shorten them).
 func AdapterWith(t Timeouts) sdk.Adapter {
-	s := &svc{t: t}
+	s := &svc{t: t, reg: &registries{}}
 	return sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
 			// gcompose ps shows who runs the service and its VPN address.
-			Gcompose: withOutputs(estimates(network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"}))),
+			Gcompose: withRegistryEnv(withOutputs(estimates(network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"})))),
 		}),
 		Check:   network.Check,
 		State:   s.state,
@@ -47,7 +47,10 @@ func AdapterWith(t Timeouts) sdk.Adapter {
 	}
 }
 
-type svc struct{ t Timeouts }
+type svc struct {
+	t   Timeouts
+	reg *registries
+}
 
 // estimates says the state call estimates costs before the config is known
 // (the first plan of an app: the allocation and the VPN do not exist yet).
@@ -71,6 +74,9 @@ type Identity struct {
 	Failed []string `json:"failed_providers,omitempty"`
 	// FailedWhy says why each of Failed was blamed.
 	FailedWhy map[string]string `json:"failed_reasons,omitempty"`
+	// Image is the image the rental runs (a VM payload's), as resolved
+	// when it was created.
+	Image *Image `json:"image,omitempty"`
 	// Agreements are every agreement made for this resource, the one it
 	// runs on and those of the rentals it replaced or gave up on: what
 	// gcompose cost counts. Kept across rebuilds as Failed is, in the state
@@ -135,6 +141,8 @@ type staleState struct {
 	// Strays are what an interrupted operation of the resource made but
 	// never reported (found by its tags): the actions end them first.
 	Strays []tagged `json:"strays,omitempty"`
+	// Image is the image as this plan resolved it: what the create rents.
+	Image *Image `json:"image,omitempty"`
 }
 
 // observed is what exists of a resource's rental.
@@ -250,7 +258,11 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 	if req.Gcompose != nil && req.Gcompose.Estimate {
 		// Only the cost is wanted (plan asks apart, so apply's state calls
 		// never wait for the market); the config may still hold
-		// references known after apply.
+		// references known after apply. An image that cannot be resolved
+		// fails the plan here, before anything is made.
+		if err := cfg.ResolveImage(ctx, s.reg.client(req), identityOf(req.Persisted().Identity).Image, false); err != nil {
+			return nil, fmt.Errorf("service %s: %w", req.Name, err)
+		}
 		cost, err := estimate(ctx, yc, req, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", req.Name, err)
@@ -288,7 +300,10 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		}
 		return stale(protocol.ChangeDelete, why, nil, "", staleState{Strays: left}, "delete")
 	}
-	ss := staleState{Failed: id.Failed, FailedWhy: id.FailedWhy, Previous: id.IP, Strays: left}
+	if err := cfg.ResolveImage(ctx, s.reg.client(req), id.Image, false); err != nil {
+		return nil, fmt.Errorf("service %s: %w", req.Name, err)
+	}
+	ss := staleState{Failed: id.Failed, FailedWhy: id.FailedWhy, Previous: id.IP, Strays: left, Image: cfg.image}
 	planned := plannedIP(cfg)
 	if id.AgreementID == "" && id.ActivityID == "" {
 		reason := "not rented yet"
@@ -318,6 +333,10 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 	}
 	if forces := rebuildForces(id.Applied, req.Config); len(forces) > 0 {
 		return stale(protocol.ChangeRebuild, "changed: "+strings.Join(forces, ", ")+" (a running activity cannot be changed in place)", forces, planned, ss, "delete", "create")
+	}
+	if img, now := id.Image, cfg.image; img != nil && now != nil && now.Tag != "" && img.Tag == now.Tag && img.Hash != now.Hash {
+		return stale(protocol.ChangeRebuild, fmt.Sprintf("image tag %s now resolves to image %s, the rental runs %s", now.Tag, now.Hash, img.Hash),
+			[]string{"/payload/params/image_tag"}, planned, ss, "delete", "create")
 	}
 	if len(left) > 0 {
 		res, err := stale(protocol.ChangeUpdate, strayReason(left), nil, planned, ss, "cleanup")
