@@ -33,6 +33,15 @@ type Config struct {
 	// (default 4min, factory.rs; at least 5s, builtin/expiration.rs): the longest deadline it takes. It
 	// terminates an agreement whose debit note stays unaccepted past the deadline agreed.
 	DebitNoteAcceptTimeout Duration `yaml:"debitNoteAcceptTimeout"`
+	// IdleAgreementTimeout is how long a provider keeps an approved agreement on which no activity runs
+	// (after its approval or its last activity's end) before it terminates it NoActivity (default 90s,
+	// TaskConfig::idle_agreement_timeout, agent/provider/src/tasks/config.rs).
+	IdleAgreementTimeout Duration `yaml:"idleAgreementTimeout"`
+	// AgreementClock speeds agreement time up: an agreement ends Expired after (its
+	// golem.srv.comp.expiration - its approval) / AgreementClock of real time (default 1: at its
+	// expiration, agent/provider/src/tasks/task_manager.rs schedule_expiration). The negotiation's
+	// limits (at least 5 min, builtin/expiration.rs) stay as they are: tests shorten the wait, not the rule.
+	AgreementClock float64 `yaml:"agreementClock"`
 	// Negotiation are the providers' negotiator limits (expiration, intervals, timeouts).
 	Negotiation Negotiation `yaml:"negotiation"`
 	// Accounts are the requestor's funded payment accounts: platform → funds (GLM, a decimal). Default
@@ -221,6 +230,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("devnet config: debitNoteAcceptTimeout %s: a provider takes no deadline below %s (agent/provider/src/market/negotiator/builtin/expiration.rs)", c.DebitNoteAcceptTimeout, minAcceptTimeout)
 	}
 	c.Negotiation = c.Negotiation.withDefaults()
+	if err := c.checkClock(); err != nil {
+		return c, err
+	}
+	if c.IdleAgreementTimeout.Duration == 0 {
+		c.IdleAgreementTimeout.Duration = defaultIdleAgreementTimeout
+	}
 	if c.Accounts == nil {
 		c.Accounts = map[string]string{"erc20-hoodi-tglm": "1000"}
 	}
