@@ -33,12 +33,29 @@ const (
 )
 
 // requestorFaults are the provider agent's termination codes that say the
-// requestor's side failed, not the provider's: the agreement expired, no
-// activity was created, debit notes were not accepted or paid, the requestor
+// requestor's side failed, not the provider's: debit notes were not
+// accepted or paid, the requestor
 // could not be reached (yagna agent/provider/src/market/termination_reason.rs
 // BreakReason, sent as golem.provider.code). A provider that ends an
 // agreement for one of them is not blamed.
-var requestorFaults = []string{"Expired", "NoActivity", "DebitNotesDeadline", "DebitNoteRejected", "DebitNoteNotPaid", "RequestorUnreachable"}
+var requestorFaults = []string{"DebitNotesDeadline", "DebitNoteRejected", "DebitNoteNotPaid", "RequestorUnreachable"}
+
+// agreementEnds are the provider agent's codes for an agreement that ended
+// as agreed, not by a failure: its expiration passed (Expired, at
+// golem.srv.comp.expiration: agent/provider/src/tasks/task_manager.rs
+// schedule_expiration) or no activity ran on it within the provider's idle
+// timeout (NoActivity, 90 s by default: schedule_idle_expiration,
+// agent/provider/src/tasks/config.rs idle_agreement_timeout). The service is
+// rented again; no one is blamed.
+var agreementEnds = []string{"Expired", "NoActivity"}
+
+// paren is " (s)", or "" for an empty s.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
 
 // verdict is what the state call makes of a rental that is not alive.
 type verdict struct {
@@ -63,7 +80,7 @@ func blame(id Identity, o observed) verdict {
 	case o.agreement == nil:
 		return verdict{false, "the agreement is gone (yagna no longer knows it)"}
 	case o.agreement.State == yagna.AgreementTerminated:
-		return blameTerminated(who, o)
+		return blameTerminated(who, id.AgreementID, o)
 	case o.agreement.State == yagna.AgreementCancelled:
 		// Only the requestor cancels (market-api.yaml cancelAgreement);
 		// a create that cancelled for the provider's fault blamed it itself.
@@ -86,7 +103,7 @@ func blame(id Identity, o observed) verdict {
 // blameTerminated judges an agreement terminated: by the provider, blamed
 // unless its code says the requestor failed; by the requestor, blamed only
 // when gcompose ended it for the provider's fault (faultKey).
-func blameTerminated(who string, o observed) verdict {
+func blameTerminated(who, agreementID string, o observed) verdict {
 	ev := o.ended
 	if ev == nil {
 		return verdict{false, "the agreement is Terminated (yagna did not say by whom: " + o.endedErr + ")"}
@@ -103,6 +120,12 @@ func blameTerminated(who string, o observed) verdict {
 	}
 	switch ev.Terminator {
 	case yagna.TerminatorProvider:
+		if slices.Contains(agreementEnds, code) {
+			// Not a failure of either side: the agreement ran its course
+			// (Expired), or nothing ran on it (NoActivity: a create that
+			// never got to its activity).
+			return verdict{false, fmt.Sprintf("agreement %s ended by the provider: %s%s", agreementID, code, paren(msg))}
+		}
 		if slices.Contains(requestorFaults, code) {
 			return verdict{false, fmt.Sprintf("%s terminated the agreement%s (%s: the requestor's side failed)", who, said, code)}
 		}
