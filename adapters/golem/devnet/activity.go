@@ -616,7 +616,9 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		}
 	}
 	if s.takeDeployError() {
-		return fmt.Errorf("deploy: image download failed: %s (devnet fault knob deployErrors)", tp)
+		// A provider's own failure, worded with what is its own (a real one names its paths, its
+		// connection), so that the requestor can tell it from a payload failing the same way everywhere.
+		return fmt.Errorf("deploy: image download failed on %s: %s (devnet fault knob deployErrors)", a.provider.name, tp)
 	}
 	img, err := s.resolveImage(act.ctx, hash)
 	if err != nil {

@@ -42,6 +42,9 @@ type Config struct {
 	// expiration, agent/provider/src/tasks/task_manager.rs schedule_expiration). The negotiation's
 	// limits (at least 5 min, builtin/expiration.rs) stay as they are: tests shorten the wait, not the rule.
 	AgreementClock float64 `yaml:"agreementClock"`
+	// CounterTimeout is how long yagna holds a counter-proposal to a provider that does not answer
+	// (NoCounterAnswer) before it answers 500 (default 60s, core/market/src/rest_api/requestor.rs).
+	CounterTimeout Duration `yaml:"counterTimeout"`
 	// Negotiation are the providers' negotiator limits (expiration, intervals, timeouts).
 	Negotiation Negotiation `yaml:"negotiation"`
 	// Accounts are the requestor's funded payment accounts: platform → funds (GLM, a decimal). Default
@@ -50,6 +53,9 @@ type Config struct {
 	Accounts map[string]string `yaml:"accounts"`
 	// Relax turns strict rules off, one by one (all false: as strict as yagna and its providers).
 	Relax Relax `yaml:"relax"`
+	// History gives the requestor node a past: this many settled debit notes of an agreement that ended
+	// long ago, as a node that has run apps for months holds (what GET /debitNotes lists).
+	History int `yaml:"history"`
 	// Providers are the simulated provider nodes.
 	Providers []ProviderConfig `yaml:"providers"`
 	// Faults are the initial fault knobs (they can be changed at run time under /devnet/v1/faults).
@@ -85,6 +91,14 @@ type ProviderConfig struct {
 	Properties map[string]any `yaml:"properties"`
 	// DebitNoteAcceptTimeout overrides the devnet's for this provider kind.
 	DebitNoteAcceptTimeout Duration `yaml:"debitNoteAcceptTimeout"`
+	// AnswerDelay is how long this kind of provider takes to answer a counter-proposal (its Draft or
+	// its rejection comes as an event that much later): a provider agent's negotiator answers
+	// asynchronously (agent/provider/src/market/provider_market.rs process_proposal), over the network.
+	AnswerDelay Duration `yaml:"answerDelay"`
+	// NoCounterAnswer makes this kind of provider unreachable for counter-proposals: yagna holds the
+	// call for the devnet's counterTimeout, then answers 500 (core/market/src/rest_api/requestor.rs
+	// counter_proposal, .timeout(Some(60)); CounterProposalError::Timeout).
+	NoCounterAnswer bool `yaml:"noCounterAnswer"`
 }
 
 // Relax names the rules a devnet may stop enforcing.
@@ -232,6 +246,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.Negotiation = c.Negotiation.withDefaults()
 	if err := c.checkClock(); err != nil {
 		return c, err
+	}
+	if c.CounterTimeout.Duration <= 0 {
+		c.CounterTimeout.Duration = 60 * time.Second
 	}
 	if c.IdleAgreementTimeout.Duration == 0 {
 		c.IdleAgreementTimeout.Duration = defaultIdleAgreementTimeout
