@@ -564,8 +564,9 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 				r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
 				giveUp(cid, err.Error())
 				// Not approved in time is the provider's failure; a
-				// create cut short meanwhile is not.
-				if !errors.Is(context.Cause(nctx), context.Canceled) {
+				// create cut short meanwhile is not, nor yagna failing
+				// on its own side.
+				if !errors.Is(context.Cause(nctx), context.Canceled) && !localError(err) && !yagna.IsTransport(err) {
 					r.fail(err.Error())
 				}
 				r.id.AgreementID, r.id.ProviderID = "", ""
