@@ -243,6 +243,9 @@ func (s *Server) refreshLiveness(ctx context.Context, act *activity) {
 func (s *Server) activityState(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	act, ok := s.activityOr404(w, r.PathValue("id"))
+	if ok && s.daoErrorLocked(w) {
+		ok = false
+	}
 	// yagna answers a terminated activity's state from its own database and asks the provider for any
 	// other (core/activity/src/api.rs get_activity_state_web).
 	if ok && act.state != "Terminated" && s.unreachable(w, act.agreementID) {

@@ -138,6 +138,9 @@ type Faults struct {
 	// DeployErrors makes the next N deploys fail on their provider ("image download failed"), as a
 	// provider that cannot fetch or start the image does.
 	DeployErrors int `json:"deployErrors,omitempty" yaml:"deployErrors"`
+	// DaoErrors makes the next N activity state calls answer yagna's own database failure, a 500
+	// "DAO error: …" (core/activity/src/error.rs Error::Dao): the local node's error, not the provider's.
+	DaoErrors int `json:"daoErrors,omitempty" yaml:"daoErrors"`
 	// ApprovalDelay is how long a provider takes to approve a confirmed agreement (it stays Pending
 	// meanwhile), as a provider agent whose negotiators are not all ready yet
 	// (agent/provider/src/market/negotiator/composite.rs).
@@ -163,8 +166,8 @@ func (f Faults) check() error {
 			return fmt.Errorf("acceptErrors: %d is not one of 408, 500", st)
 		}
 	}
-	if f.DeployErrors < 0 {
-		return fmt.Errorf("deployErrors must not be negative")
+	if f.DeployErrors < 0 || f.DaoErrors < 0 {
+		return fmt.Errorf("deployErrors and daoErrors must not be negative")
 	}
 	return nil
 }
