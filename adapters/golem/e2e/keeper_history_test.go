@@ -102,10 +102,12 @@ func TestKeeperRescanReadsOnlyWhatIsNew(t *testing.T) {
 	}
 	second := rec.take()
 	for _, c := range second {
-		if c.after == "" || c.maxItems < 0 || c.maxItems > payments.ScanPage || c.items > payments.ScanPage {
+		// The node has no invoice: reading them from the start reads only what is new.
+		notes := strings.HasSuffix(c.path, "/debitNotes")
+		if (notes && c.after == "") || c.maxItems < 0 || c.maxItems > payments.ScanPage || c.items > payments.ScanPage {
 			t.Errorf("second sweep: %+v, want only what is new, in bounded pages", c)
 		}
-		if strings.HasSuffix(c.path, "/debitNotes") && c.items > int(payments.RescanLookback/time.Minute)+1 {
+		if notes && c.items > int(payments.RescanLookback/time.Minute)+1 {
 			t.Errorf("second sweep read %d debit notes; the look-back holds %d", c.items, int(payments.RescanLookback/time.Minute))
 		}
 	}
