@@ -253,6 +253,9 @@ func (s *Server) refreshLiveness(ctx context.Context, act *activity) {
 func (s *Server) activityState(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	act, ok := s.activityOr404(w, r.PathValue("id"))
+	if ok && s.daoErrorLocked(w) {
+		ok = false
+	}
 	// yagna answers a terminated activity's state from its own database and asks the provider for any
 	// other (core/activity/src/api.rs get_activity_state_web).
 	if ok && act.state != "Terminated" && s.unreachable(w, act.agreementID) {
@@ -703,7 +706,9 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		}
 	}
 	if s.takeDeployError() {
-		return fmt.Errorf("deploy: image download failed: %s (devnet fault knob deployErrors)", tp)
+		// A provider's own failure, worded with what is its own (a real one names its paths, its
+		// connection), so that the requestor can tell it from a payload failing the same way everywhere.
+		return fmt.Errorf("deploy: image download failed on %s: %s (devnet fault knob deployErrors)", a.provider.name, tp)
 	}
 	img, err := s.resolveImage(act.ctx, hash)
 	if err != nil {

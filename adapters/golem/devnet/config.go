@@ -33,6 +33,18 @@ type Config struct {
 	// (default 4min, factory.rs; at least 5s, builtin/expiration.rs): the longest deadline it takes. It
 	// terminates an agreement whose debit note stays unaccepted past the deadline agreed.
 	DebitNoteAcceptTimeout Duration `yaml:"debitNoteAcceptTimeout"`
+	// IdleAgreementTimeout is how long a provider keeps an approved agreement on which no activity runs
+	// (after its approval or its last activity's end) before it terminates it NoActivity (default 90s,
+	// TaskConfig::idle_agreement_timeout, agent/provider/src/tasks/config.rs).
+	IdleAgreementTimeout Duration `yaml:"idleAgreementTimeout"`
+	// AgreementClock speeds agreement time up: an agreement ends Expired after (its
+	// golem.srv.comp.expiration - its approval) / AgreementClock of real time (default 1: at its
+	// expiration, agent/provider/src/tasks/task_manager.rs schedule_expiration). The negotiation's
+	// limits (at least 5 min, builtin/expiration.rs) stay as they are: tests shorten the wait, not the rule.
+	AgreementClock float64 `yaml:"agreementClock"`
+	// CounterTimeout is how long yagna holds a counter-proposal to a provider that does not answer
+	// (NoCounterAnswer) before it answers 500 (default 60s, core/market/src/rest_api/requestor.rs).
+	CounterTimeout Duration `yaml:"counterTimeout"`
 	// Negotiation are the providers' negotiator limits (expiration, intervals, timeouts).
 	Negotiation Negotiation `yaml:"negotiation"`
 	// Accounts are the requestor's funded payment accounts: platform → funds (GLM, a decimal). Default
@@ -41,6 +53,9 @@ type Config struct {
 	Accounts map[string]string `yaml:"accounts"`
 	// Relax turns strict rules off, one by one (all false: as strict as yagna and its providers).
 	Relax Relax `yaml:"relax"`
+	// History gives the requestor node a past: this many settled debit notes of an agreement that ended
+	// long ago, as a node that has run apps for months holds (what GET /debitNotes lists).
+	History int `yaml:"history"`
 	// Providers are the simulated provider nodes.
 	Providers []ProviderConfig `yaml:"providers"`
 	// Faults are the initial fault knobs (they can be changed at run time under /devnet/v1/faults).
@@ -76,6 +91,14 @@ type ProviderConfig struct {
 	Properties map[string]any `yaml:"properties"`
 	// DebitNoteAcceptTimeout overrides the devnet's for this provider kind.
 	DebitNoteAcceptTimeout Duration `yaml:"debitNoteAcceptTimeout"`
+	// AnswerDelay is how long this kind of provider takes to answer a counter-proposal (its Draft or
+	// its rejection comes as an event that much later): a provider agent's negotiator answers
+	// asynchronously (agent/provider/src/market/provider_market.rs process_proposal), over the network.
+	AnswerDelay Duration `yaml:"answerDelay"`
+	// NoCounterAnswer makes this kind of provider unreachable for counter-proposals: yagna holds the
+	// call for the devnet's counterTimeout, then answers 500 (core/market/src/rest_api/requestor.rs
+	// counter_proposal, .timeout(Some(60)); CounterProposalError::Timeout).
+	NoCounterAnswer bool `yaml:"noCounterAnswer"`
 }
 
 // Relax names the rules a devnet may stop enforcing.
@@ -115,6 +138,9 @@ type Faults struct {
 	// DeployErrors makes the next N deploys fail on their provider ("image download failed"), as a
 	// provider that cannot fetch or start the image does.
 	DeployErrors int `json:"deployErrors,omitempty" yaml:"deployErrors"`
+	// DaoErrors makes the next N activity state calls answer yagna's own database failure, a 500
+	// "DAO error: …" (core/activity/src/error.rs Error::Dao): the local node's error, not the provider's.
+	DaoErrors int `json:"daoErrors,omitempty" yaml:"daoErrors"`
 	// ApprovalDelay is how long a provider takes to approve a confirmed agreement (it stays Pending
 	// meanwhile), as a provider agent whose negotiators are not all ready yet
 	// (agent/provider/src/market/negotiator/composite.rs).
@@ -140,8 +166,8 @@ func (f Faults) check() error {
 			return fmt.Errorf("acceptErrors: %d is not one of 408, 500", st)
 		}
 	}
-	if f.DeployErrors < 0 {
-		return fmt.Errorf("deployErrors must not be negative")
+	if f.DeployErrors < 0 || f.DaoErrors < 0 {
+		return fmt.Errorf("deployErrors and daoErrors must not be negative")
 	}
 	return nil
 }
@@ -221,6 +247,15 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("devnet config: debitNoteAcceptTimeout %s: a provider takes no deadline below %s (agent/provider/src/market/negotiator/builtin/expiration.rs)", c.DebitNoteAcceptTimeout, minAcceptTimeout)
 	}
 	c.Negotiation = c.Negotiation.withDefaults()
+	if err := c.checkClock(); err != nil {
+		return c, err
+	}
+	if c.CounterTimeout.Duration <= 0 {
+		c.CounterTimeout.Duration = 60 * time.Second
+	}
+	if c.IdleAgreementTimeout.Duration == 0 {
+		c.IdleAgreementTimeout.Duration = defaultIdleAgreementTimeout
+	}
 	if c.Accounts == nil {
 		c.Accounts = map[string]string{"erc20-hoodi-tglm": "1000"}
 	}

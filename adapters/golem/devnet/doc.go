@@ -152,6 +152,10 @@ second, per CPU second counted as duration, and the start price). Accepting one 
 allocation the difference from what the agreement had accepted. A debit note left unaccepted longer than
 debitNoteAcceptTimeout makes the provider terminate the agreement (AgreementTerminatedEvent, terminator
 Provider); every terminated agreement gets an invoice (InvoiceReceivedEvent) for the activities' total.
+Providers also end an agreement at its golem.srv.comp.expiration (code Expired; agreementClock N makes
+agreement time run N times faster) and one without a running activity for idleAgreementTimeout (code
+NoActivity), as yagna's provider agent does (expiry.go). GET /debitNotes and /invoices take afterTimestamp
+and maxItems as yagna's do; history N gives the requestor N settled debit notes of the past.
 
 # Fault knobs and the admin API
 

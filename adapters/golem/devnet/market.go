@@ -536,7 +536,7 @@ func (s *Server) getProposalOffer(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 	props, cons, mistyped, ok := s.readDemandTyped(w, r)
-	if !ok {
+	if !ok || s.holdCounter(w, r) {
 		return
 	}
 	s.mu.Lock()
@@ -563,29 +563,29 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("provider cannot read the counter-proposal and does not answer it", "provider", prov.name, "properties", mistyped)
 	case s.faults.RejectProposals:
 		counter.state = "Rejected"
-		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
+		s.answerLocked(d, prov, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
 			Reason: reasonJSON{"message": "provider rejects proposals (devnet fault knob rejectProposals)"}})
 	case s.busy(prov):
 		counter.state = "Rejected"
-		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
-			Reason: reasonJSON{"message": "provider is busy (no free capacity for another agreement)"}})
+		s.answerLocked(d, prov, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
+			Reason: reasonJSON{"message": fmt.Sprintf("No capacity available. Reached Agreements limit: %d", prov.cfg.MaxAgreements), "golem.proposal.rejection.is-final": false}})
 	case !s.matches(prov, props, cons):
 		counter.state = "Rejected"
-		d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
+		s.answerLocked(d, prov, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
 			Reason: reasonJSON{"message": "counter-proposal does not match the offer any more"}})
 	default:
 		v := s.negotiate(prov, props, p.props, time.Now())
 		if v.reject != "" {
 			counter.state = "Rejected"
 			s.log.Info("provider rejects a counter-proposal", "provider", prov.name, "reason", v.reject)
-			d.events = append(d.events, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
+			s.answerLocked(d, prov, marketEvent{EventType: "ProposalRejectedEvent", EventDate: s.now(), ProposalID: counter.id,
 				Reason: reasonJSON{"message": v.reject, "golem.proposal.rejection.is-final": v.final}})
 			break
 		}
 		// The provider answers with its proposal adjusted to the demand (composite.rs ReactToProposal).
 		answer := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: prov, props: v.offer, constraints: prov.constraints, state: "Draft", prevID: counter.id, created: s.now()}
 		s.proposals[answer.id] = answer
-		d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: answer.created, Proposal: s.proposalJSON(answer)})
+		s.answerLocked(d, prov, marketEvent{EventType: "ProposalEvent", EventDate: answer.created, Proposal: s.proposalJSON(answer)})
 	}
 	s.notify()
 	writeJSON(w, http.StatusOK, counter.id) // 200, as yagna (core/market/src/rest_api/requestor.rs counter_proposal)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/http"
 	"time"
 )
 
@@ -351,4 +352,51 @@ func termsOf(demand, offer map[string]any, def terms, relaxed bool) terms {
 		t.paymentTimeout = d
 	}
 	return t
+}
+
+// answerLocked delivers a provider's answer to a counter-proposal on demand d: at once, or after the
+// provider kind's answerDelay (its negotiator answers asynchronously, over the network). The caller
+// holds s.mu.
+func (s *Server) answerLocked(d *demand, p *provider, ev marketEvent) {
+	delay := p.cfg.AnswerDelay.Duration
+	if delay <= 0 {
+		d.events = append(d.events, ev)
+		return
+	}
+	time.AfterFunc(delay, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if d.unsubscribed || s.bgCtx.Err() != nil {
+			return
+		}
+		ev.EventDate = s.now()
+		if ev.Proposal != nil {
+			ev.Proposal.Timestamp = ev.EventDate
+		}
+		d.events = append(d.events, ev)
+		s.notify()
+	})
+}
+
+// holdCounter answers a counter-proposal to a provider that never answers one (NoCounterAnswer) as
+// yagna does: it holds the call for counterTimeout, then answers 500 with
+// CounterProposalError::Timeout wrapped in ProposalError::Send (core/market/src/rest_api/requestor.rs
+// counter_proposal, core/market/src/negotiation/error.rs, protocol/negotiation/error.rs). It returns
+// whether it answered.
+func (s *Server) holdCounter(w http.ResponseWriter, r *http.Request) bool {
+	s.mu.Lock()
+	p, ok := s.proposals[r.PathValue("pid")]
+	silent := ok && p.fromProvider && p.provider.cfg.NoCounterAnswer
+	s.mu.Unlock()
+	if !silent {
+		return false
+	}
+	// A requestor that gives up waiting gets the same answer (it reads no more of it).
+	select {
+	case <-time.After(s.cfg.CounterTimeout.Duration):
+	case <-r.Context().Done():
+	}
+	w.Header().Set(BeyondSpecHeader, "provider "+p.provider.name+" never answers counter-proposals (devnet knob noCounterAnswer)")
+	writeError(w, http.StatusInternalServerError, "Failed to send response for Proposal [%s]. Error: Timeout while sending counter Proposal", p.id)
+	return true
 }

@@ -484,7 +484,9 @@ func (s *Server) invoiceJSON(i *invoice) map[string]any {
 func (s *Server) listDebitNotes(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	writeJSON(w, http.StatusOK, byCreation(s.debitNotes, func(d *debitNote) time.Time { return d.created }, s.debitNoteJSON))
+	if out, ok := listPage(w, r, s.debitNotes, func(d *debitNote) time.Time { return d.created }, s.debitNoteJSON); ok {
+		writeJSON(w, http.StatusOK, out)
+	}
 }
 
 func (s *Server) getDebitNote(w http.ResponseWriter, r *http.Request) {
@@ -570,7 +572,9 @@ func (s *Server) acceptDebitNote(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	writeJSON(w, http.StatusOK, byCreation(s.invoices, func(i *invoice) time.Time { return i.created }, s.invoiceJSON))
+	if out, ok := listPage(w, r, s.invoices, func(i *invoice) time.Time { return i.created }, s.invoiceJSON); ok {
+		writeJSON(w, http.StatusOK, out)
+	}
 }
 
 func (s *Server) getInvoice(w http.ResponseWriter, r *http.Request) {

@@ -6,8 +6,8 @@ import (
 )
 
 // providerLoop is the providers' side of the running agreements: it issues debit notes for running
-// activities, terminates agreements whose debit notes go unaccepted past the timeout, and notices dead
-// activity containers.
+// activities, terminates agreements whose debit notes go unaccepted past the timeout, that expired or
+// on which no activity runs (expiry.go), and notices dead activity containers.
 func (s *Server) providerLoop() {
 	defer s.bg.Done()
 	tick := time.NewTicker(s.tickInterval())
@@ -57,6 +57,7 @@ func (s *Server) paymentsTick(now time.Time) {
 	}
 	s.approvePendingLocked(now)
 	s.releaseExpiredLocked(now)
+	remove = append(remove, s.endAgreementsLocked(now)...)
 	for _, a := range s.agreements {
 		if a.state == "Terminated" && a.invoiceID == "" && now.Sub(a.ended) >= s.faults.InvoiceDelay.Duration && a.provider.offline == 0 {
 			s.issueInvoiceLocked(a)

@@ -110,6 +110,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err := s.initProviders(); err != nil {
 		return nil, err
 	}
+	s.seedHistory(cfg.History)
 	if err := s.cleanupDocker(ctx); err != nil {
 		return nil, fmt.Errorf("devnet: removing leftovers of instance %s: %w", cfg.Instance, err)
 	}

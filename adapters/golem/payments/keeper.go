@@ -32,8 +32,9 @@ type Keeper struct {
 	// TTL is how far ahead the keeper keeps the allocation's timeout (0:
 	// it leaves the timeout alone).
 	TTL time.Duration
-	// Rescan is how often Run lists every note and invoice still waiting, to
-	// catch what an event poll missed; 0 means DefaultRescan.
+	// Rescan is how often Run sweeps the notes and invoices still waiting
+	// (those new since the last sweep, Sweep), to catch what an event poll
+	// missed; 0 means DefaultRescan.
 	Rescan time.Duration
 	// RetryBackoff is the pause before the first retry of a failed accept,
 	// doubled each time up to MaxRetryBackoff; 0 means DefaultRetryBackoff.
@@ -42,6 +43,9 @@ type Keeper struct {
 	mu     sync.Mutex
 	ours   map[string]bool // agreement id -> belongs to the app
 	failed map[string]*failedAccept
+	// notesSeen, invsSeen are the newest debit note and invoice a sweep
+	// has read (zero before the first).
+	notesSeen, invsSeen time.Time
 }
 
 // A provider ends an agreement whose debit note stays unaccepted past its
@@ -89,29 +93,98 @@ func (k *Keeper) belongs(ctx context.Context, agreementID string) (bool, error) 
 	return mine, nil
 }
 
+// ScanPage is how many debit notes or invoices one list call of a sweep
+// reads (maxItems): a node's history grows with every agreement it ever
+// made, and one answer must stay far below the client's size cap. yagna
+// takes any u32 (ya-client model/src/payment/params.rs FilterParams); the
+// spec declares at most 100.
+const ScanPage = 100
+
+// RescanLookback is how far before the newest note or invoice a sweep has
+// seen the next one starts: what arrives late (a provider that was cut off
+// sends its notes when it is back) is dated when it was issued. Older ones
+// whose accept failed are retried on their own (failed).
+const RescanLookback = time.Hour
+
 // Sweep accepts every debit note and invoice of the app still waiting
 // (received while the keeper was down, missed by an event poll, or at the
-// end of the app). A failed accept is remembered for retry.
+// end of the app). A failed accept is remembered for retry. The first
+// sweep reads the node's whole history, in pages of ScanPage; each later
+// one only what is dated from RescanLookback before the newest it has seen
+// (yagna lists them oldest first after afterTimestamp, at most maxItems:
+// core/payment/src/dao/debit_note.rs and invoice.rs get_for_node_id).
 func (k *Keeper) Sweep(ctx context.Context) error {
-	notes, err := k.YC.DebitNotes(ctx, time.Time{}, 0)
-	if err != nil {
-		return fmt.Errorf("listing debit notes: %w", err)
-	}
-	for _, n := range notes {
+	k.mu.Lock()
+	notesFrom, invsFrom := k.notesSeen, k.invsSeen
+	k.mu.Unlock()
+	newest, err := scan(ctx, lookback(notesFrom), k.YC.DebitNotes, func(n yagna.DebitNote) time.Time { return n.Timestamp }, func(n yagna.DebitNote) {
 		if n.Status == yagna.StatusReceived {
 			k.handleNote(ctx, n)
 		}
-	}
-	invs, err := k.YC.Invoices(ctx, time.Time{}, 0)
+	})
+	k.mu.Lock()
+	k.notesSeen = later(k.notesSeen, newest)
+	k.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("listing invoices: %w", err)
+		return fmt.Errorf("listing debit notes: %w", err)
 	}
-	for _, inv := range invs {
+	newest, err = scan(ctx, lookback(invsFrom), k.YC.Invoices, func(inv yagna.Invoice) time.Time { return inv.Timestamp }, func(inv yagna.Invoice) {
 		if inv.Status == yagna.StatusReceived {
 			k.handleInvoice(ctx, inv)
 		}
+	})
+	k.mu.Lock()
+	k.invsSeen = later(k.invsSeen, newest)
+	k.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("listing invoices: %w", err)
 	}
 	return nil
+}
+
+// lookback is where a sweep starts: nothing seen yet, the beginning.
+func lookback(seen time.Time) time.Time {
+	if seen.IsZero() {
+		return seen
+	}
+	return seen.Add(-RescanLookback)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// scan reads a list page by page from after (strictly), handing each item
+// to each, and returns the newest timestamp read. A page ends at its last
+// item's timestamp; the next starts a microsecond before it, so that items
+// sharing that timestamp are not lost between pages (they are read twice,
+// which an accept takes: yagna answers 200 to an accepted note).
+func scan[T any](ctx context.Context, after time.Time, list func(context.Context, time.Time, int) ([]T, error), stamp func(T) time.Time, each func(T)) (time.Time, error) {
+	newest := time.Time{}
+	for {
+		page, err := list(ctx, after, ScanPage)
+		if err != nil {
+			return newest, err
+		}
+		for _, v := range page {
+			each(v)
+			newest = later(newest, stamp(v))
+		}
+		if len(page) < ScanPage {
+			return newest, nil
+		}
+		next := stamp(page[len(page)-1]).Add(-time.Microsecond)
+		if !next.After(after) {
+			next = stamp(page[len(page)-1])
+		}
+		if !next.After(after) {
+			return newest, fmt.Errorf("more than %d items dated %s: cannot page past them", ScanPage, after.Format(time.RFC3339Nano))
+		}
+		after = next
+	}
 }
 
 // handleNote accepts a note, or remembers it for retry.

@@ -2,8 +2,12 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 )
@@ -30,15 +34,91 @@ const (
 	whyInterrupted = "gcompose: create interrupted (gcompose went away or was interrupted)"
 	whyCreateFail  = "gcompose: create failed"
 	whyProvider    = "gcompose: provider failed"
+	whyPayload     = "gcompose: the payload failed (its image cannot start)"
+	whyUnapproved  = "gcompose: agreement not approved in time"
 )
 
+// requestorCode is the golem.requestor.code gcompose sends with each of its
+// terminations: yagna counts terminations by it
+// (core/market/src/negotiation/common.rs inc_terminate_metrics), and the
+// provider sees why its agreement ended. yapapi sends Success for work
+// done and Cancelled for work cancelled (yapapi/executor/__init__.py,
+// agreements_pool.py); the failures have codes of gcompose's own, as
+// yapapi's TooManyDebitNotes is its own (yapapi/engine.py).
+func requestorCode(why string) string {
+	switch why {
+	case whyInterrupted, whyUnapproved:
+		return "Cancelled"
+	case whyProvider:
+		return "ProviderFailure"
+	case whyPayload:
+		return "PayloadFailure"
+	case whyCreateFail:
+		return "Failure"
+	default:
+		// A removal, a replacement, what a sweep ends: done as asked.
+		return "Success"
+	}
+}
+
+// localErrors are the 500s yagna answers for its own failure, not the
+// provider's: a database error of the activity API ("DAO error: …",
+// core/activity/src/error.rs Error::Dao), of the market ("Internal error:
+// …", "Failed to save Agreement …", "Failed to get Agreement …",
+// core/market/src/negotiation/error.rs AgreementError::Internal, Save, Get,
+// and the DbError of the other errors there), of the payment API.
+var localErrors = regexp.MustCompile(`(?i)\bDAO error\b|\bInternal error\b|\bDb error\b|\bdatabase\b|Failed to (save|get) Agreement`)
+
+// localError tells a 500 that yagna answered for its own failure: the local
+// node's error, for the user to look into, not a provider gone (nobody is
+// blamed for it, and the state call reports it as an error, as it does a
+// yagna that does not answer).
+func localError(err error) bool {
+	var ae *yagna.APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusInternalServerError && localErrors.MatchString(ae.Message)
+}
+
+// providerUnreachable is yagna saying it could not reach the provider
+// (yagna.IsProviderUnreachable), unless the 500 is yagna's own failure.
+func providerUnreachable(err error) bool {
+	return yagna.IsProviderUnreachable(err) && !localError(err)
+}
+
+// idRuns are what differs between two providers' reports of the same
+// failure: ids (activity, agreement, container), addresses.
+var idRuns = regexp.MustCompile(`[0-9a-fA-F]{8,}|0x[0-9a-fA-F]+`)
+
+// failureSignature is a deploy or start failure as the exe-unit worded it,
+// with the ids that differ from provider to provider left out: two
+// providers whose signatures are equal failed the same way.
+func failureSignature(msg string) string {
+	return strings.TrimSpace(idRuns.ReplaceAllString(msg, "…"))
+}
+
 // requestorFaults are the provider agent's termination codes that say the
-// requestor's side failed, not the provider's: the agreement expired, no
-// activity was created, debit notes were not accepted or paid, the requestor
+// requestor's side failed, not the provider's: debit notes were not
+// accepted or paid, the requestor
 // could not be reached (yagna agent/provider/src/market/termination_reason.rs
 // BreakReason, sent as golem.provider.code). A provider that ends an
 // agreement for one of them is not blamed.
-var requestorFaults = []string{"Expired", "NoActivity", "DebitNotesDeadline", "DebitNoteRejected", "DebitNoteNotPaid", "RequestorUnreachable"}
+var requestorFaults = []string{"DebitNotesDeadline", "DebitNoteRejected", "DebitNoteNotPaid", "RequestorUnreachable"}
+
+// agreementEnds are the provider agent's codes for an agreement that ended
+// as agreed, not by a failure: its expiration passed (Expired, at
+// golem.srv.comp.expiration: agent/provider/src/tasks/task_manager.rs
+// schedule_expiration) or no activity ran on it within the provider's idle
+// timeout (NoActivity, 90 s by default: schedule_idle_expiration,
+// agent/provider/src/tasks/config.rs idle_agreement_timeout). The service is
+// rented again; no one is blamed.
+var agreementEnds = []string{"Expired", "NoActivity"}
+
+// paren is " (s)", or "" for an empty s.
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
 
 // verdict is what the state call makes of a rental that is not alive.
 type verdict struct {
@@ -63,7 +143,7 @@ func blame(id Identity, o observed) verdict {
 	case o.agreement == nil:
 		return verdict{false, "the agreement is gone (yagna no longer knows it)"}
 	case o.agreement.State == yagna.AgreementTerminated:
-		return blameTerminated(who, o)
+		return blameTerminated(who, id.AgreementID, o)
 	case o.agreement.State == yagna.AgreementCancelled:
 		// Only the requestor cancels (market-api.yaml cancelAgreement);
 		// a create that cancelled for the provider's fault blamed it itself.
@@ -86,7 +166,7 @@ func blame(id Identity, o observed) verdict {
 // blameTerminated judges an agreement terminated: by the provider, blamed
 // unless its code says the requestor failed; by the requestor, blamed only
 // when gcompose ended it for the provider's fault (faultKey).
-func blameTerminated(who string, o observed) verdict {
+func blameTerminated(who, agreementID string, o observed) verdict {
 	ev := o.ended
 	if ev == nil {
 		return verdict{false, "the agreement is Terminated (yagna did not say by whom: " + o.endedErr + ")"}
@@ -103,6 +183,12 @@ func blameTerminated(who string, o observed) verdict {
 	}
 	switch ev.Terminator {
 	case yagna.TerminatorProvider:
+		if slices.Contains(agreementEnds, code) {
+			// Not a failure of either side: the agreement ran its course
+			// (Expired), or nothing ran on it (NoActivity: a create that
+			// never got to its activity).
+			return verdict{false, fmt.Sprintf("agreement %s ended by the provider: %s%s", agreementID, code, paren(msg))}
+		}
 		if slices.Contains(requestorFaults, code) {
 			return verdict{false, fmt.Sprintf("%s terminated the agreement%s (%s: the requestor's side failed)", who, said, code)}
 		}

@@ -66,9 +66,12 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 		// for a failing init command (the payload's).
 		why, fault := whyCreateFail, ""
 		var pf providerFault
+		var pl payloadFault
 		switch {
 		case ctx.Err() != nil:
 			why = whyInterrupted
+		case errors.As(err, &pl):
+			why = whyPayload
 		case errors.As(err, &pf):
 			why, fault = whyProvider, pf.Error()
 		}
@@ -120,12 +123,42 @@ type providerFault struct{ err error }
 func (e providerFault) Error() string { return e.err.Error() }
 func (e providerFault) Unwrap() error { return e.err }
 
-// faultOf marks err as the provider's unless yagna itself gave no answer.
+// payloadFault is a failure of the payload itself (its image cannot start
+// wherever it is deployed): no other provider is tried, none is blamed.
+type payloadFault struct{ err error }
+
+func (e payloadFault) Error() string { return e.err.Error() }
+func (e payloadFault) Unwrap() error { return e.err }
+
+// faultOf marks err as the provider's unless yagna itself gave no answer
+// or answered with its own failure (localError).
 func faultOf(err error) error {
-	if err == nil || yagna.IsTransport(err) {
+	if err == nil || yagna.IsTransport(err) || localError(err) {
 		return err
 	}
 	return providerFault{err}
+}
+
+// startFailed is the exe-unit's report that the payload's deploy or start
+// failed (a command result of Error), as opposed to a provider that could
+// not be reached or took too long.
+type startFailed struct{ msg string }
+
+func (e startFailed) Error() string { return e.msg }
+
+// unfail takes provider back off the failed list: its failure was the
+// payload's.
+func (r *rental) unfail(provider string) error {
+	r.id.Failed = slices.DeleteFunc(slices.Clone(r.id.Failed), func(p string) bool { return p == provider })
+	delete(r.id.FailedWhy, provider)
+	// Reported identity is merged key by key, and the identity omits an
+	// empty list: the shorter one is sent as it is.
+	failed, why := []string{}, map[string]string{}
+	failed = append(failed, r.id.Failed...)
+	for p, w := range r.id.FailedWhy {
+		why[p] = w
+	}
+	return r.req.ReportIdentity(map[string]any{"failed_providers": failed, "failed_reasons": why})
 }
 
 func (r *rental) run(ctx context.Context, previousIP string) error {
@@ -133,12 +166,28 @@ func (r *rental) run(ctx context.Context, previousIP string) error {
 		return errors.New("payload has no runtime")
 	}
 	var earlier []string
+	// The providers whose deploy or start failed, by how (failureSignature):
+	// the same failure on a second provider is the payload's, and neither
+	// provider is blamed.
+	startedBy := map[string]string{}
 	for try := 1; ; try++ {
 		err := r.rentOne(ctx, previousIP)
 		if err == nil {
 			break
 		}
 		var pf providerFault
+		var sf startFailed
+		if errors.As(err, &pf) && errors.As(err, &sf) && ctx.Err() == nil {
+			sig := failureSignature(sf.msg)
+			if first, ok := startedBy[sig]; ok && first != r.id.ProviderID {
+				if err := r.unfail(first); err != nil {
+					return err
+				}
+				return payloadFault{fmt.Errorf("payload %s cannot start: its deploy and start failed the same way on provider %s and provider %s (%s); no provider is blamed",
+					firstNonEmpty(r.cfg.Payload.Name, r.req.Name), first, r.id.ProviderID, sf.msg)}
+			}
+			startedBy[sig] = r.id.ProviderID
+		}
 		if !errors.As(err, &pf) || try == maxProviders || ctx.Err() != nil {
 			if len(earlier) > 0 {
 				err = fmt.Errorf("%w (providers tried before: %s)", err, strings.Join(earlier, "; "))
@@ -293,6 +342,59 @@ func (e noneWithinCaps) Unwrap() error { return e.err }
 // its draft before the next offer is tried.
 const draftWait = 30 * time.Second
 
+// maxCounters is how many counter-proposals are out at once; preferWait is
+// how long a draft waits for the answers of better-ranked providers
+// countered at the same time (the market strategy's choice) before it is
+// taken: a provider that does not answer costs that, not the negotiation.
+const (
+	maxCounters = 3
+	preferWait  = 5 * time.Second
+)
+
+// countered is an offer countered: in flight (being sent) or out (yagna
+// took it), with the provider's good draft once it answers.
+type countered struct {
+	o      Offer
+	seq    int // the order of the counters, best ranked first
+	since  time.Time
+	draft  *yagna.Proposal
+	judged Offer
+}
+
+// sentCounter is yagna's answer to a counter-proposal call.
+type sentCounter struct {
+	c   *countered
+	cid string
+	err error
+}
+
+// bestDraft is the best-ranked counter with a good draft in, once every
+// better-ranked counter (out or in flight) has had preferWait to answer;
+// nil when there is none yet.
+func bestDraft(pendings map[string]*countered, inflight map[int]*countered) (string, *countered) {
+	bestID, best := "", (*countered)(nil)
+	for cid, c := range pendings {
+		if c.draft != nil && (best == nil || c.seq < best.seq) {
+			bestID, best = cid, c
+		}
+	}
+	if best == nil {
+		return "", nil
+	}
+	waiting := func(c *countered) bool { return c.seq < best.seq && c.draft == nil && time.Since(c.since) < preferWait }
+	for _, c := range pendings {
+		if waiting(c) {
+			return "", nil
+		}
+	}
+	for _, c := range inflight {
+		if waiting(c) {
+			return "", nil
+		}
+	}
+	return bestID, best
+}
+
 // negotiateIn negotiates in one subnet. With fallback (another subnet is
 // asked next), a subnet without a single offer in the window is given up.
 // With the plan's view of the subnet (pl), the best offer held is countered
@@ -316,15 +418,23 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 	windowEnd := began.Add(m.Window)
 	hint := pl.in(subnet)
 	var (
-		offers  []Offer                       // every Initial offer seen, judged
-		seen    = map[string]Offer{}          // provider -> its latest offer judged
-		terms   = map[string]map[string]any{} // proposal id -> payment terms to promise
-		tried   = map[string]bool{}           // providers countered already
-		why     = map[string]string{}         // provider -> why it did not agree, for the error
-		pending *Offer                        // the offer countered, awaiting its draft
-		counter string                        // our counter-proposal to it
-		since   time.Time
-		chosen  bool // the choice was explained
+		offers []Offer                       // every Initial offer seen, judged
+		seen   = map[string]Offer{}          // provider -> its latest offer judged
+		terms  = map[string]map[string]any{} // proposal id -> payment terms to promise
+		tried  = map[string]bool{}           // providers countered already
+		why    = map[string]string{}         // provider -> why it did not agree, for the error
+		// The counter-proposals out: answered by yagna (by our counter's
+		// id), or still being sent (by their rank order): yagna holds a
+		// counter-proposal to a provider it cannot reach for up to 60 s
+		// (core/market/src/rest_api/requestor.rs counter_proposal), so
+		// a few are sent at once and the first good draft is taken.
+		pendings = map[string]*countered{}
+		inflight = map[int]*countered{}
+		sent     = make(chan sentCounter, maxCounters)
+		seq      int
+		drafts   = map[string]*yagna.Proposal{} // our counter's id -> the provider's draft answering it
+		rejects  = map[string]string{}          // our counter's id -> why the provider rejected it
+		chosen   bool                           // the choice was explained
 	)
 	noAgreement := func() error {
 		if _, priced := Cheapest(offers); priced && len(Rank(offers)) == 0 {
@@ -333,9 +443,9 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 		deadline, _ := nctx.Deadline()
 		return fmt.Errorf("no provider agreed within %s (%d offers seen in subnet %s; avoided: %v)%s", r.t.Negotiation-time.Until(deadline), len(offers), subnet, r.id.Failed, reasons(why))
 	}
-	giveUp := func(o *Offer, reason string) {
-		why[o.Provider] = reason
-		pending, counter = nil, ""
+	giveUp := func(cid string, reason string) {
+		why[pendings[cid].o.Provider] = reason
+		delete(pendings, cid)
 	}
 	// out: providers that will not be rented here whatever they offer.
 	out := func(provider string) bool { return tried[provider] || slices.Contains(r.id.Failed, provider) }
@@ -347,6 +457,9 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 		if until := time.Until(windowEnd); until > 0 {
 			wait = max(min(wait, until), time.Second)
 		}
+		if len(inflight) > 0 {
+			wait = min(wait, time.Second)
+		}
 		evs, err := r.yc.CollectOffers(nctx, sub, wait, 20)
 		if err != nil && !yagna.IsTimeout(err) {
 			if nctx.Err() != nil {
@@ -357,14 +470,11 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 		var inVPN map[string]string // read once per batch, when needed
 		for _, ev := range evs {
 			if ev.EventType == yagna.EventProposalRejected {
-				if pending != nil && ev.ProposalID == counter {
-					msg := "rejected the counter-proposal"
-					if ev.Reason != nil {
-						msg += ": " + ev.Reason.Message
-					}
-					r.req.Log.Info("provider rejected the counter-proposal", "provider", pending.Provider, "reason", msg)
-					giveUp(pending, msg)
+				msg := "rejected the counter-proposal"
+				if ev.Reason != nil {
+					msg += ": " + ev.Reason.Message
 				}
+				rejects[ev.ProposalID] = msg
 				continue
 			}
 			if ev.EventType != yagna.EventProposal || ev.Proposal == nil {
@@ -408,30 +518,64 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 					_ = r.yc.RejectProposal(nctx, sub, p.ProposalID, &yagna.Reason{Message: "gcompose: " + reason})
 				}
 			case yagna.ProposalDraft:
-				if pending == nil || p.PrevProposalID != counter {
+				// Matched with its counter below: the answer may come in
+				// before yagna's answer to the counter-proposal call.
+				drafts[p.PrevProposalID] = p
+			}
+		}
+		for drained := false; !drained; {
+			select {
+			case sc := <-sent:
+				delete(inflight, sc.c.seq)
+				if sc.err != nil {
+					why[sc.c.o.Provider] = "counter-proposal failed: " + sc.err.Error()
+					r.req.Log.Debug("counter-proposal failed", "provider", sc.c.o.Provider, "err", sc.err)
 					continue
 				}
+				sc.c.since = time.Now()
+				pendings[sc.cid] = sc.c
+			default:
+				drained = true
+			}
+		}
+		for cid, c := range pendings {
+			if msg, ok := rejects[cid]; ok {
+				r.req.Log.Info("provider rejected the counter-proposal", "provider", c.o.Provider, "reason", msg)
+				giveUp(cid, msg)
+				continue
+			}
+			if p := drafts[cid]; p != nil && c.draft == nil {
 				// The draft is what would be signed: judged again, as a
 				// provider may answer with other prices than it offered.
 				o := m.Judge(p, exp)
 				if !o.Usable() {
 					reason := "its draft is not the offer: " + o.Skip + o.Over
 					_ = r.yc.RejectProposal(nctx, sub, p.ProposalID, &yagna.Reason{Message: "gcompose: " + reason})
-					giveUp(pending, reason)
+					giveUp(cid, reason)
 					continue
 				}
-				if err := r.agree(nctx, p); err != nil {
-					r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
-					giveUp(pending, err.Error())
-					// Not approved in time is the provider's failure; a
-					// create cut short meanwhile is not.
-					if !errors.Is(context.Cause(nctx), context.Canceled) {
-						r.fail(err.Error())
-					}
-					r.id.AgreementID, r.id.ProviderID = "", ""
-					_ = r.report()
-					continue
+				c.draft, c.judged = p, o
+			}
+			if c.draft == nil && time.Since(c.since) > draftWait {
+				giveUp(cid, fmt.Sprintf("no draft within %s", draftWait))
+			}
+		}
+		// The best draft in is signed once every better-ranked counter
+		// out has had preferWait to answer.
+		if cid, best := bestDraft(pendings, inflight); best != nil {
+			p, o := best.draft, best.judged
+			if err := r.agree(nctx, p); err != nil {
+				r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
+				giveUp(cid, err.Error())
+				// Not approved in time is the provider's failure; a
+				// create cut short meanwhile is not, nor yagna failing
+				// on its own side.
+				if !errors.Is(context.Cause(nctx), context.Canceled) && !localError(err) && !yagna.IsTransport(err) {
+					r.fail(err.Error())
 				}
+				r.id.AgreementID, r.id.ProviderID = "", ""
+				_ = r.report()
+			} else {
 				r.id.Price = agreedOf(o.Price, m, exp)
 				dearer := ""
 				if d := pl.dearer(o, m, exp, seen, why); d != "" {
@@ -443,18 +587,16 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 				return r.report()
 			}
 		}
-		if pending != nil && time.Since(since) > draftWait {
-			giveUp(pending, fmt.Sprintf("no draft within %s", draftWait))
-		}
 		windowOver := !time.Now().Before(windowEnd)
-		if pending == nil && (windowOver || hint != nil) {
+		outstanding := len(pendings) + len(inflight)
+		if outstanding < maxCounters && (windowOver || hint != nil) {
 			ranked := slices.DeleteFunc(Rank(offers), func(o Offer) bool { return tried[o.Provider] })
 			early := !windowOver && len(ranked) > 0 && takeNow(false, ranked[0])
 			if !chosen && len(offers) > 0 && (windowOver || early) {
 				chosen = true
 				r.explain(subnet, offers, ranked, m, exp, early, time.Since(began), hint)
 			}
-			for len(ranked) > 0 && pending == nil && takeNow(windowOver, ranked[0]) {
+			for len(ranked) > 0 && len(pendings)+len(inflight) < maxCounters && takeNow(windowOver, ranked[0]) {
 				o := ranked[0]
 				ranked = ranked[1:]
 				tried[o.Provider] = true
@@ -466,20 +608,20 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 				if platform == "" {
 					delete(cp.Properties, "golem.com.payment.chosen-platform")
 				}
-				cid, err := r.yc.CounterProposal(nctx, sub, o.ProposalID, cp)
-				if err != nil {
-					why[o.Provider] = "counter-proposal failed: " + err.Error()
-					r.req.Log.Debug("counter-proposal failed", "provider", o.Provider, "err", err)
-					continue
-				}
-				pending, counter, since = &o, cid, time.Now()
+				c := &countered{o: o, seq: seq, since: time.Now()}
+				seq++
+				inflight[c.seq] = c
+				go func() {
+					cid, err := r.yc.CounterProposal(nctx, sub, c.o.ProposalID, cp)
+					sent <- sentCounter{c: c, cid: cid, err: err}
+				}()
 			}
 			// Before the window ends, an offer not countered yet waits for
 			// what the plan saw cheaper; giving up is for its end.
 			if windowOver && fallback && len(offers) == 0 {
 				return noneWithinCaps{fmt.Errorf("no offer in subnet %s within %s", subnet, m.Window)}
 			}
-			if windowOver && pending == nil && len(offers) > 0 {
+			if windowOver && len(pendings)+len(inflight) == 0 && len(offers) > 0 {
 				if _, priced := Cheapest(offers); priced && len(Rank(offers)) == 0 {
 					return noneWithinCaps{NoOfferError(offers, m, exp)}
 				}
@@ -555,7 +697,7 @@ func (r *rental) agree(ctx context.Context, p *yagna.Proposal) (err error) {
 			// meanwhile.
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			if aerr := abandon(actx, r.yc, aid, "gcompose: agreement not approved in time"); aerr != nil {
+			if aerr := abandon(actx, r.yc, aid, whyUnapproved); aerr != nil {
 				r.req.Log.Warn("ending an agreement that was not approved", "agreement", aid, "err", aerr)
 			}
 		}
@@ -773,7 +915,7 @@ func (r *rental) deployAndStart(ctx context.Context) error {
 		return fmt.Errorf("deploy and start on activity %s: %w", r.id.ActivityID, err)
 	}
 	if bad, ok := yagna.FirstError(res); ok {
-		return fmt.Errorf("deploy and start on activity %s: command %d: %s", r.id.ActivityID, bad.Index, firstNonEmpty(bad.Message, bad.Stderr))
+		return fmt.Errorf("deploy and start on activity %s: %w", r.id.ActivityID, startFailed{fmt.Sprintf("command %d: %s", bad.Index, firstNonEmpty(bad.Message, bad.Stderr))})
 	}
 	return nil
 }

@@ -221,7 +221,7 @@ func observe(ctx context.Context, yc *yagna.Client, id Identity) (observed, erro
 		var err error
 		for try := 1; ; try++ {
 			st, err = yc.GetActivityState(ctx, id.ActivityID)
-			if !yagna.IsProviderUnreachable(err) || try == stateTries || ctx.Err() != nil {
+			if !providerUnreachable(err) || try == stateTries || ctx.Err() != nil {
 				break
 			}
 			select {
@@ -237,7 +237,7 @@ func observe(ctx context.Context, yc *yagna.Client, id Identity) (observed, erro
 				o.actErr = st.Reason
 			}
 		case yagna.IsNotFound(err) || yagna.IsGone(err):
-		case yagna.IsProviderUnreachable(err):
+		case providerUnreachable(err):
 			o.unreachable = err.Error()
 		default:
 			return o, fmt.Errorf("reading activity %s state: %w", id.ActivityID, err)
@@ -446,7 +446,7 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 			done.ActivityEnd = "destroyed"
 		case yagna.IsNotFound(err) || yagna.IsGone(err):
 			done.ActivityEnd = "was already gone"
-		case yagna.IsProviderUnreachable(err):
+		case providerUnreachable(err):
 			unreachable = append(unreachable, fmt.Sprintf("activity %s not destroyed (%v)", id.ActivityID, err))
 		default:
 			errs = append(errs, fmt.Errorf("destroying activity %s: %w", id.ActivityID, err))
@@ -462,7 +462,7 @@ func (s *svc) remove(ctx context.Context, req *sdk.Request) error {
 		err := abandon(ctx, yc, id.AgreementID, "gcompose: service "+req.Name+" removed")
 		switch {
 		case err == nil:
-		case yagna.IsProviderUnreachable(err):
+		case providerUnreachable(err):
 			unreachable = append(unreachable, fmt.Sprintf("agreement %s not terminated (%v): yagna keeps it until the provider ends it or it expires", id.AgreementID, err))
 		default:
 			errs = append(errs, err)

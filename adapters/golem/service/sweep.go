@@ -107,6 +107,7 @@ func abandon(ctx context.Context, yc *yagna.Client, id, why string) error {
 // terminated by the requestor knows whom to blame.
 func abandonFor(ctx context.Context, yc *yagna.Client, id, why, fault string) error {
 	cancel, term := &yagna.Reason{Message: why}, yagna.TerminationReason(why)
+	term.Extra["golem.requestor.code"] = requestorCode(why)
 	if fault != "" {
 		cancel.Extra = map[string]any{faultKey: fault}
 		term.Extra[faultKey] = fault
@@ -237,7 +238,7 @@ func (s *svc) sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResul
 				// ended (500/408: core/market/src/rest_api/error.rs); that
 				// must not block the deploy or destroy: reported, and the
 				// next sweep tries again.
-				if t.Kind == "agreement" && yagna.IsProviderUnreachable(err) {
+				if t.Kind == "agreement" && providerUnreachable(err) {
 					o.Detail += "; not ended, its provider is unreachable: " + err.Error()
 					res.Found = append(res.Found, o)
 					continue
