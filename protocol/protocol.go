@@ -292,6 +292,17 @@ type StateExt struct {
 	Planned map[string]any `json:"planned,omitempty"`
 	// Cost is what the resource costs to run, shown by plan.
 	Cost *Cost `json:"cost,omitempty"`
+	// Refuse says the change the resource needs cannot succeed (a VALID
+	// or STALE answer): plan fails the resource with the message, and
+	// deploy refuses before any action. Plain Deployster adapters cannot
+	// say it.
+	Refuse *Refusal `json:"refuse,omitempty"`
+}
+
+// Refusal is an adapter's "this cannot succeed", in one line for people
+// ("no offer within the caps: the cheapest asks 0.2 GLM/h, max_price_per_hour is 0.1").
+type Refusal struct {
+	Message string `json:"message"`
 }
 
 // Cost is an adapter's estimate of what a resource costs to run (before it

@@ -4,11 +4,11 @@
 // State and action calls misbehave as the resource's config says:
 //
 //	mode:     ok (default) | hang | garbage | wrong-schema | exit-nonzero |
-//	          huge-output | lying | slow | bad-identity
+//	          huge-output | lying | slow | bad-identity | refuse
 //	on:       state (default) | action   -- which call misbehaves
 //	when:     always (default) | deploy | destroy
 //	sleep_ms: for slow (default 1000)
-//	message:  for exit-nonzero (default "misbehaving on purpose")
+//	message:  for exit-nonzero and refuse (default "misbehaving on purpose")
 //	bytes:    for huge-output (default 64 MiB)
 //
 // With on: action, the state call answers STALE with one action,
@@ -52,6 +52,9 @@ const (
 	ModeLying       = "lying"        // STALE again after its action ran
 	ModeSlow        = "slow"         // sleeps sleep_ms, then answers normally
 	ModeBadIdentity = "bad-identity" // an action's identity line is not JSON
+	// ModeRefuse answers the state call STALE create with gcompose.refuse
+	// {message}: the change cannot succeed, plan must fail it.
+	ModeRefuse = "refuse"
 )
 
 // Init modes (environment variable EnvInit): the state-call modes hang,
@@ -118,7 +121,7 @@ func ConfigSchema() json.RawMessage {
   "type": "object",
   "additionalProperties": false,
   "properties": {
-    "mode": {"enum": ["ok", "hang", "garbage", "wrong-schema", "exit-nonzero", "huge-output", "lying", "slow", "bad-identity"]},
+    "mode": {"enum": ["ok", "hang", "garbage", "wrong-schema", "exit-nonzero", "huge-output", "lying", "slow", "bad-identity", "refuse"]},
     "on": {"enum": ["state", "action"]},
     "when": {"enum": ["always", "deploy", "destroy"]},
     "sleep_ms": {"type": "integer", "minimum": 0},
@@ -285,6 +288,11 @@ func (m *misbehaver) state(req protocol.Request) int {
 		return m.answer(protocol.StateResult{Status: protocol.Stale,
 			Actions:  []protocol.ActionSpec{{Name: ActNoop, Args: []string{"action", ActNoop}, Description: "does nothing, then says STALE again"}},
 			Gcompose: &protocol.StateExt{Change: protocol.ChangeUpdate, Reason: "lying on purpose"}})
+	}
+	if c.Mode == ModeRefuse && c.whenMatches(req) && req.Desired() == protocol.Present {
+		return m.answer(protocol.StateResult{Status: protocol.Stale,
+			Actions:  []protocol.ActionSpec{{Name: ActNoop, Args: []string{"action", ActNoop}, Description: "must never run: the state answer refuses"}},
+			Gcompose: &protocol.StateExt{Change: protocol.ChangeCreate, Reason: "refusing on purpose", Refuse: &protocol.Refusal{Message: c.Message}}})
 	}
 	if c.applies(req, "state") {
 		if c.Mode == ModeSlow {

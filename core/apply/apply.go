@@ -357,6 +357,9 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 			return false, err
 		}
 	}
+	if err := plan.Refused(want.Name, want.Type, ans); err != nil {
+		return false, err
+	}
 	if actual := plan.OpOf(ans, old); !step.Allows(actual) {
 		reason := ""
 		if ans.Gcompose != nil {

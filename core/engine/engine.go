@@ -217,6 +217,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if req.PlanOnly || req.Mode == plan.Refresh || pl == nil || ctx.Err() != nil {
 		return out, planErr
 	}
+	// An adapter that says a change cannot succeed stops the whole deploy
+	// before anything changes: what else it would do was planned with it.
+	var refused *plan.RefusedError
+	if errors.As(planErr, &refused) {
+		return out, fmt.Errorf("%w\nnothing was changed: an adapter refused the plan", planErr)
+	}
 	if req.Confirm != nil && req.Saved == nil {
 		ok, err := req.Confirm(pl)
 		if err != nil {

@@ -582,3 +582,19 @@ func TestInterruptBeforeApplyChangesNothing(t *testing.T) {
 		t.Fatalf("got %v, actions %v", err, ad.Log())
 	}
 }
+
+// A deploy whose plan an adapter refuses (gcompose.refuse) changes
+// nothing, not even the resources independent of the refused one.
+func TestRefusedPlanDeploysNothing(t *testing.T) {
+	ad := memadapter.New()
+	ad.Refuse = map[string]string{"resources.c": "no offer within the caps"}
+	e, _ := newEngine(t, ad)
+	_, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1")})
+	if err == nil || !strings.Contains(err.Error(), "resources.c: refused by its adapter mem: no offer within the caps") ||
+		!strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("deploy error %v, want c refused and nothing changed", err)
+	}
+	if log := ad.Log(); len(log) != 0 {
+		t.Fatalf("a refused plan ran actions: %v", log)
+	}
+}

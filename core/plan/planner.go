@@ -218,16 +218,41 @@ func bareStep(name string, want *Resource, old *state.Resource) *Step {
 // about to create will cost (nil when it cannot say), also when its inputs
 // are known only after apply: a first plan then shows what the app will
 // cost before anything exists.
-func (p *Planner) estimate(ctx context.Context, app appRef, r *Resource, cfg map[string]any, old *state.Resource) *protocol.Cost {
+//
+// An estimate answer that refuses (protocol.StateExt.Refuse) fails the
+// step: what the adapter already knows cannot succeed is refused at plan
+// time, also before the resource's inputs are known.
+func (p *Planner) estimate(ctx context.Context, app appRef, r *Resource, cfg map[string]any, old *state.Resource) (*protocol.Cost, error) {
 	caps, err := p.Adapters.Describe(ctx, r.Type, r.Name)
 	if err != nil || !caps.Estimate {
-		return nil
+		return nil, nil
 	}
 	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old), Estimate: true}, protocol.Present)
 	if err != nil || ans.Gcompose == nil {
+		return nil, nil
+	}
+	return ans.Gcompose.Cost, Refused(r.Name, r.Type, ans)
+}
+
+// RefusedError is a resource whose adapter said at plan time that the
+// change it needs cannot succeed (protocol.StateExt.Refuse): the plan
+// fails, and deploy refuses before any action.
+type RefusedError struct {
+	Resource string
+	Type     string
+	Message  string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%s: refused by its adapter %s: %s", e.Resource, e.Type, e.Message)
+}
+
+// Refused is the *RefusedError of an answer that refuses, else nil.
+func Refused(name, typ string, ans *protocol.StateResult) error {
+	if ans == nil || ans.Gcompose == nil || ans.Gcompose.Refuse == nil {
 		return nil
 	}
-	return ans.Gcompose.Cost
+	return &RefusedError{Resource: name, Type: typ, Message: ans.Gcompose.Refuse.Message}
 }
 
 // Named prefixes err with the resource name unless it already starts with
@@ -276,8 +301,8 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		s.Reason = "inputs known after apply: " + UnknownText(unknown)
 		if old == nil {
 			s.Op = Create
-			s.Cost = p.estimate(ctx, app, r, cfg, old)
-			return s, nil
+			s.Cost, err = p.estimate(ctx, app, r, cfg, old)
+			return s, err
 		}
 		return p.planKnockOn(ctx, app, s, old)
 	}
@@ -289,12 +314,17 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		return s, err
 	}
 	s.Answer = ans
+	if err := Refused(r.Name, r.Type, ans); err != nil {
+		return s, err
+	}
 	if ext := ans.Gcompose; ext != nil {
 		s.Cost = ext.Cost
 		if s.Cost == nil && ans.Status == protocol.Stale && (ext.Change == protocol.ChangeCreate || ext.Change == protocol.ChangeRebuild) {
 			// Asked apart, so that the state calls of apply, which need no
 			// estimate, do not pay for one.
-			s.Cost = p.estimate(ctx, app, r, cfg, old)
+			if s.Cost, err = p.estimate(ctx, app, r, cfg, old); err != nil {
+				return s, err
+			}
 		}
 	}
 	switch ans.Status {
@@ -357,6 +387,9 @@ func (p *Planner) planKnockOn(ctx context.Context, app appRef, s *Step, old *sta
 		s.Op = Rebuild
 		s.Reason += "; may be rebuilt: the adapter could not judge the change before apply (" + firstLine(err.Error()) + ")"
 		return s, nil
+	}
+	if err := Refused(s.Resource, s.Type, ans); err != nil {
+		return s, err
 	}
 	if ans.Status == protocol.Valid {
 		s.Op = Update

@@ -3,6 +3,7 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,5 +160,42 @@ func TestReferenceToAnUndeclaredOutputFailsBeforeTheResourceExists(t *testing.T)
 	ad.Outputs = nil // an adapter that declares nothing is not checked
 	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: state.NewDocument("app")}); err != nil {
 		t.Fatalf("plan against an adapter that declares no outputs: %v", err)
+	}
+}
+
+// An adapter that says at plan time that a change cannot succeed
+// (gcompose.refuse) fails the plan naming the resource and its message,
+// also when the resource's inputs are known only after apply (its
+// estimate answer refuses) and on a knock-on of a deployed resource.
+func TestAdapterRefusalFailsThePlan(t *testing.T) {
+	ad := memadapter.New()
+	ad.Estimate = true // web's inputs are known after apply: asked for an estimate
+	ad.Refuse = map[string]string{"services.web": "no offer within the caps"}
+	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+	pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v1", "nginx"), State: state.NewDocument("app")})
+	var refused *plan.RefusedError
+	if !errors.As(err, &refused) || refused.Resource != "services.web" ||
+		!strings.Contains(err.Error(), "services.web: refused by its adapter mem: no offer within the caps") {
+		t.Fatalf("plan error %v, want services.web refused with the adapter's message", err)
+	}
+	if s := pl.Step("services.web"); s.Op != plan.Failed {
+		t.Fatalf("web: %s, want failed", s.Op)
+	}
+	if s := pl.Step("services.db"); s.Op != plan.Create {
+		t.Fatalf("db: %s, want create (not refused)", s.Op)
+	}
+	// Refused on its own answer (inputs known).
+	ad.Refuse = map[string]string{"services.db": "no offer within the caps"}
+	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v1", "nginx"), State: state.NewDocument("app")}); err == nil ||
+		!strings.Contains(err.Error(), "services.db: refused by its adapter mem: no offer within the caps") {
+		t.Fatalf("plan error %v, want db refused", err)
+	}
+	// Deployed, then refused as a knock-on of a change of db.
+	ad.Refuse = nil
+	_, doc := deployedIn(t, ad, chain("v1", "nginx"))
+	ad.Refuse = map[string]string{"services.web": "over budget"}
+	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v2", "nginx"), State: doc}); err == nil ||
+		!strings.Contains(err.Error(), "services.web: refused by its adapter mem: over budget") {
+		t.Fatalf("knock-on plan error %v, want web refused", err)
 	}
 }
