@@ -133,6 +133,10 @@ type SweepRequest struct {
 	Known []KnownResource `json:"known"`
 	// Terminate is false for a dry run: report only.
 	Terminate bool `json:"terminate"`
+	// Only, with Terminate, lists the IDs of the orphans to terminate:
+	// those the approved plan deletes as leftovers. Others found are
+	// reported, not terminated. Empty: every orphan (the rules).
+	Only []string `json:"only,omitempty"`
 }
 
 // KnownResource is one resource of the state, as a sweep sees it.

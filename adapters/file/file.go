@@ -94,10 +94,19 @@ func jsonEscape(s string) string {
 
 // New returns the adapter, managing files under root (ContainerPath in the
 // image; a temporary directory in tests).
-func New(root string) sdk.Adapter {
+func New(root string) sdk.Adapter { return NewWith(root, Options{}) }
+
+// Options are the adapter's opt-in behaviours.
+type Options struct {
+	// Sweep tags every file written and offers sweep (EnvSweep).
+	Sweep bool
+}
+
+// NewWith returns the adapter with options.
+func NewWith(root string, opt Options) sdk.Adapter {
 	writable := true
-	a := &adapter{root: root, pathRE: regexp.MustCompile(pathPattern), modeRE: regexp.MustCompile(modePattern)}
-	return sdk.Adapter{
+	a := &adapter{root: root, pathRE: regexp.MustCompile(pathPattern), modeRE: regexp.MustCompile(modePattern), sweep: opt.Sweep}
+	ad := sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			Plugs:        map[string]protocol.PlugSpec{Plug: {ContainerPath: ContainerPath, Writable: &writable}},
 			ConfigSchema: ConfigSchema(),
@@ -120,12 +129,17 @@ func New(root string) sdk.Adapter {
 			ActRemoveOld: a.remove,
 		},
 	}
+	if opt.Sweep {
+		ad.Sweep = a.sweepFiles
+	}
+	return ad
 }
 
 type adapter struct {
 	root   string
 	pathRE *regexp.Regexp
 	modeRE *regexp.Regexp
+	sweep  bool
 }
 
 // staleState tells the actions what the state call found.
@@ -374,6 +388,9 @@ func (a *adapter) write(ctx context.Context, req *sdk.Request) error {
 		return fmt.Errorf("write %s: %w", c.Path, werr)
 	}
 	req.Printf("wrote %s (%d bytes, mode %04o)", c.Path, len(c.Content), mode)
+	if err := a.tag(root, req, c.Path); err != nil {
+		return err
+	}
 	if err := journal(root, c, req.Action, c.Path); err != nil {
 		return err
 	}
@@ -424,6 +441,9 @@ func (a *adapter) remove(ctx context.Context, req *sdk.Request) error {
 			return fmt.Errorf("delete %s: %w", p, err)
 		}
 		req.Printf("deleted %s", p)
+		if err := a.untag(root, req, p); err != nil {
+			return err
+		}
 		if err := journal(root, c, req.Action, p); err != nil {
 			return err
 		}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gcompose/gcompose/adapters/misbehave"
 )
 
 // An adapter that says at plan time that a change cannot succeed
@@ -37,4 +40,42 @@ func TestE2EAdapterRefusalStopsPlanAndDeploy(t *testing.T) {
 	}
 	e.assertNoContainers()
 	e.converge()
+}
+
+// The plan is the whole contract: an adapter that answers other actions
+// at apply than the saved plan showed (the same op, create) fails its
+// resource as inconsistent with the approved plan, runs none of them and
+// records nothing for it; the independent rest applies.
+func TestE2EOtherActionsAtApplyAreInconsistent(t *testing.T) {
+	e := newEnv(t)
+	img := initVariant(t, misbehave.InitEnv)
+	f := e.misbehavingApp(strings.ReplaceAll(`
+  switch:
+    type: ENVIMAGE
+    config: {mode: switch}
+`, "ENVIMAGE", img))
+	planFile := filepath.Join(e.dir, "app.plan")
+	t.Setenv(misbehave.EnvAction, "one")
+	p := e.must("plan", f, "-out", planFile)
+	if !strings.Contains(p.stdout, "misbehave-one") {
+		t.Fatalf("plan does not show the action misbehave-one:\n%s", p.stdout)
+	}
+	t.Setenv(misbehave.EnvAction, "two")
+	r := e.gc("deploy", planFile)
+	if r.code != exitError {
+		t.Fatalf("deploy: exit %d, want %d\n%s%s", r.code, exitError, r.stdout, r.stderr)
+	}
+	wantFailure(t, r.stderr, "resources.switch", "inconsistent with the approved plan", "approved the actions misbehave-one, but the adapter now answers misbehave-two")
+	if st := e.statusOf("resources.switch"); st != "" {
+		t.Errorf("resources.switch recorded %q although nothing of it was approved", st)
+	}
+	if e.read("good.txt") != "good" {
+		t.Errorf("good, independent of switch, was not applied")
+	}
+	e.assertNoContainers()
+	e.must("deploy", f, "--yes")
+	if st := e.statusOf("resources.switch"); st != "Active" {
+		t.Errorf("after a new plan, resources.switch is %q, want Active", st)
+	}
+	e.must("destroy", f, "--yes")
 }

@@ -48,7 +48,7 @@ func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*proto
 		return nil, plan.ErrNoSweep
 	}
 	t := adapter.Target{App: s.App, Lineage: s.Lineage, Name: s.Resource, Image: s.Type, Plugs: a.Plugs}
-	return a.Client.Sweep(ctx, t, protocol.SweepRequest{Known: s.Known, Terminate: s.Terminate})
+	return a.Client.Sweep(ctx, t, protocol.SweepRequest{Known: s.Known, Terminate: s.Terminate, Only: s.Only})
 }
 
 func (a *ContainerAdapters) Check(ctx context.Context, c plan.CheckCall) (*protocol.CheckResult, error) {

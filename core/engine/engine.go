@@ -162,17 +162,15 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if err := e.preflight(ctx, req.App, req.Desired, doc); err != nil {
 		return out, err
 	}
-	// Before planning, find what earlier runs created but never recorded:
-	// terminate it on deploy and destroy, only report it on plan and
-	// refresh, and on a first deploy, when no state can name anything yet.
+	// Before planning, find what earlier runs created but never recorded
+	// (report only: nothing changes before the plan is approved). What is
+	// this state's becomes delete steps of a deploy or destroy plan.
 	desired := req.Desired
 	if req.Mode != plan.Deploy {
 		desired = nil
 	}
-	terminate := !req.PlanOnly && req.Mode != plan.Refresh && !firstDeploy
-	// A sweep terminates what it started terminating even when interrupted.
 	var swept map[string]bool
-	if out.Swept, swept, err = e.sweep(ctx, req.App, desired, doc, terminate); err != nil {
+	if out.Swept, swept, err = e.sweep(soft, req.App, desired, doc, false); err != nil {
 		return out, interruptedOr(req.Stop, err)
 	}
 	if stopped(req.Stop) {
@@ -200,7 +198,8 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if req.Saved != nil {
 		pl = savedForApply(req, doc)
 	} else {
-		in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc, Targets: req.Targets, Replace: req.Replace, Outputs: req.Outputs}
+		in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc, Targets: req.Targets, Replace: req.Replace, Outputs: req.Outputs,
+			Leftovers: leftovers(out.Swept, doc, desired, firstDeploy)}
 		planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
 		pl, planErr = planner.Plan(soft, in)
 	}

@@ -126,6 +126,8 @@ type SweepCall struct {
 	Resource  string
 	Known     []protocol.KnownResource
 	Terminate bool
+	// Only: with Terminate, the IDs to terminate (protocol SweepRequest.Only).
+	Only []string
 }
 
 // ActionOutcome is what an action produced.

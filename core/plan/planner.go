@@ -30,6 +30,12 @@ type Input struct {
 	// output that a deployed, unchanged resource does not report fails
 	// the plan.
 	Outputs map[string]any
+	// Leftovers are objects sweeps found that earlier runs made for this
+	// state (its lineage) and no state names, by adapter type: each
+	// becomes a delete step, carried out (first) only once the plan is
+	// approved. A desired resource that its adapter would adopt from a
+	// leftover is planned as made anew after the deletion.
+	Leftovers map[string][]Leftover
 }
 
 // Walk runs fn over a set of names in dependency order: a name starts once
@@ -134,6 +140,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 	}
 
 	app := appRef{name: in.App, lineage: doc.Lineage}
+	old := func(name string) *state.Resource { return doc.Resources[name] }
 	visit := func(ctx context.Context, name string) error {
 		var s *Step
 		var err error
@@ -141,6 +148,12 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs, planned, p.declared(ctx, desired, doc))
 		} else {
 			s, err = p.planAbsent(ctx, app, name, doc.Resources[name], in.Mode)
+		}
+		if err == nil && s != nil && s.Op == Create && old(name) == nil && s.Answer != nil && s.Answer.Status == protocol.Valid && leftoverFor(in.Leftovers, s) {
+			// Its adapter found the leftover about to be deleted: made
+			// anew after that, asked again then.
+			s.Answer, s.Actions = nil, nil
+			s.Reason = "created anew once its leftover is deleted"
 		}
 		if err == nil && s != nil {
 			if replace[name] && in.Mode == Deploy {
@@ -192,8 +205,26 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 			addStep(s)
 		}
 	}
+	if in.Mode == Deploy || in.Mode == Destroy {
+		for typ, ls := range in.Leftovers {
+			for _, l := range ls {
+				addStep(leftoverStep(typ, l))
+			}
+		}
+	}
 	pl.finish()
 	return pl, joinErrors(errs)
+}
+
+// leftoverFor says whether a leftover of s's adapter type was made for s
+// (by the name its adapter receives).
+func leftoverFor(ls map[string][]Leftover, s *Step) bool {
+	for _, l := range ls[s.Type] {
+		if l.Resource != "" && l.Resource == AdapterNameOf(s.Resource, nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // OutputsSection names the descriptor's outputs in plan errors.
@@ -384,7 +415,7 @@ func (p *Planner) planKnockOn(ctx context.Context, app appRef, s *Step, old *sta
 	}
 	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: s.Resource, AdapterName: AdapterNameOf(s.Resource, old), Type: s.Type, Config: s.After, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
-		s.Op = Rebuild
+		s.Op, s.Possible = Rebuild, true
 		s.Reason += "; may be rebuilt: the adapter could not judge the change before apply (" + firstLine(err.Error()) + ")"
 		return s, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,24 +79,32 @@ func TestKnockOnAdapterFailureShowsPossibleRebuild(t *testing.T) {
 	}
 }
 
+// The plan is the whole contract: apply may do the approved op or nothing,
+// never a "smaller" op with other actions; only a step whose op was a
+// guess (Possible: the adapter could not judge a knock-on) allows less.
 func TestAllows(t *testing.T) {
 	ops := []plan.Op{plan.NoOp, plan.Create, plan.Update, plan.Rebuild, plan.Delete}
 	allowed := map[plan.Op][]plan.Op{
 		plan.NoOp:    {plan.NoOp},
 		plan.Update:  {plan.NoOp, plan.Update},
-		plan.Create:  {plan.NoOp, plan.Create, plan.Update},
-		plan.Rebuild: {plan.NoOp, plan.Create, plan.Update, plan.Rebuild},
+		plan.Create:  {plan.NoOp, plan.Create},
+		plan.Rebuild: {plan.NoOp, plan.Rebuild},
 		plan.Delete:  {plan.NoOp, plan.Delete},
 		plan.Failed:  {},
 	}
-	for approved, ok := range allowed {
-		for _, actual := range ops {
-			want := false
-			for _, o := range ok {
-				want = want || o == actual
-			}
-			if got := (&plan.Step{Op: approved}).Allows(actual); got != want {
-				t.Errorf("approved %s, actual %s: allowed %v, want %v", approved, actual, got, want)
+	possible := map[plan.Op][]plan.Op{
+		plan.Rebuild: {plan.NoOp, plan.Create, plan.Update, plan.Rebuild},
+	}
+	for _, tc := range []struct {
+		possible bool
+		allowed  map[plan.Op][]plan.Op
+	}{{false, allowed}, {true, possible}} {
+		for approved, ok := range tc.allowed {
+			for _, actual := range ops {
+				want := slices.Contains(ok, actual)
+				if got := (&plan.Step{Op: approved, Possible: tc.possible}).Allows(actual); got != want {
+					t.Errorf("approved %s (possible %v), actual %s: allowed %v, want %v", approved, tc.possible, actual, got, want)
+				}
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -158,7 +159,7 @@ func (a *Adapter) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepR
 			continue
 		}
 		o := protocol.Orphan{Kind: "object", ID: n, Lineage: t.lineage, Resource: called, Action: protocol.OrphanReported, Detail: "created by operation " + t.operation}
-		if s.Terminate && t.lineage == s.Lineage {
+		if s.Terminate && t.lineage == s.Lineage && (len(s.Only) == 0 || slices.Contains(s.Only, n)) {
 			delete(a.objects, n)
 			delete(a.tags, n)
 			a.log = append(a.log, "sweep "+n)
