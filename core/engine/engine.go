@@ -159,8 +159,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	}
 	// Before anything else asks an adapter: can they work at all? One line
 	// per problem, before the state is first written.
-	if err := e.preflight(ctx, req.App, req.Desired, doc); err != nil {
-		return out, err
+	// Reads only: dropped at an interrupt (soft).
+	if err := e.preflight(soft, req.App, req.Desired, doc); err != nil {
+		return out, interruptedOr(req.Stop, err)
+	}
+	if stopped(req.Stop) {
+		return out, interruptedOr(req.Stop, nil)
 	}
 	// Before planning, find what earlier runs created but never recorded
 	// (report only: nothing changes before the plan is approved). What is
@@ -178,8 +182,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	}
 	if firstDeploy && req.Mode == plan.Deploy {
 		// Before the lineage is written: does the application exist already?
-		if err := e.checkFirstDeploy(ctx, req, out.Swept, swept); err != nil {
-			return out, err
+		if err := e.checkFirstDeploy(soft, req, out.Swept, swept); err != nil {
+			return out, interruptedOr(req.Stop, err)
+		}
+		if stopped(req.Stop) {
+			return out, interruptedOr(req.Stop, nil)
 		}
 		if !req.PlanOnly {
 			// Write once so the application gets its lineage, which is
