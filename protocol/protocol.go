@@ -98,6 +98,11 @@ type RequestExt struct {
 	// those two are read; status and actions are ignored, and an adapter
 	// that ignores the member leaves its outputs known after apply.
 	Replace bool `json:"replace,omitempty"`
+	// CreateBeforeDestroy, on state calls to an adapter that declared it
+	// (InitExt.CreateBeforeDestroy), asks that a rebuild create the
+	// replacement before it removes what exists (the descriptor's
+	// create_before_destroy: true): the STALE answer's actions in that order.
+	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.
@@ -219,6 +224,10 @@ type InitExt struct {
 	// others may reference: gcompose refuses a reference to any other at
 	// plan time, before the resource exists.
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// CreateBeforeDestroy says the adapter can, when a state call asks
+	// (RequestExt.CreateBeforeDestroy), plan a rebuild that creates the
+	// replacement before it removes what exists.
+	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
 	// ActionState says the adapter's last action can end with the
 	// resource's state as the verifying state call would answer it
 	// (RequestExt.AnswerState, StatePrefix), which saves that call.

@@ -111,7 +111,10 @@ func NewWith(root string, opt Options) sdk.Adapter {
 			Plugs:        map[string]protocol.PlugSpec{Plug: {ContainerPath: ContainerPath, Writable: &writable}},
 			ConfigSchema: ConfigSchema(),
 			StateAction:  protocol.ActionSpec{Args: []string{sdk.StateArg}},
-			Gcompose: &protocol.InitExt{Protocol: protocol.Version, Outputs: map[string]any{
+			// A new path is written before the old one is deleted when
+			// asked (create_before_destroy): both files exist for a moment,
+			// never neither.
+			Gcompose: &protocol.InitExt{Protocol: protocol.Version, CreateBeforeDestroy: true, Outputs: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
 					"path": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"},
@@ -281,6 +284,11 @@ func (a *adapter) state(ctx context.Context, req *sdk.Request) (*protocol.StateR
 		if ext.Change == "" {
 			ext.Change, ext.Reason = protocol.ChangeUpdate, fmt.Sprintf("mode is %04o, want %04o", cur.mode, mode)
 		}
+	}
+	if len(remove) > 0 && req.Gcompose != nil && req.Gcompose.CreateBeforeDestroy && len(actions) > 1 {
+		// create_before_destroy: the new file first, then the old one goes.
+		actions = append(actions[1:], actions[0])
+		ext.Reason += " (the new file is written before the old one is deleted)"
 	}
 	if len(actions) > 0 {
 		return stale(remove, actions, ext)

@@ -353,7 +353,7 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		old, expect = nil, recreate(step)
 	}
 	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: want.Name, AdapterName: plan.AdapterNameOf(want.Name, old), Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old),
-		PlannedCost: step.Cost}
+		PlannedCost: step.Cost, CreateBeforeDestroy: step.CreateBeforeDestroy}
 	ans := r.approvedAnswer(step, cfg, old)
 	if ans == nil {
 		r.emit(Event{Resource: want.Name, Phase: PhaseState})
@@ -490,17 +490,7 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 			err = perr
 		}
 		if err != nil {
-			if ctx.Err() == nil {
-				// The action failed (it was not cut short): say so in the
-				// record, so that the next run reports a failure, not an
-				// interruption. Still pending: what it did is unknown.
-				now := time.Now().UTC()
-				res.Pending.Failed, res.Pending.FailedAt = firstLine(err.Error(), 500), &now
-				if perr := r.put(ctx, res); perr != nil {
-					err = fmt.Errorf("%w (and recording the failure: %v)", err, perr)
-				}
-			}
-			return nil, fmt.Errorf("action %s: %w", a.Name, err)
+			return nil, r.recordFailure(ctx, res, fmt.Errorf("action %s: %w", a.Name, err))
 		}
 		r.emit(Event{Resource: call.Name, Phase: PhaseActionDone, Message: actionLabel(a), Duration: time.Since(start), Output: out.Output})
 		answered = out.State
@@ -514,13 +504,31 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 		r.emit(Event{Resource: call.Name, Phase: PhaseVerify})
 		var err error
 		if final, err = r.e.Adapters.State(ctx, call, desired); err != nil {
-			return nil, fmt.Errorf("state after actions: %w", err)
+			return nil, r.recordFailure(ctx, res, fmt.Errorf("state after actions: %w", err))
 		}
 	}
 	if final.Status != protocol.Valid {
-		return nil, fmt.Errorf("adapter %s answered %s again after its actions ran (it must answer VALID once its actions succeeded): the adapter is broken", typ, final.Status)
+		return nil, r.recordFailure(ctx, res, fmt.Errorf("adapter %s answered %s again after its actions ran (it must answer VALID once its actions succeeded): the adapter is broken", typ, final.Status))
 	}
 	return final, nil
+}
+
+// recordFailure says in the record of a resource whose step failed after
+// its operation was recorded (an action failed, or the state after it
+// could not be confirmed) that it failed and why, unless the run was cut
+// short: the next run, ps and state show report a failure, not an
+// interruption, and never the resource's earlier status as if all were
+// well. Still pending: what it did is unknown.
+func (r *run) recordFailure(ctx context.Context, res *state.Resource, err error) error {
+	if ctx.Err() != nil || res.Pending == nil {
+		return err
+	}
+	now := time.Now().UTC()
+	res.Pending.Failed, res.Pending.FailedAt = oneLine(err.Error(), 500), &now
+	if perr := r.put(ctx, res); perr != nil {
+		return fmt.Errorf("%w (and recording the failure: %v)", err, perr)
+	}
+	return err
 }
 
 // mergeIdentity adds reported attributes to the resource's identity and
@@ -845,11 +853,16 @@ func IsFailed(err error) bool {
 	return errors.As(err, &f)
 }
 
-// firstLine is s up to its first newline, at most n bytes.
-func firstLine(s string, n int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+// oneLine is s with its lines joined by "; " (an adapter's stderr tail
+// says why on the lines after the first), at most n bytes.
+func oneLine(s string, n int) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
 	}
+	s = strings.Join(parts, "; ")
 	if len(s) > n {
 		s = s[:n] + "…"
 	}

@@ -474,3 +474,51 @@ func TestSameOpWithOtherActionsIsRefused(t *testing.T) {
 		t.Fatalf("d outcome %+v, want held back", o)
 	}
 }
+
+// liar answers STALE again after a resource's actions ran.
+type liar struct {
+	*memadapter.Adapter
+	name string
+}
+
+func (l *liar) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
+	if c.Name == l.name && desired == protocol.Present && c.Persisted != nil && c.Persisted.Pending != nil {
+		return &protocol.StateResult{Status: protocol.Stale, Actions: []protocol.ActionSpec{{Name: "update"}},
+			Gcompose: &protocol.StateExt{Change: protocol.ChangeUpdate}}, nil
+	}
+	return l.Adapter.State(ctx, c, desired)
+}
+
+// A step that fails after its operation was recorded (its action failed,
+// or its adapter answers STALE again after it) records the failure and
+// why, so that ps and state show say Failed, not the status the resource
+// had before.
+func TestFailedStepIsRecordedAsFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ad   func(f *fixture) plan.Adapters
+		why  string
+	}{
+		{"action fails", func(f *fixture) plan.Adapters {
+			f.ad.FailActions = map[string]bool{"resources.c": true}
+			return f.ad
+		}, "update failed on purpose"},
+		{"STALE again after the action", func(f *fixture) plan.Adapters { return &liar{Adapter: f.ad, name: "resources.c"} }, "answered STALE again after its actions ran"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture()
+			f.deploy(t, diamond("v1"))
+			want := diamond("v1")
+			want["resources.c"].Config = map[string]any{"value": "c2"}
+			pl := f.plan(t, plan.Deploy, want)
+			ex := &apply.Executor{Adapters: tc.ad(f), Store: f.store, Walk: engine.GraphWalk(4)}
+			if _, err := ex.Apply(context.Background(), pl); !apply.IsFailed(err) {
+				t.Fatalf("apply error %v, want a failure", err)
+			}
+			c := f.store.snapshot().Resources["resources.c"]
+			if c.Pending == nil || !strings.Contains(c.Pending.Failed, tc.why) || c.Pending.FailedAt == nil {
+				t.Fatalf("c's record %+v, want its pending update marked failed with %q", c.Pending, tc.why)
+			}
+		})
+	}
+}

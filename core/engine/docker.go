@@ -30,13 +30,15 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 	caps := plan.Capabilities{Destroy: info.Ext, Estimate: info.Ext && info.Init.Gcompose != nil && info.Init.Gcompose.Estimate}
 	if info.Ext && info.Init.Gcompose != nil {
 		caps.Outputs = plan.DeclaredOutputs(info.Init.Gcompose.Outputs)
+		caps.CreateBeforeDestroy = info.Init.Gcompose.CreateBeforeDestroy
 	}
 	return caps, nil
 }
 
 func (a *ContainerAdapters) target(c plan.Call) adapter.Target {
 	return adapter.Target{App: c.App, Lineage: c.Lineage, Name: c.Name, AdapterName: c.AdapterName, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
-		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate, AnswerState: c.AnswerState, PlannedCost: c.PlannedCost, Replace: c.Replace}
+		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate, AnswerState: c.AnswerState, PlannedCost: c.PlannedCost, Replace: c.Replace,
+		CreateBeforeDestroy: c.CreateBeforeDestroy}
 }
 
 func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {

@@ -59,6 +59,15 @@ func (o Op) Symbol() string {
 	}
 }
 
+// Symbol is how plan output marks the step: a rebuild that creates the
+// replacement first is +/-.
+func (s *Step) Symbol() string {
+	if s.Op == Rebuild && s.CreateBeforeDestroy {
+		return "+/-"
+	}
+	return s.Op.Symbol()
+}
+
 // Changes reports whether the op changes anything outside the state store.
 func (o Op) Changes() bool { return o != NoOp && o != Forget && o != Failed }
 
@@ -73,6 +82,10 @@ type Resource struct {
 	// Protect refuses any plan that would delete or rebuild the resource
 	// (protect: true in the descriptor).
 	Protect bool `json:"protect,omitempty"`
+	// CreateBeforeDestroy asks an adapter that declares it to create a
+	// rebuild's replacement before it removes what exists
+	// (create_before_destroy: true in the descriptor).
+	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
 }
 
 // Step is the plan for one resource.
@@ -90,6 +103,10 @@ type Step struct {
 	// KnownAfterApply is set when the resource's inputs depend on outputs
 	// that other steps will produce, so the adapter could not be asked yet.
 	KnownAfterApply bool `json:"known_after_apply,omitempty"`
+	// CreateBeforeDestroy: the resource's state calls ask its adapter to
+	// create before it destroys (it declared it can), so a rebuild makes
+	// the replacement first (+/-).
+	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
 	// Possible marks an op that is only the most apply may do: the
 	// adapter could not judge a knock-on before apply. Otherwise apply
 	// does exactly the op, or nothing.

@@ -337,13 +337,16 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		}
 		return p.planKnockOn(ctx, app, s, old)
 	}
-	if _, err := p.Adapters.Describe(ctx, r.Type, r.Name); err != nil {
-		return s, err
-	}
-	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old)}, protocol.Present)
+	caps, err := p.Adapters.Describe(ctx, r.Type, r.Name)
 	if err != nil {
 		return s, err
 	}
+	cbd := r.CreateBeforeDestroy && caps.CreateBeforeDestroy
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old), CreateBeforeDestroy: cbd}, protocol.Present)
+	if err != nil {
+		return s, err
+	}
+	s.CreateBeforeDestroy = cbd
 	s.Answer = ans
 	if err := Refused(r.Name, r.Type, ans); err != nil {
 		return s, err

@@ -208,3 +208,26 @@ func TestAdapterRefusalFailsThePlan(t *testing.T) {
 		t.Fatalf("knock-on plan error %v, want web refused", err)
 	}
 }
+
+// create_before_destroy: true is asked of an adapter that declares it, and
+// its rebuild is shown +/-; without the declaration it stays -/+.
+func TestCreateBeforeDestroyNeedsTheAdaptersDeclaration(t *testing.T) {
+	for _, declared := range []bool{true, false} {
+		ad := memadapter.New()
+		ad.Rebuild = []string{"value"}
+		ad.CreateBeforeDestroy = declared
+		_, doc := deployedIn(t, ad, chain("v1", "nginx"))
+		want := chain("v2", "nginx")
+		want["services.db"].CreateBeforeDestroy = true
+		p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+		pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: doc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := pl.Step("services.db")
+		wantSym := map[bool]string{true: "+/-", false: "-/+"}[declared]
+		if s.Op != plan.Rebuild || s.CreateBeforeDestroy != declared || s.Symbol() != wantSym {
+			t.Fatalf("declared %v: db %s, create before destroy %v, symbol %s; want rebuild %s", declared, s.Op, s.CreateBeforeDestroy, s.Symbol(), wantSym)
+		}
+	}
+}

@@ -51,6 +51,9 @@ type Adapter struct {
 	// Estimate makes the adapter declare that it estimates (init), so that
 	// plan asks the state of a resource whose inputs are known after apply.
 	Estimate bool
+	// CreateBeforeDestroy makes the adapter declare create_before_destroy
+	// (init); its rebuilds then do not change (it holds one object per name).
+	CreateBeforeDestroy bool
 
 	mu      sync.Mutex
 	objects map[string]map[string]any
@@ -72,7 +75,7 @@ func New() *Adapter {
 
 func (a *Adapter) Describe(ctx context.Context, image, resource string) (plan.Capabilities, error) {
 	a.DescribeCalls.Add(1)
-	return plan.Capabilities{Destroy: !a.Plain, Outputs: a.Outputs, Estimate: a.Estimate}, nil
+	return plan.Capabilities{Destroy: !a.Plain, Outputs: a.Outputs, Estimate: a.Estimate, CreateBeforeDestroy: a.CreateBeforeDestroy}, nil
 }
 
 // Objects returns a copy of what exists.
