@@ -213,6 +213,9 @@ func (s *Step) Consistent(ans *protocol.StateResult, old *state.Resource) error 
 	if actual == Create && old != nil && s.Op == Rebuild {
 		actual = Rebuild // recorded but gone: made anew, as approved
 	}
+	if s.Op == Delete && ans.Status == protocol.Stale && (ans.Gcompose == nil || ans.Gcompose.Change == "") {
+		actual = Delete // asked for absence, the actions remove it (planAbsent judges so too)
+	}
 	if actual == NoOp {
 		if s.Op == Failed {
 			return &Inconsistent{Resource: s.Resource, Approved: s.Op, Actual: actual}

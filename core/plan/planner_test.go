@@ -14,6 +14,7 @@ import (
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/golden"
 	"github.com/gcompose/gcompose/internal/memadapter"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // web reads db's output; proxy reads web's.
@@ -228,6 +229,42 @@ func TestCreateBeforeDestroyNeedsTheAdaptersDeclaration(t *testing.T) {
 		wantSym := map[bool]string{true: "+/-", false: "-/+"}[declared]
 		if s.Op != plan.Rebuild || s.CreateBeforeDestroy != declared || s.Symbol() != wantSym {
 			t.Fatalf("declared %v: db %s, create before destroy %v, symbol %s; want rebuild %s", declared, s.Op, s.CreateBeforeDestroy, s.Symbol(), wantSym)
+		}
+	}
+}
+
+// Consistent holds an answer to the approved step: the same op, actions and
+// forces, or nothing to do; an absent answer without a change kind is the
+// delete it was planned as.
+func TestConsistentWithTheApprovedStep(t *testing.T) {
+	stale := func(change string, forces []string, actions ...string) *protocol.StateResult {
+		ans := &protocol.StateResult{Status: protocol.Stale, Gcompose: &protocol.StateExt{Change: change, Forces: forces}}
+		for _, a := range actions {
+			ans.Actions = append(ans.Actions, protocol.ActionSpec{Name: a})
+		}
+		return ans
+	}
+	old := &state.Resource{Name: "r"}
+	approved := &plan.Step{Resource: "r", Op: plan.Rebuild, Forces: []string{"/path"}, Actions: []protocol.ActionSpec{{Name: "remove-old"}, {Name: "create"}}}
+	approved.Answer = stale(protocol.ChangeRebuild, []string{"/path"}, "remove-old", "create")
+	for _, tc := range []struct {
+		name string
+		step *plan.Step
+		ans  *protocol.StateResult
+		ok   bool
+	}{
+		{"same", approved, stale(protocol.ChangeRebuild, []string{"/path"}, "remove-old", "create"), true},
+		{"nothing to do", approved, &protocol.StateResult{Status: protocol.Valid}, true},
+		{"rebuild as update", approved, stale(protocol.ChangeUpdate, nil, "update"), false},
+		{"other actions", approved, stale(protocol.ChangeRebuild, []string{"/path"}, "create", "remove-old"), false},
+		{"other forces", approved, stale(protocol.ChangeRebuild, []string{"/mode"}, "remove-old", "create"), false},
+		{"delete without a change kind", &plan.Step{Resource: "r", Op: plan.Delete, Actions: []protocol.ActionSpec{{Name: "delete"}}, Answer: stale("", nil, "delete")},
+			&protocol.StateResult{Status: protocol.Stale, Actions: []protocol.ActionSpec{{Name: "delete"}}}, true},
+	} {
+		err := tc.step.Consistent(tc.ans, old)
+		var inc *plan.Inconsistent
+		if (err == nil) != tc.ok || (err != nil && !errors.As(err, &inc)) {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
 		}
 	}
 }
