@@ -285,7 +285,7 @@ func (a *adapter) state(ctx context.Context, req *sdk.Request) (*protocol.StateR
 			ext.Change, ext.Reason = protocol.ChangeUpdate, fmt.Sprintf("mode is %04o, want %04o", cur.mode, mode)
 		}
 	}
-	if len(remove) > 0 && req.Gcompose != nil && req.Gcompose.CreateBeforeDestroy && len(actions) > 1 {
+	if len(remove) > 0 && req.CreateBeforeDestroy() && len(actions) > 1 {
 		// create_before_destroy: the new file first, then the old one goes.
 		actions = append(actions[1:], actions[0])
 		ext.Reason += " (the new file is written before the old one is deleted)"
