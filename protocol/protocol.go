@@ -98,6 +98,11 @@ type RequestExt struct {
 	// those two are read; status and actions are ignored, and an adapter
 	// that ignores the member leaves its outputs known after apply.
 	Replace bool `json:"replace,omitempty"`
+	// CreateBeforeDestroy, on state calls to an adapter that declared it
+	// (InitExt.CreateBeforeDestroy), asks that a rebuild create the
+	// replacement before it removes what exists (the descriptor's
+	// create_before_destroy: true): the STALE answer's actions in that order.
+	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.
@@ -133,6 +138,10 @@ type SweepRequest struct {
 	Known []KnownResource `json:"known"`
 	// Terminate is false for a dry run: report only.
 	Terminate bool `json:"terminate"`
+	// Only, with Terminate, lists the IDs of the orphans to terminate:
+	// those the approved plan deletes as leftovers. Others found are
+	// reported, not terminated. Empty: every orphan (the rules).
+	Only []string `json:"only,omitempty"`
 }
 
 // KnownResource is one resource of the state, as a sweep sees it.
@@ -215,6 +224,10 @@ type InitExt struct {
 	// others may reference: gcompose refuses a reference to any other at
 	// plan time, before the resource exists.
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// CreateBeforeDestroy says the adapter can, when a state call asks
+	// (RequestExt.CreateBeforeDestroy), plan a rebuild that creates the
+	// replacement before it removes what exists.
+	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
 	// ActionState says the adapter's last action can end with the
 	// resource's state as the verifying state call would answer it
 	// (RequestExt.AnswerState, StatePrefix), which saves that call.
@@ -292,6 +305,17 @@ type StateExt struct {
 	Planned map[string]any `json:"planned,omitempty"`
 	// Cost is what the resource costs to run, shown by plan.
 	Cost *Cost `json:"cost,omitempty"`
+	// Refuse says the change the resource needs cannot succeed (a VALID
+	// or STALE answer): plan fails the resource with the message, and
+	// deploy refuses before any action. Plain Deployster adapters cannot
+	// say it.
+	Refuse *Refusal `json:"refuse,omitempty"`
+}
+
+// Refusal is an adapter's "this cannot succeed", in one line for people
+// ("no offer within the caps: the cheapest asks 0.2 GLM/h, max_price_per_hour is 0.1").
+type Refusal struct {
+	Message string `json:"message"`
 }
 
 // Cost is an adapter's estimate of what a resource costs to run (before it

@@ -94,15 +94,27 @@ func jsonEscape(s string) string {
 
 // New returns the adapter, managing files under root (ContainerPath in the
 // image; a temporary directory in tests).
-func New(root string) sdk.Adapter {
+func New(root string) sdk.Adapter { return NewWith(root, Options{}) }
+
+// Options are the adapter's opt-in behaviours.
+type Options struct {
+	// Sweep tags every file written and offers sweep (EnvSweep).
+	Sweep bool
+}
+
+// NewWith returns the adapter with options.
+func NewWith(root string, opt Options) sdk.Adapter {
 	writable := true
-	a := &adapter{root: root, pathRE: regexp.MustCompile(pathPattern), modeRE: regexp.MustCompile(modePattern)}
-	return sdk.Adapter{
+	a := &adapter{root: root, pathRE: regexp.MustCompile(pathPattern), modeRE: regexp.MustCompile(modePattern), sweep: opt.Sweep}
+	ad := sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			Plugs:        map[string]protocol.PlugSpec{Plug: {ContainerPath: ContainerPath, Writable: &writable}},
 			ConfigSchema: ConfigSchema(),
 			StateAction:  protocol.ActionSpec{Args: []string{sdk.StateArg}},
-			Gcompose: &protocol.InitExt{Protocol: protocol.Version, Outputs: map[string]any{
+			// A new path is written before the old one is deleted when
+			// asked (create_before_destroy): both files exist for a moment,
+			// never neither.
+			Gcompose: &protocol.InitExt{Protocol: protocol.Version, CreateBeforeDestroy: true, Outputs: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
 					"path": map[string]any{"type": "string"}, "content": map[string]any{"type": "string"},
@@ -120,12 +132,17 @@ func New(root string) sdk.Adapter {
 			ActRemoveOld: a.remove,
 		},
 	}
+	if opt.Sweep {
+		ad.Sweep = a.sweepFiles
+	}
+	return ad
 }
 
 type adapter struct {
 	root   string
 	pathRE *regexp.Regexp
 	modeRE *regexp.Regexp
+	sweep  bool
 }
 
 // staleState tells the actions what the state call found.
@@ -268,6 +285,11 @@ func (a *adapter) state(ctx context.Context, req *sdk.Request) (*protocol.StateR
 			ext.Change, ext.Reason = protocol.ChangeUpdate, fmt.Sprintf("mode is %04o, want %04o", cur.mode, mode)
 		}
 	}
+	if len(remove) > 0 && req.CreateBeforeDestroy() && len(actions) > 1 {
+		// create_before_destroy: the new file first, then the old one goes.
+		actions = append(actions[1:], actions[0])
+		ext.Reason += " (the new file is written before the old one is deleted)"
+	}
 	if len(actions) > 0 {
 		return stale(remove, actions, ext)
 	}
@@ -374,6 +396,9 @@ func (a *adapter) write(ctx context.Context, req *sdk.Request) error {
 		return fmt.Errorf("write %s: %w", c.Path, werr)
 	}
 	req.Printf("wrote %s (%d bytes, mode %04o)", c.Path, len(c.Content), mode)
+	if err := a.tag(root, req, c.Path); err != nil {
+		return err
+	}
 	if err := journal(root, c, req.Action, c.Path); err != nil {
 		return err
 	}
@@ -424,6 +449,9 @@ func (a *adapter) remove(ctx context.Context, req *sdk.Request) error {
 			return fmt.Errorf("delete %s: %w", p, err)
 		}
 		req.Printf("deleted %s", p)
+		if err := a.untag(root, req, p); err != nil {
+			return err
+		}
 		if err := journal(root, c, req.Action, p); err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ type call struct {
 	stale     json.RawMessage
 	plain     bool // no gcompose member: a plain Deployster engine
 	replace   bool // plan's question about a resource it will remove and create anew
+	cbd       bool // create_before_destroy asked
 }
 
 // run feeds one request to the adapter in-process, as a container would get it.
@@ -31,7 +32,7 @@ func run(t *testing.T, dir string, c call) (code int, stdout, stderr string) {
 	t.Helper()
 	req := protocol.Request{Name: "f", Type: "gcompose/file-adapter:dev", Version: "test", Workspace: "/w",
 		Config: c.config, StaleState: c.stale,
-		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, Call: protocol.CallState, Desired: c.desired, Persisted: c.persisted, Replace: c.replace}}
+		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, Call: protocol.CallState, Desired: c.desired, Persisted: c.persisted, Replace: c.replace, CreateBeforeDestroy: c.cbd}}
 	if len(c.args) == 2 {
 		req.Gcompose.Call, req.Gcompose.Action = protocol.CallAction, c.args[1]
 	}
@@ -145,6 +146,9 @@ func TestStateAnswers(t *testing.T) {
 		{"mode differs", map[string]file{"a.txt": {"hi", 0o600}}, call{config: map[string]any{"path": "a.txt", "content": "hi"}}, "STALE", "update", "chmod"},
 		{"path changed", map[string]file{"old.txt": {"hi", 0o644}}, call{config: map[string]any{"path": "new.txt", "content": "hi"},
 			persisted: &protocol.Persisted{State: map[string]any{"path": "old.txt"}}}, "STALE", "rebuild", "remove-old,create"},
+		// create_before_destroy: the new file is written before the old goes.
+		{"path changed, create before destroy", map[string]file{"old.txt": {"hi", 0o644}}, call{config: map[string]any{"path": "new.txt", "content": "hi"},
+			persisted: &protocol.Persisted{State: map[string]any{"path": "old.txt"}}, cbd: true}, "STALE", "rebuild", "create,remove-old"},
 		{"path changed, old gone", nil, call{config: map[string]any{"path": "new.txt", "content": "hi"},
 			persisted: &protocol.Persisted{Config: map[string]any{"path": "old.txt"}}}, "STALE", "create", "create"},
 		{"absent, exists", map[string]file{"a.txt": {"hi", 0o644}}, call{config: map[string]any{"path": "a.txt"}, desired: "absent"}, "STALE", "delete", "delete"},

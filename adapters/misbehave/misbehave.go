@@ -4,11 +4,11 @@
 // State and action calls misbehave as the resource's config says:
 //
 //	mode:     ok (default) | hang | garbage | wrong-schema | exit-nonzero |
-//	          huge-output | lying | slow | bad-identity
+//	          huge-output | lying | slow | bad-identity | refuse | switch
 //	on:       state (default) | action   -- which call misbehaves
 //	when:     always (default) | deploy | destroy
 //	sleep_ms: for slow (default 1000)
-//	message:  for exit-nonzero (default "misbehaving on purpose")
+//	message:  for exit-nonzero and refuse (default "misbehaving on purpose")
 //	bytes:    for huge-output (default 64 MiB)
 //
 // With on: action, the state call answers STALE with one action,
@@ -52,6 +52,15 @@ const (
 	ModeLying       = "lying"        // STALE again after its action ran
 	ModeSlow        = "slow"         // sleeps sleep_ms, then answers normally
 	ModeBadIdentity = "bad-identity" // an action's identity line is not JSON
+	// ModeRefuse answers the state call STALE create with gcompose.refuse
+	// {message}: the change cannot succeed, plan must fail it.
+	ModeRefuse = "refuse"
+	// ModeSwitch answers STALE create with one action named
+	// "misbehave-" + the value of EnvAction sent in the request (init
+	// variant InitEnv asks for it): a test changes it between a saved
+	// plan and its apply, so that the adapter answers other actions at
+	// apply than at plan.
+	ModeSwitch = "switch"
 )
 
 // Init modes (environment variable EnvInit): the state-call modes hang,
@@ -67,12 +76,17 @@ const (
 	// InitServe offers serve mode; the served calls then misbehave by
 	// config as one-shot ones do (see serve).
 	InitServe = "serve"
+	// InitEnv asks for EnvAction in the init answer (gcompose.env), so
+	// that state and action calls carry its value.
+	InitEnv = "env"
 )
 
 // Environment variables read by init (and, for InitDeployster, by every call).
 const (
 	EnvInit    = "GCOMPOSE_MISBEHAVE_INIT"
 	EnvSleepMS = "GCOMPOSE_MISBEHAVE_SLEEP_MS"
+	// EnvAction names the action of ModeSwitch (read from the request).
+	EnvAction = "GCOMPOSE_MISBEHAVE_ACTION"
 )
 
 // Action names.
@@ -118,7 +132,7 @@ func ConfigSchema() json.RawMessage {
   "type": "object",
   "additionalProperties": false,
   "properties": {
-    "mode": {"enum": ["ok", "hang", "garbage", "wrong-schema", "exit-nonzero", "huge-output", "lying", "slow", "bad-identity"]},
+    "mode": {"enum": ["ok", "hang", "garbage", "wrong-schema", "exit-nonzero", "huge-output", "lying", "slow", "bad-identity", "refuse", "switch"]},
     "on": {"enum": ["state", "action"]},
     "when": {"enum": ["always", "deploy", "destroy"]},
     "sleep_ms": {"type": "integer", "minimum": 0},
@@ -209,6 +223,8 @@ func (m *misbehaver) init() int {
 		res.Gcompose = nil
 	case InitServe:
 		res.Gcompose.Serve = true
+	case InitEnv:
+		res.Gcompose.Env = []string{EnvAction}
 	case InitWrongProtocol:
 		res.Gcompose.Protocol = protocol.Version + 1
 	case ModeSlow:
@@ -263,7 +279,7 @@ func config(req protocol.Request) (Config, error) {
 
 // applies says whether the configured misbehaviour is for this call.
 func (c Config) applies(req protocol.Request, call string) bool {
-	return c.Mode != ModeOK && c.On == call && c.whenMatches(req)
+	return c.Mode != ModeOK && c.Mode != ModeRefuse && c.Mode != ModeSwitch && c.On == call && c.whenMatches(req)
 }
 
 func (c Config) whenMatches(req protocol.Request) bool {
@@ -285,6 +301,17 @@ func (m *misbehaver) state(req protocol.Request) int {
 		return m.answer(protocol.StateResult{Status: protocol.Stale,
 			Actions:  []protocol.ActionSpec{{Name: ActNoop, Args: []string{"action", ActNoop}, Description: "does nothing, then says STALE again"}},
 			Gcompose: &protocol.StateExt{Change: protocol.ChangeUpdate, Reason: "lying on purpose"}})
+	}
+	if c.Mode == ModeRefuse && c.whenMatches(req) && req.Desired() == protocol.Present {
+		return m.answer(protocol.StateResult{Status: protocol.Stale,
+			Actions:  []protocol.ActionSpec{{Name: ActNoop, Args: []string{"action", ActNoop}, Description: "must never run: the state answer refuses"}},
+			Gcompose: &protocol.StateExt{Change: protocol.ChangeCreate, Reason: "refusing on purpose", Refuse: &protocol.Refusal{Message: c.Message}}})
+	}
+	if c.Mode == ModeSwitch && req.Desired() == protocol.Present && !done(req) {
+		name := ActMisbehave + "-" + envValue(req, EnvAction)
+		return m.answer(protocol.StateResult{Status: protocol.Stale,
+			Actions:  []protocol.ActionSpec{{Name: name, Args: []string{"action", name}}},
+			Gcompose: &protocol.StateExt{Change: protocol.ChangeCreate, Reason: "switching actions by " + EnvAction + ": " + name}})
 	}
 	if c.applies(req, "state") {
 		if c.Mode == ModeSlow {
@@ -308,6 +335,14 @@ func (m *misbehaver) state(req protocol.Request) int {
 		State: map[string]any{"mode": c.Mode, "on": c.On}})
 }
 
+// envValue is the value gcompose sent for an environment variable ("" when none).
+func envValue(req protocol.Request, name string) string {
+	if req.Gcompose == nil {
+		return ""
+	}
+	return req.Gcompose.Env[name]
+}
+
 // done: a previous misbehave action succeeded and gcompose persisted its identity.
 func done(req protocol.Request) bool {
 	if req.Gcompose == nil || req.Gcompose.Persisted == nil {
@@ -328,9 +363,12 @@ func (m *misbehaver) action(req protocol.Request, name string) int {
 		return 0
 	case ActMisbehave:
 	default:
-		return m.fail("unknown action %q", name)
+		if c.Mode != ModeSwitch || !strings.HasPrefix(name, ActMisbehave+"-") {
+			return m.fail("unknown action %q", name)
+		}
 	}
 	switch c.Mode {
+	case ModeSwitch:
 	case ModeSlow:
 		if code, done := m.sleep(c.SleepMS); done {
 			return code

@@ -4,10 +4,12 @@
 package main
 
 import (
+	"os"
+
 	"github.com/gcompose/gcompose/adapters/file"
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
 
 func main() {
-	sdk.Main(file.New(file.ContainerPath))
+	sdk.Main(file.NewWith(file.ContainerPath, file.Options{Sweep: os.Getenv(file.EnvSweep) == "1"}))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -138,6 +139,34 @@ func (it *interrupts) first() {
 		it.stopSoft()
 		it.stopHard(apply.ErrInterrupted)
 	}
+}
+
+// signalled says whether a signal (or a lost output) stopped the run.
+func (it *interrupts) signalled() bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.stopped || it.n > 0
+}
+
+// aborted says whether the run was cut short (a second signal, or the
+// grace period over).
+func (it *interrupts) aborted() bool {
+	return errors.Is(context.Cause(it.hard), apply.ErrAborted)
+}
+
+// asInterrupted is err as the interrupt it is: a run stopped by a signal
+// fails with whatever the cancellation broke ("context canceled" from a
+// call cut short before the engine listened to the interrupt), which is
+// the interrupt, not an error; res is what the run applied, if anything.
+// An apply failure stays one.
+func (it *interrupts) asInterrupted(err error, res *apply.Result) error {
+	if err == nil || !it.signalled() || errors.Is(err, apply.ErrInterrupted) || apply.IsFailed(err) {
+		return err
+	}
+	if res == nil {
+		res = &apply.Result{Outcomes: map[string]*apply.Outcome{}}
+	}
+	return &apply.InterruptedError{Result: res, Aborted: it.aborted()}
 }
 
 func (it *interrupts) report(s interruptStage) {

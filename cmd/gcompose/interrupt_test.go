@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +57,40 @@ func TestInterruptStages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A run cut short by a signal before the engine listened to it fails with
+// whatever the cancellation broke ("context canceled"): that is the
+// interrupt (exit 130, interrupted), not an error; an apply failure stays
+// a failure; without a signal nothing is rewritten.
+func TestCancellationAfterASignalIsTheInterrupt(t *testing.T) {
+	canceled := fmt.Errorf("loading state: %w", context.Canceled)
+	it := newInterrupts(context.Background(), func(int) { t.Fatal("exit") })
+	if err := it.asInterrupted(canceled, nil); err != canceled {
+		t.Fatalf("without a signal: %v", err)
+	}
+	it.signal() // not engaged: cancels at once
+	it.signal()
+	err := it.asInterrupted(canceled, nil)
+	var ie *apply.InterruptedError
+	if !errors.As(err, &ie) || !errors.Is(err, apply.ErrInterrupted) || err.Error() != "interrupted: nothing was changed" {
+		t.Fatalf("after two signals: %v, want the interrupt", err)
+	}
+	failed := &apply.FailedError{Outcomes: []*apply.Outcome{{Resource: "r", Err: errors.New("boom")}}}
+	if err := it.asInterrupted(failed, nil); err != error(failed) {
+		t.Fatalf("an apply failure became %v", err)
+	}
+}
+
+// The second interrupt's message says what it does when nothing is under
+// way, instead of "aborting the actions nothing is under way".
+func TestSecondInterruptMessageWithNothingUnderWay(t *testing.T) {
+	msg := interruptMessage(stageAborting, time.Minute, nil)
+	if strings.Contains(msg, "actions nothing") || !strings.Contains(msg, "no action is under way") {
+		t.Fatalf("message %q", msg)
+	}
+	if msg := interruptMessage(stageAborting, time.Minute, []string{"r (creating, 1s)"}); !strings.Contains(msg, "aborting the actions under way: r (creating, 1s)") {
+		t.Fatalf("message %q", msg)
 	}
 }

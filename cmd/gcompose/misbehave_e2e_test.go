@@ -226,8 +226,9 @@ func TestE2EMisbehavingAdaptersAtApply(t *testing.T) {
 		"resources.good": "Active",
 		// Their state call failed before any action: nothing to record.
 		"resources.hang": "", "resources.garbage": "", "resources.wrong-schema": "",
-		// An action ran (or was started): recorded with its pending operation.
-		"resources.exit-nonzero": "Pending", "resources.huge-output": "Pending", "resources.lying": "Pending",
+		// An action ran and failed (or its state after it was not VALID):
+		// recorded with its pending operation, shown Failed.
+		"resources.exit-nonzero": "Failed", "resources.huge-output": "Failed", "resources.lying": "Failed",
 	}
 	for res, st := range want {
 		if got := e.statusOf(res); got != st {

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/display"
+	"github.com/gcompose/gcompose/core/state"
 )
 
 func psCommand() *cli.Command {
@@ -37,11 +38,15 @@ func runPs(c *cli.Context) error {
 	}
 	defer sess.Close()
 	warn := func(msg string) { fmt.Fprintln(c.App.ErrWriter, "note:", msg) }
-	rows := display.Rows(doc, sess.Summaries(c.Context, warn))
-	if c.Bool("json") {
-		if rows == nil {
-			rows = []display.Row{}
+	rows := []psRow{}
+	for _, r := range display.Rows(doc, sess.Summaries(c.Context, warn)) {
+		row := psRow{Row: r, Status: string(r.Status)}
+		if res := doc.Resources[r.Resource]; res != nil {
+			row.Status, row.Failed = shownStatus(res), failedStep(res)
 		}
+		rows = append(rows, row)
+	}
+	if c.Bool("json") {
 		return printJSON(c.App.Writer, rows)
 	}
 	if len(rows) == 0 {
@@ -52,8 +57,11 @@ func runPs(c *cli.Context) error {
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tPROVIDER\tIP\tURL\tAGE")
 	for _, r := range rows {
-		status := string(r.Status)
-		if r.Pending != "" {
+		status := r.Status
+		switch {
+		case r.Failed != "":
+			status += " (" + r.Failed + ")"
+		case r.Pending != "":
 			status += " (" + r.Pending + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Resource, status, dash(r.Provider), dash(r.IP), dash(r.URL), display.Age(now, r.Since))
@@ -66,4 +74,33 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// shownStatus is a resource's status as ps and state tell it: Failed when
+// its last step failed (its pending operation records the failure), never
+// the status it had before, as if all were well.
+func shownStatus(r *state.Resource) string {
+	if r.Pending != nil && r.Pending.Failed != "" {
+		return "Failed"
+	}
+	return string(r.Status)
+}
+
+// failedStep is the failed step and why, in one line ("" when none).
+func failedStep(r *state.Resource) string {
+	if r.Pending == nil || r.Pending.Failed == "" {
+		return ""
+	}
+	what := string(r.Pending.Kind)
+	if r.Pending.Action != "" && r.Pending.Action != what {
+		what += " (action " + r.Pending.Action + ")"
+	}
+	return what + " failed: " + r.Pending.Failed
+}
+
+// psRow is a row of ps: the status told truly, with the failed step.
+type psRow struct {
+	display.Row
+	Status string `json:"status"`
+	Failed string `json:"failed,omitempty"`
 }

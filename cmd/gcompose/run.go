@@ -207,9 +207,14 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	}
 	defer prog.Close()
 	begin := time.Now()
+	it := interruptsOf(c.App.Metadata, c.Context)
 	// fail ends a run that stopped before the engine started, so that a JSON
-	// stream still ends with its summary.
+	// stream still ends with its summary. An interrupt that cut what it
+	// was doing short is the interrupt (130), not that error.
 	fail := func(name string, err error) (*engine.Outcome, error) {
+		if ie := it.asInterrupted(err, nil); ie != err {
+			err = withCode(exitInterrupted, ie)
+		}
 		finishRun(c, prog, command, name, nil, nil, nil, !planOnly, time.Since(begin), err)
 		return nil, err
 	}
@@ -259,7 +264,6 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 
 	jsonOut := c.Bool("json")
 	// From here on, a first Ctrl-C lets what is under way finish.
-	it := interruptsOf(c.App.Metadata, c.Context)
 	defer it.engage(c.Duration("interrupt-grace"), func(s interruptStage, grace time.Duration) {
 		prog.Interrupt(interruptMessage(s, grace, prog.Running()))
 	})()
@@ -326,6 +330,11 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			maskPlan(c, out.Plan).Render(c.App.Writer, renderOptions(c))
 		}
 	}
+	var applied *apply.Result
+	if out != nil {
+		applied = out.Result
+	}
+	err = it.asInterrupted(err, applied)
 	switch {
 	case errors.Is(err, apply.ErrInterrupted):
 		err = withCode(exitInterrupted, err)
@@ -378,8 +387,14 @@ func interruptMessage(s interruptStage, grace time.Duration, running []string) s
 		return fmt.Sprintf("Interrupt received: nothing new starts; waiting up to %s for the actions %s. "+
 			"Press Ctrl-C again to abort them (their operations stay pending; the next deploy or destroy resolves them)", grace, under)
 	case stageGraceOver:
+		if len(running) == 0 {
+			return fmt.Sprintf("The %s grace period is over: stopping now (nothing is under way)", grace)
+		}
 		return fmt.Sprintf("The %s grace period is over: aborting the actions still %s (their operations stay pending)", grace, under)
 	case stageAborting:
+		if len(running) == 0 {
+			return "Second interrupt: stopping now; no action is under way, so none is cut short. Press Ctrl-C once more to exit at once"
+		}
 		return "Second interrupt: aborting the actions " + under + " (their operations stay pending; the next deploy or destroy resolves them). Press Ctrl-C once more to exit at once"
 	}
 	return "Third interrupt: exiting at once"

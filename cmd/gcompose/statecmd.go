@@ -5,6 +5,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/gcompose/gcompose/core/state"
 )
 
 func stateCommand() *cli.Command {
@@ -90,7 +92,10 @@ func stateList(c *cli.Context) error {
 		if r.Pending != nil {
 			pending = string(r.Pending.Kind) + " " + r.Pending.Action
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Status, r.Type, pending)
+		if f := failedStep(r); f != "" {
+			pending = f
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, shownStatus(r), r.Type, pending)
 	}
 	return tw.Flush()
 }
@@ -122,7 +127,11 @@ func stateShow(c *cli.Context) error {
 	if r == nil {
 		return withCode(exitError, fmt.Errorf("no resource %q in the state of %s (gcompose state list shows what there is)", resName, name))
 	}
-	return showResource(c, r)
+	// The status told truly: Failed when its last step failed (the
+	// pending operation says which and why).
+	shown := *r
+	shown.Status = state.Status(shownStatus(r))
+	return showResource(c, &shown)
 }
 
 func unlockCommand() *cli.Command {

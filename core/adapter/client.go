@@ -148,6 +148,10 @@ type Target struct {
 	// Replace marks a state call made by plan only, for a resource apply
 	// will remove and create anew (protocol.RequestExt.Replace).
 	Replace bool
+	// CreateBeforeDestroy asks, on state calls, for a rebuild that creates
+	// first (protocol.RequestExt.CreateBeforeDestroy); sent only to an
+	// adapter that declared it.
+	CreateBeforeDestroy bool
 	// ReportIdentity, if set, is called on action calls of gcompose
 	// adapters with each identity report as soon as the adapter makes it,
 	// while the action still runs (in order, before Action returns), so
@@ -245,7 +249,8 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 	}
 	req := c.request(t, info)
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate, Replace: t.Replace}
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate, Replace: t.Replace,
+			CreateBeforeDestroy: t.CreateBeforeDestroy && info.Init.Gcompose.CreateBeforeDestroy}
 	}
 	res, err := c.run(ctx, t, info, info.Init.StateAction, protocol.CallState, req, mounts, nil)
 	if err != nil {

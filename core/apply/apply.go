@@ -329,6 +329,10 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		return false, err
 	}
 	old := r.current(want.Name)
+	// What the adapter's answer is held to: the approved step, or, once
+	// apply removed what existed (a new adapter image, --replace), the
+	// create that is the other half of the approved rebuild.
+	expect := step
 	if old != nil && old.Type != want.Type {
 		if step.Op != plan.Rebuild {
 			return false, &plan.Inconsistent{Resource: want.Name, Approved: step.Op, Actual: plan.Rebuild,
@@ -338,7 +342,7 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		if _, err := r.destroyWith(ctx, old, nil); err != nil {
 			return false, fmt.Errorf("removing %s with its previous adapter %s: %w", want.Name, old.Type, err)
 		}
-		old = nil
+		old, expect = nil, recreate(step)
 	}
 	if step.Replace && old != nil {
 		// A rebuild asked for although the adapter is content: what
@@ -346,10 +350,10 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		if _, err := r.destroyWith(ctx, old, nil); err != nil {
 			return true, fmt.Errorf("removing %s to replace it: %w", want.Name, err)
 		}
-		old = nil
+		old, expect = nil, recreate(step)
 	}
 	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: want.Name, AdapterName: plan.AdapterNameOf(want.Name, old), Type: want.Type, Config: cfg, Persisted: plan.PersistedOf(old),
-		PlannedCost: step.Cost}
+		PlannedCost: step.Cost, CreateBeforeDestroy: step.CreateBeforeDestroy}
 	ans := r.approvedAnswer(step, cfg, old)
 	if ans == nil {
 		r.emit(Event{Resource: want.Name, Phase: PhaseState})
@@ -357,12 +361,11 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 			return false, err
 		}
 	}
-	if actual := plan.OpOf(ans, old); !step.Allows(actual) {
-		reason := ""
-		if ans.Gcompose != nil {
-			reason = ans.Gcompose.Reason
-		}
-		return false, &plan.Inconsistent{Resource: want.Name, Approved: step.Op, Actual: actual, Reason: reason}
+	if err := plan.Refused(want.Name, want.Type, ans); err != nil {
+		return false, err
+	}
+	if err := expect.Consistent(ans, old); err != nil {
+		return false, err
 	}
 	if ans.Status == protocol.Valid {
 		changed := old == nil || old.Status != state.StatusActive || old.Pending != nil ||
@@ -401,6 +404,14 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// recreate is what the create after apply removed a resource to rebuild it
+// is held to: a create, whose actions the plan did not ask.
+func recreate(step *plan.Step) *plan.Step {
+	c := *step
+	c.Op, c.Answer, c.Actions, c.Forces = plan.Create, nil, nil, nil
+	return &c
 }
 
 // approvedAnswer is the answer the step was planned from, when it still
@@ -479,17 +490,7 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 			err = perr
 		}
 		if err != nil {
-			if ctx.Err() == nil {
-				// The action failed (it was not cut short): say so in the
-				// record, so that the next run reports a failure, not an
-				// interruption. Still pending: what it did is unknown.
-				now := time.Now().UTC()
-				res.Pending.Failed, res.Pending.FailedAt = firstLine(err.Error(), 500), &now
-				if perr := r.put(ctx, res); perr != nil {
-					err = fmt.Errorf("%w (and recording the failure: %v)", err, perr)
-				}
-			}
-			return nil, fmt.Errorf("action %s: %w", a.Name, err)
+			return nil, r.recordFailure(ctx, res, fmt.Errorf("action %s: %w", a.Name, err))
 		}
 		r.emit(Event{Resource: call.Name, Phase: PhaseActionDone, Message: actionLabel(a), Duration: time.Since(start), Output: out.Output})
 		answered = out.State
@@ -503,13 +504,31 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 		r.emit(Event{Resource: call.Name, Phase: PhaseVerify})
 		var err error
 		if final, err = r.e.Adapters.State(ctx, call, desired); err != nil {
-			return nil, fmt.Errorf("state after actions: %w", err)
+			return nil, r.recordFailure(ctx, res, fmt.Errorf("state after actions: %w", err))
 		}
 	}
 	if final.Status != protocol.Valid {
-		return nil, fmt.Errorf("adapter %s answered %s again after its actions ran (it must answer VALID once its actions succeeded): the adapter is broken", typ, final.Status)
+		return nil, r.recordFailure(ctx, res, fmt.Errorf("adapter %s answered %s again after its actions ran (it must answer VALID once its actions succeeded): the adapter is broken", typ, final.Status))
 	}
 	return final, nil
+}
+
+// recordFailure says in the record of a resource whose step failed after
+// its operation was recorded (an action failed, or the state after it
+// could not be confirmed) that it failed and why, unless the run was cut
+// short: the next run, ps and state show report a failure, not an
+// interruption, and never the resource's earlier status as if all were
+// well. Still pending: what it did is unknown.
+func (r *run) recordFailure(ctx context.Context, res *state.Resource, err error) error {
+	if ctx.Err() != nil || res.Pending == nil {
+		return err
+	}
+	now := time.Now().UTC()
+	res.Pending.Failed, res.Pending.FailedAt = oneLine(err.Error(), 500), &now
+	if perr := r.put(ctx, res); perr != nil {
+		return fmt.Errorf("%w (and recording the failure: %v)", err, perr)
+	}
+	return err
 }
 
 // mergeIdentity adds reported attributes to the resource's identity and
@@ -550,6 +569,9 @@ func actionPersisted(res *state.Resource) *protocol.Persisted {
 
 // remove carries out a delete or forget step.
 func (r *run) remove(ctx context.Context, step *plan.Step) (bool, error) {
+	if step.Leftover != nil {
+		return r.removeLeftover(ctx, step)
+	}
 	old := r.current(step.Resource)
 	if old == nil {
 		return false, nil
@@ -558,6 +580,44 @@ func (r *run) remove(ctx context.Context, step *plan.Step) (bool, error) {
 		return true, r.forget(ctx, step.Resource)
 	}
 	return r.destroyWith(ctx, old, step)
+}
+
+// removeLeftover asks the adapter's sweep to terminate the one leftover
+// the step deletes (protocol SweepRequest.Only). An adapter that
+// terminates more than it was asked is reported, loudly.
+func (r *run) removeLeftover(ctx context.Context, step *plan.Step) (bool, error) {
+	if err := r.startActions(step.Resource); err != nil {
+		return false, err
+	}
+	l := step.Leftover
+	var known []protocol.KnownResource
+	r.mu.Lock()
+	for _, res := range r.doc {
+		if res.Type == step.Type {
+			known = append(known, protocol.KnownResource{Name: res.CalledAs(), Identity: res.Identity, Pending: plan.OperationOf(res.Pending)})
+		}
+	}
+	r.mu.Unlock()
+	sort.Slice(known, func(a, b int) bool { return known[a].Name < known[b].Name })
+	r.emit(Event{Resource: step.Resource, Phase: PhaseAction, Message: "sweep: terminate " + l.Kind + " " + l.ID})
+	res, err := r.e.Adapters.Sweep(ctx, plan.SweepCall{App: r.pl.App, Lineage: r.lineage(), Type: step.Type, Resource: l.Via, Known: known, Terminate: true, Only: []string{l.ID}})
+	if err != nil {
+		return false, fmt.Errorf("terminating leftover %s %s with adapter %s: %w", l.Kind, l.ID, step.Type, err)
+	}
+	found := false
+	for _, o := range res.Found {
+		switch {
+		case o.ID == l.ID && o.Kind == l.Kind:
+			found = true
+			if o.Action != protocol.OrphanTerminated {
+				return false, fmt.Errorf("adapter %s did not terminate leftover %s %s when asked to: it reports it %s", step.Type, l.Kind, l.ID, o.Action)
+			}
+		case o.Action == protocol.OrphanTerminated:
+			r.emit(Event{Resource: step.Resource, Phase: PhaseSwept, Message: fmt.Sprintf("adapter %s also terminated %s %s, which the plan did not list (it ignores sweep.only)", step.Type, o.Kind, o.ID)})
+		}
+	}
+	// Not found: gone since the plan was made, as the plan wanted.
+	return found, nil
 }
 
 // destroyWith removes what old's adapter made. step is the approved delete
@@ -582,8 +642,10 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource, step *plan.S
 		}
 	}
 	if ans.Status != protocol.Valid {
-		if step != nil && step.Op != plan.Delete {
-			return false, &plan.Inconsistent{Resource: old.Name, Approved: step.Op, Actual: plan.Delete}
+		if step != nil {
+			if err := step.Consistent(ans, old); err != nil {
+				return false, err
+			}
 		}
 		if _, err := r.runActions(ctx, call, old.Type, old.Dependencies, state.OpDelete, ans, protocol.Absent); err != nil {
 			return true, err
@@ -791,11 +853,16 @@ func IsFailed(err error) bool {
 	return errors.As(err, &f)
 }
 
-// firstLine is s up to its first newline, at most n bytes.
-func firstLine(s string, n int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+// oneLine is s with its lines joined by "; " (an adapter's stderr tail
+// says why on the lines after the first), at most n bytes.
+func oneLine(s string, n int) string {
+	var parts []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
 	}
+	s = strings.Join(parts, "; ")
 	if len(s) > n {
 		s = s[:n] + "…"
 	}

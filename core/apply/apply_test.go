@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/memadapter"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // docStore is a Persister writing into one document, so that a test can
@@ -391,5 +393,132 @@ func TestProtectedResourceIsNeitherRebuiltNorDeleted(t *testing.T) {
 	}
 	if _, ok := objs["resources.d"]; ok {
 		t.Fatal("d (not protected, depends on c) was not deleted")
+	}
+}
+
+// renaming answers a resource's STALE actions under other names once
+// switched on: the same op, other actions than the plan showed.
+type renaming struct {
+	*memadapter.Adapter
+	mu      sync.Mutex
+	renamed map[string]string // resource -> action name
+}
+
+func (r *renaming) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
+	ans, err := r.Adapter.State(ctx, c, desired)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if name, ok := r.renamed[c.Name]; ok && err == nil && ans.Status == protocol.Stale {
+		ans.Actions = []protocol.ActionSpec{{Name: name}}
+	}
+	return ans, err
+}
+
+// An approved rebuild may not run as an update at apply (the adapter now
+// content to change in place): the plan is the whole contract. The
+// resource is left untouched and what depends on it held back, with its
+// state unchanged.
+func TestApprovedRebuildDoesNotRunAsAnUpdate(t *testing.T) {
+	f := newFixture()
+	f.deploy(t, diamond("v1"))
+	f.ad.Rebuild = []string{"value"}
+	pl := f.plan(t, plan.Deploy, diamond("v2"))
+	if a := pl.Step("resources.a"); a.Op != plan.Rebuild {
+		t.Fatalf("a planned %s, want rebuild", a.Op)
+	}
+	f.ad.Rebuild = nil // at apply the adapter would update in place
+	before, prior := generations(f.ad), f.store.snapshot()
+	res, err := f.apply(pl, true)
+	if !apply.IsFailed(err) {
+		t.Fatalf("apply error %v, want a failure", err)
+	}
+	if inc := inconsistent(t, res, "resources.a"); inc.Approved != plan.Rebuild || inc.Actual != plan.Update {
+		t.Fatalf("a: %+v, want approved rebuild, actual update", inc)
+	}
+	if generations(f.ad)["resources.a"] != before["resources.a"] {
+		t.Fatal("a was touched")
+	}
+	for _, n := range []string{"resources.b", "resources.c", "resources.d"} {
+		if o := res.Outcomes[n]; o == nil || !o.Skipped {
+			t.Fatalf("%s outcome %+v, want held back (it depends on a)", n, o)
+		}
+		if !reflect.DeepEqual(f.store.snapshot().Resources[n], prior.Resources[n]) {
+			t.Fatalf("%s: state changed although it was held back", n)
+		}
+	}
+}
+
+// The same op with other actions than the plan showed is refused too.
+func TestSameOpWithOtherActionsIsRefused(t *testing.T) {
+	f := newFixture()
+	f.deploy(t, diamond("v1"))
+	pl := f.plan(t, plan.Deploy, diamond("v2"))
+	if a := pl.Step("resources.a"); a.Op != plan.Update || len(a.Actions) != 1 || a.Actions[0].Name != "update" {
+		t.Fatalf("a planned %s %v, want update with the action update", a.Op, a.Actions)
+	}
+	ad := &renaming{Adapter: f.ad, renamed: map[string]string{"resources.a": "wipe-and-update"}}
+	before := generations(f.ad)
+	ex := &apply.Executor{Adapters: ad, Store: f.store, Walk: engine.GraphWalk(4), Recheck: true}
+	res, err := ex.Apply(context.Background(), pl)
+	if !apply.IsFailed(err) {
+		t.Fatalf("apply error %v, want a failure", err)
+	}
+	inconsistent(t, res, "resources.a")
+	if msg := res.Outcomes["resources.a"].Err.Error(); !strings.Contains(msg, "approved the actions update, but the adapter now answers wipe-and-update") {
+		t.Fatalf("a: %q, want the actions named", msg)
+	}
+	if generations(f.ad)["resources.a"] != before["resources.a"] {
+		t.Fatal("a was touched")
+	}
+	if o := res.Outcomes["resources.d"]; o == nil || !o.Skipped {
+		t.Fatalf("d outcome %+v, want held back", o)
+	}
+}
+
+// liar answers STALE again after a resource's actions ran.
+type liar struct {
+	*memadapter.Adapter
+	name string
+}
+
+func (l *liar) State(ctx context.Context, c plan.Call, desired string) (*protocol.StateResult, error) {
+	if c.Name == l.name && desired == protocol.Present && c.Persisted != nil && c.Persisted.Pending != nil {
+		return &protocol.StateResult{Status: protocol.Stale, Actions: []protocol.ActionSpec{{Name: "update"}},
+			Gcompose: &protocol.StateExt{Change: protocol.ChangeUpdate}}, nil
+	}
+	return l.Adapter.State(ctx, c, desired)
+}
+
+// A step that fails after its operation was recorded (its action failed,
+// or its adapter answers STALE again after it) records the failure and
+// why, so that ps and state show say Failed, not the status the resource
+// had before.
+func TestFailedStepIsRecordedAsFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ad   func(f *fixture) plan.Adapters
+		why  string
+	}{
+		{"action fails", func(f *fixture) plan.Adapters {
+			f.ad.FailActions = map[string]bool{"resources.c": true}
+			return f.ad
+		}, "update failed on purpose"},
+		{"STALE again after the action", func(f *fixture) plan.Adapters { return &liar{Adapter: f.ad, name: "resources.c"} }, "answered STALE again after its actions ran"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture()
+			f.deploy(t, diamond("v1"))
+			want := diamond("v1")
+			want["resources.c"].Config = map[string]any{"value": "c2"}
+			pl := f.plan(t, plan.Deploy, want)
+			ex := &apply.Executor{Adapters: tc.ad(f), Store: f.store, Walk: engine.GraphWalk(4)}
+			if _, err := ex.Apply(context.Background(), pl); !apply.IsFailed(err) {
+				t.Fatalf("apply error %v, want a failure", err)
+			}
+			c := f.store.snapshot().Resources["resources.c"]
+			if c.Pending == nil || !strings.Contains(c.Pending.Failed, tc.why) || c.Pending.FailedAt == nil {
+				t.Fatalf("c's record %+v, want its pending update marked failed with %q", c.Pending, tc.why)
+			}
+		})
 	}
 }

@@ -134,7 +134,10 @@ type Resource struct {
 	Config       map[string]any
 	// Protect refuses plans that would delete or rebuild the resource.
 	Protect bool
-	Pos     source.Pos
+	// CreateBeforeDestroy asks the adapter to create a rebuild's
+	// replacement before it removes what exists.
+	CreateBeforeDestroy bool
+	Pos                 source.Pos
 }
 
 // Secret declares where a secret's value is read from: exactly one of Env

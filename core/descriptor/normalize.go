@@ -386,6 +386,7 @@ func (n *normalizer) resources(section *value) {
 			n.recTree(ptr+"/config", cfg)
 		}
 		r.Protect = n.flag(ptr+"/protect", v.get("protect"))
+		r.CreateBeforeDestroy = n.flag(ptr+"/create_before_destroy", v.get("create_before_destroy"))
 		n.app.Resources[name] = r
 	}
 }

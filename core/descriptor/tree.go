@@ -93,6 +93,9 @@ func (a *App) Tree() map[string]any {
 			if r.Protect {
 				e["protect"] = true
 			}
+			if r.CreateBeforeDestroy {
+				e["create_before_destroy"] = true
+			}
 			m[name] = e
 		}
 		t["resources"] = m

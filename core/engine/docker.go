@@ -30,13 +30,15 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 	caps := plan.Capabilities{Destroy: info.Ext, Estimate: info.Ext && info.Init.Gcompose != nil && info.Init.Gcompose.Estimate}
 	if info.Ext && info.Init.Gcompose != nil {
 		caps.Outputs = plan.DeclaredOutputs(info.Init.Gcompose.Outputs)
+		caps.CreateBeforeDestroy = info.Init.Gcompose.CreateBeforeDestroy
 	}
 	return caps, nil
 }
 
 func (a *ContainerAdapters) target(c plan.Call) adapter.Target {
 	return adapter.Target{App: c.App, Lineage: c.Lineage, Name: c.Name, AdapterName: c.AdapterName, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
-		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate, AnswerState: c.AnswerState, PlannedCost: c.PlannedCost, Replace: c.Replace}
+		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate, AnswerState: c.AnswerState, PlannedCost: c.PlannedCost, Replace: c.Replace,
+		CreateBeforeDestroy: c.CreateBeforeDestroy}
 }
 
 func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {
@@ -48,7 +50,7 @@ func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*proto
 		return nil, plan.ErrNoSweep
 	}
 	t := adapter.Target{App: s.App, Lineage: s.Lineage, Name: s.Resource, Image: s.Type, Plugs: a.Plugs}
-	return a.Client.Sweep(ctx, t, protocol.SweepRequest{Known: s.Known, Terminate: s.Terminate})
+	return a.Client.Sweep(ctx, t, protocol.SweepRequest{Known: s.Known, Terminate: s.Terminate, Only: s.Only})
 }
 
 func (a *ContainerAdapters) Check(ctx context.Context, c plan.CheckCall) (*protocol.CheckResult, error) {

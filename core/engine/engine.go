@@ -159,20 +159,22 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	}
 	// Before anything else asks an adapter: can they work at all? One line
 	// per problem, before the state is first written.
-	if err := e.preflight(ctx, req.App, req.Desired, doc); err != nil {
-		return out, err
+	// Reads only: dropped at an interrupt (soft).
+	if err := e.preflight(soft, req.App, req.Desired, doc); err != nil {
+		return out, interruptedOr(req.Stop, err)
 	}
-	// Before planning, find what earlier runs created but never recorded:
-	// terminate it on deploy and destroy, only report it on plan and
-	// refresh, and on a first deploy, when no state can name anything yet.
+	if stopped(req.Stop) {
+		return out, interruptedOr(req.Stop, nil)
+	}
+	// Before planning, find what earlier runs created but never recorded
+	// (report only: nothing changes before the plan is approved). What is
+	// this state's becomes delete steps of a deploy or destroy plan.
 	desired := req.Desired
 	if req.Mode != plan.Deploy {
 		desired = nil
 	}
-	terminate := !req.PlanOnly && req.Mode != plan.Refresh && !firstDeploy
-	// A sweep terminates what it started terminating even when interrupted.
 	var swept map[string]bool
-	if out.Swept, swept, err = e.sweep(ctx, req.App, desired, doc, terminate); err != nil {
+	if out.Swept, swept, err = e.sweep(soft, req.App, desired, doc, false); err != nil {
 		return out, interruptedOr(req.Stop, err)
 	}
 	if stopped(req.Stop) {
@@ -180,8 +182,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	}
 	if firstDeploy && req.Mode == plan.Deploy {
 		// Before the lineage is written: does the application exist already?
-		if err := e.checkFirstDeploy(ctx, req, out.Swept, swept); err != nil {
-			return out, err
+		if err := e.checkFirstDeploy(soft, req, out.Swept, swept); err != nil {
+			return out, interruptedOr(req.Stop, err)
+		}
+		if stopped(req.Stop) {
+			return out, interruptedOr(req.Stop, nil)
 		}
 		if !req.PlanOnly {
 			// Write once so the application gets its lineage, which is
@@ -200,7 +205,8 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if req.Saved != nil {
 		pl = savedForApply(req, doc)
 	} else {
-		in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc, Targets: req.Targets, Replace: req.Replace, Outputs: req.Outputs}
+		in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc, Targets: req.Targets, Replace: req.Replace, Outputs: req.Outputs,
+			Leftovers: leftovers(out.Swept, doc, desired, firstDeploy)}
 		planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
 		pl, planErr = planner.Plan(soft, in)
 	}
@@ -216,6 +222,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	// failure during apply, and the run still fails naming it.
 	if req.PlanOnly || req.Mode == plan.Refresh || pl == nil || ctx.Err() != nil {
 		return out, planErr
+	}
+	// An adapter that says a change cannot succeed stops the whole deploy
+	// before anything changes: what else it would do was planned with it.
+	var refused *plan.RefusedError
+	if errors.As(planErr, &refused) {
+		return out, fmt.Errorf("%w\nnothing was changed: an adapter refused the plan", planErr)
 	}
 	if req.Confirm != nil && req.Saved == nil {
 		ok, err := req.Confirm(pl)

@@ -407,17 +407,32 @@ func TestSweepTerminatesWhatNoStateNames(t *testing.T) {
 	if len(out.Swept) != 1 || out.Swept[0].Terminated() || out.Swept[0].ID != "resources.d" || ad.Objects()["resources.d"] == nil {
 		t.Fatalf("plan: swept %+v; the object must only be reported", out.Swept)
 	}
-	// deploy terminates it before planning, then creates it again: once.
+	// The plan deletes it as a leftover step, saying why it is ours, and
+	// makes d anew (its adapter would have adopted the leftover).
+	if s := out.Plan.Step("leftovers.object.resources.d"); s == nil || s.Op != plan.Delete || !strings.Contains(s.Reason, "made for d") || !strings.Contains(s.Reason, "lineage "+out.Lineage) {
+		t.Fatalf("plan: leftover step %+v, want a delete saying why it is ours", s)
+	}
+	if s := out.Plan.Step("resources.d"); s.Op != plan.Create || s.Answer != nil {
+		t.Fatalf("plan: d %s (answer %v), want a create asked again after the deletion", s.Op, s.Answer)
+	}
+	// A declined deploy changes nothing: the leftover stays.
+	if _, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1"), Confirm: func(*plan.Plan) (bool, error) { return false, nil }}); !errors.Is(err, ErrDeclined) {
+		t.Fatalf("declined deploy: %v", err)
+	}
+	if ad.Objects()["resources.d"] == nil || slices.Contains(ad.Log(), "sweep resources.d") {
+		t.Fatalf("a declined deploy terminated the leftover: %v", ad.Log())
+	}
+	// deploy terminates it once approved, then creates d again: once.
 	out = deploy(t, e, diamond("v1"))
-	if len(out.Swept) != 1 || !out.Swept[0].Terminated() || out.Swept[0].Type != "mem" {
+	if len(out.Swept) != 1 || out.Swept[0].Type != "mem" {
 		t.Fatalf("deploy: swept %+v", out.Swept)
 	}
 	log := strings.Join(ad.Log(), ",")
 	if !strings.HasSuffix(log, "sweep resources.d,create resources.d") {
 		t.Fatalf("log %s: want the orphan terminated, then d created again", log)
 	}
-	if len(events) != 2 || !strings.HasPrefix(events[1].Message, "terminated object resources.d of an interrupted run (made for d; created by operation ") {
-		t.Fatalf("swept events %+v", events)
+	if len(events) != 0 {
+		t.Fatalf("swept events %+v: a leftover the plan deletes is a step, not a note", events)
 	}
 	if out = deploy(t, e, diamond("v1")); out.Plan.HasChanges() || len(out.Swept) != 0 {
 		t.Fatalf("not converged: %+v swept %+v", out.Plan.Summary, out.Swept)
@@ -580,5 +595,21 @@ func TestInterruptBeforeApplyChangesNothing(t *testing.T) {
 	_, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1"), Stop: stop})
 	if !errors.Is(err, apply.ErrInterrupted) || err.Error() != "interrupted: nothing was changed" || len(ad.Log()) != 0 {
 		t.Fatalf("got %v, actions %v", err, ad.Log())
+	}
+}
+
+// A deploy whose plan an adapter refuses (gcompose.refuse) changes
+// nothing, not even the resources independent of the refused one.
+func TestRefusedPlanDeploysNothing(t *testing.T) {
+	ad := memadapter.New()
+	ad.Refuse = map[string]string{"resources.c": "no offer within the caps"}
+	e, _ := newEngine(t, ad)
+	_, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: diamond("v1")})
+	if err == nil || !strings.Contains(err.Error(), "resources.c: refused by its adapter mem: no offer within the caps") ||
+		!strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("deploy error %v, want c refused and nothing changed", err)
+	}
+	if log := ad.Log(); len(log) != 0 {
+		t.Fatalf("a refused plan ran actions: %v", log)
 	}
 }

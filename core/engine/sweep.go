@@ -32,6 +32,8 @@ func (s Swept) Describe(lineage string) string {
 		b.WriteString("terminated " + what + " of an interrupted run")
 	case s.Lineage != "" && lineage != "" && s.Lineage != lineage:
 		b.WriteString("found " + what + " of another state of this app (lineage " + s.Lineage + "), left as is")
+	case s.ours(lineage):
+		b.WriteString("found " + what + " of an interrupted run that no state names: the plan deletes it")
 	default:
 		b.WriteString("found " + what + " that no state names, left as is")
 	}
@@ -114,9 +116,33 @@ func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan
 		out = append(out, results[i]...)
 	}
 	for _, s := range out {
-		e.emit(apply.Event{Phase: apply.PhaseSwept, Message: s.Describe(doc.Lineage)})
+		if !s.ours(doc.Lineage) {
+			e.emit(apply.Event{Phase: apply.PhaseSwept, Message: s.Describe(doc.Lineage)})
+		}
 	}
 	return out, swept, firstErr
+}
+
+// ours says whether the object is tagged with this state's lineage: a
+// leftover a deploy or destroy plan deletes.
+func (s Swept) ours(lineage string) bool {
+	return lineage != "" && s.Lineage == lineage && s.Action == protocol.OrphanReported
+}
+
+// leftovers are the swept objects of this state, by adapter type, for the
+// plan to delete (none before the first deploy: no state names them yet).
+func leftovers(found []Swept, doc *state.Document, desired map[string]*plan.Resource, firstDeploy bool) map[string][]plan.Leftover {
+	if firstDeploy {
+		return nil
+	}
+	_, first := typesOf(desired, doc)
+	out := map[string][]plan.Leftover{}
+	for _, s := range found {
+		if s.ours(doc.Lineage) {
+			out[s.Type] = append(out[s.Type], plan.Leftover{Orphan: s.Orphan, Via: first[s.Type]})
+		}
+	}
+	return out
 }
 
 func (e *Engine) emit(ev apply.Event) {

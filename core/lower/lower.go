@@ -77,5 +77,7 @@ func Resource(r *resolve.Resolved, n *resolve.Node) (*plan.Resource, error) {
 	}
 	// protect: true guards the resource in the plan; its adapter is not told.
 	protect, _ := n.Spec["protect"].(bool)
-	return &plan.Resource{Name: n.ID, Type: t, Config: cfg, DependsOn: r.Graph.DependenciesOf(n.ID), Pos: n.Pos, Protect: protect}, nil
+	// create_before_destroy: true is asked of adapters that declare it.
+	cbd, _ := n.Spec["create_before_destroy"].(bool)
+	return &plan.Resource{Name: n.ID, Type: t, Config: cfg, DependsOn: r.Graph.DependenciesOf(n.ID), Pos: n.Pos, Protect: protect, CreateBeforeDestroy: cbd}, nil
 }

@@ -55,6 +55,10 @@ type Capabilities struct {
 	// Estimate is true for adapters whose state call estimates the cost of
 	// a resource whose config is only known after apply.
 	Estimate bool
+	// CreateBeforeDestroy is true for adapters that can create a rebuild's
+	// replacement before they remove what exists, when asked
+	// (InitExt.CreateBeforeDestroy).
+	CreateBeforeDestroy bool
 	// Outputs are the outputs the adapter declares its resources report
 	// (the top-level properties of its init answer's outputs schema), or
 	// nil when it declares none.
@@ -115,6 +119,9 @@ type Call struct {
 	// will remove and create anew, asking what that create will leave
 	// (protocol.RequestExt.Replace).
 	Replace bool
+	// CreateBeforeDestroy asks, on state calls, for a rebuild that creates
+	// the replacement first (protocol.RequestExt.CreateBeforeDestroy).
+	CreateBeforeDestroy bool
 }
 
 // SweepCall is one sweep of an adapter type.
@@ -126,6 +133,8 @@ type SweepCall struct {
 	Resource  string
 	Known     []protocol.KnownResource
 	Terminate bool
+	// Only: with Terminate, the IDs to terminate (protocol SweepRequest.Only).
+	Only []string
 }
 
 // ActionOutcome is what an action produced.

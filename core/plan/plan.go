@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gcompose/gcompose/core/source"
 	"github.com/gcompose/gcompose/core/state"
@@ -58,6 +59,15 @@ func (o Op) Symbol() string {
 	}
 }
 
+// Symbol is how plan output marks the step: a rebuild that creates the
+// replacement first is +/-.
+func (s *Step) Symbol() string {
+	if s.Op == Rebuild && s.CreateBeforeDestroy {
+		return "+/-"
+	}
+	return s.Op.Symbol()
+}
+
 // Changes reports whether the op changes anything outside the state store.
 func (o Op) Changes() bool { return o != NoOp && o != Forget && o != Failed }
 
@@ -72,6 +82,10 @@ type Resource struct {
 	// Protect refuses any plan that would delete or rebuild the resource
 	// (protect: true in the descriptor).
 	Protect bool `json:"protect,omitempty"`
+	// CreateBeforeDestroy asks an adapter that declares it to create a
+	// rebuild's replacement before it removes what exists
+	// (create_before_destroy: true in the descriptor).
+	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
 }
 
 // Step is the plan for one resource.
@@ -89,6 +103,14 @@ type Step struct {
 	// KnownAfterApply is set when the resource's inputs depend on outputs
 	// that other steps will produce, so the adapter could not be asked yet.
 	KnownAfterApply bool `json:"known_after_apply,omitempty"`
+	// CreateBeforeDestroy: the resource's state calls ask its adapter to
+	// create before it destroys (it declared it can), so a rebuild makes
+	// the replacement first (+/-).
+	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
+	// Possible marks an op that is only the most apply may do: the
+	// adapter could not judge a knock-on before apply. Otherwise apply
+	// does exactly the op, or nothing.
+	Possible bool `json:"possible,omitempty"`
 	// Unknown lists output fields (JSON pointers) known only after apply.
 	Unknown []string `json:"unknown,omitempty"`
 	// Planned are the outputs the resource's actions will leave that its
@@ -124,41 +146,146 @@ type Step struct {
 	// Cost is what the adapter says the resource costs to run (an estimate
 	// before it exists, the agreed price after).
 	Cost *protocol.Cost `json:"cost,omitempty"`
+	// Leftover is set on the delete of an object an earlier run made for
+	// the application that no state names (a sweep found it): apply asks
+	// its adapter's sweep to terminate it, and it alone.
+	Leftover *Leftover `json:"leftover,omitempty"`
+}
+
+// Leftover is an object a sweep reported that the plan deletes.
+type Leftover struct {
+	protocol.Orphan
+	// Via is the resource whose plugs the sweep call mounts.
+	Via string `json:"via,omitempty"`
+}
+
+// LeftoverName is the plan's name for a leftover object of an adapter
+// type: "leftovers.KIND.ID".
+func LeftoverName(o protocol.Orphan) string {
+	return "leftovers." + o.Kind + "." + o.ID
+}
+
+// leftoverStep is the delete of a leftover of adapter type typ.
+func leftoverStep(typ string, l Leftover) *Step {
+	why := []string{"leftover of an interrupted run that no state names"}
+	if l.Resource != "" {
+		why = append(why, "made for "+l.Resource)
+	}
+	if l.Detail != "" {
+		why = append(why, l.Detail)
+	}
+	why = append(why, "tagged with this app and state lineage "+l.Lineage)
+	return &Step{Resource: LeftoverName(l.Orphan), Type: typ, Op: Delete, Remove: true, Reason: strings.Join(why, "; "), Leftover: &l}
 }
 
 // Allows says whether apply may carry out actual where the approved step
-// said s.Op: never anything more destructive than what was approved.
-// An update may turn out to be nothing, never a rebuild or a delete; no
-// change may turn out to be nothing only.
+// said s.Op: the plan is the whole contract, so only the same op, or
+// nothing to do. A step marked Possible (the adapter could not judge a
+// knock-on before apply: the plan showed the most it may do) allows less
+// destructive ops too.
 func (s *Step) Allows(actual Op) bool {
-	if actual == NoOp {
-		return s.Op != Failed
+	if s.Op == Failed {
+		return false
+	}
+	if actual == NoOp || actual == s.Op {
+		return true
+	}
+	if !s.Possible {
+		return false
 	}
 	switch s.Op {
-	case Update:
-		return actual == Update
-	case Create:
-		return actual == Create || actual == Update
 	case Rebuild:
-		return actual == Create || actual == Update || actual == Rebuild
-	case Delete:
-		return actual == Delete
+		return actual == Create || actual == Update
+	case Create:
+		return actual == Update
 	}
 	return false
 }
 
+// Consistent checks a state answer apply got for the step's resource
+// (old is its record as apply found it) against the approved step: the
+// same op, the same actions (by name, in order) and forces the plan
+// showed, or nothing to do. A step planned without an answer (its inputs
+// were known only after apply) binds its op only. Anything else is an
+// *Inconsistent error: the resource is left untouched.
+func (s *Step) Consistent(ans *protocol.StateResult, old *state.Resource) error {
+	actual := OpOf(ans, old)
+	if actual == Create && old != nil && s.Op == Rebuild {
+		actual = Rebuild // recorded but gone: made anew, as approved
+	}
+	if s.Op == Delete && ans.Status == protocol.Stale && (ans.Gcompose == nil || ans.Gcompose.Change == "") {
+		actual = Delete // asked for absence, the actions remove it (planAbsent judges so too)
+	}
+	if actual == NoOp {
+		if s.Op == Failed {
+			return &Inconsistent{Resource: s.Resource, Approved: s.Op, Actual: actual}
+		}
+		return nil
+	}
+	reason := ""
+	if ans.Gcompose != nil {
+		reason = ans.Gcompose.Reason
+	}
+	if !s.Allows(actual) {
+		return &Inconsistent{Resource: s.Resource, Approved: s.Op, Actual: actual, Reason: reason}
+	}
+	if s.KnownAfterApply || s.Answer == nil || s.Possible {
+		return nil
+	}
+	if got, want := actionNames(ans.Actions), actionNames(s.Actions); !slices.Equal(got, want) {
+		return &Inconsistent{Resource: s.Resource, Approved: s.Op, Actual: actual, Reason: reason,
+			What: fmt.Sprintf("approved the actions %s, but the adapter now answers %s", listOr(want, "none"), listOr(got, "none"))}
+	}
+	var forces []string
+	if ans.Gcompose != nil {
+		forces = ans.Gcompose.Forces
+	}
+	if got, want := sorted(forces), sorted(s.Forces); !slices.Equal(got, want) {
+		return &Inconsistent{Resource: s.Resource, Approved: s.Op, Actual: actual, Reason: reason,
+			What: fmt.Sprintf("approved a %s forced by %s, but the adapter now says forced by %s", s.Op.Verb(), listOr(want, "nothing"), listOr(got, "nothing"))}
+	}
+	return nil
+}
+
+func actionNames(as []protocol.ActionSpec) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.Name
+	}
+	return out
+}
+
+func sorted(xs []string) []string {
+	out := slices.Clone(xs)
+	slices.Sort(out)
+	return out
+}
+
+func listOr(xs []string, none string) string {
+	if len(xs) == 0 {
+		return none
+	}
+	return strings.Join(xs, ", ")
+}
+
 // Inconsistent is the error of a resource whose adapter, at apply time,
-// wants a more destructive change than the plan that was approved: the
-// resource is left untouched and what depends on it is held back.
+// answers other than the step that was approved (another op, other
+// actions or forces): the resource is left untouched and what depends on
+// it is held back.
 type Inconsistent struct {
 	Resource string
 	Approved Op
 	Actual   Op
 	Reason   string // the adapter's, if it gave one
+	// What differs when the op is the same (actions, forces).
+	What string
 }
 
 func (e *Inconsistent) Error() string {
 	s := fmt.Sprintf("inconsistent with the approved plan: approved %s, but the adapter now wants %s", e.Approved.Verb(), e.Actual.Verb())
+	if e.What != "" {
+		s = "inconsistent with the approved plan: " + e.What
+	}
 	if e.Reason != "" {
 		s += " (" + e.Reason + ")"
 	}

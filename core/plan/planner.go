@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -30,6 +31,12 @@ type Input struct {
 	// output that a deployed, unchanged resource does not report fails
 	// the plan.
 	Outputs map[string]any
+	// Leftovers are objects sweeps found that earlier runs made for this
+	// state (its lineage) and no state names, by adapter type: each
+	// becomes a delete step, carried out (first) only once the plan is
+	// approved. A desired resource that its adapter would adopt from a
+	// leftover is planned as made anew after the deletion.
+	Leftovers map[string][]Leftover
 }
 
 // Walk runs fn over a set of names in dependency order: a name starts once
@@ -134,6 +141,7 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 	}
 
 	app := appRef{name: in.App, lineage: doc.Lineage}
+	old := func(name string) *state.Resource { return doc.Resources[name] }
 	visit := func(ctx context.Context, name string) error {
 		var s *Step
 		var err error
@@ -141,6 +149,12 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 			s, err = p.planPresent(ctx, app, r, doc.Resources[name], outs, planned, p.declared(ctx, desired, doc))
 		} else {
 			s, err = p.planAbsent(ctx, app, name, doc.Resources[name], in.Mode)
+		}
+		if err == nil && s != nil && s.Op == Create && old(name) == nil && s.Answer != nil && s.Answer.Status == protocol.Valid && leftoverFor(in.Leftovers, s) {
+			// Its adapter found the leftover about to be deleted: made
+			// anew after that, asked again then.
+			s.Answer, s.Actions = nil, nil
+			s.Reason = "created anew once its leftover is deleted"
 		}
 		if err == nil && s != nil {
 			if replace[name] && in.Mode == Deploy {
@@ -192,8 +206,26 @@ func (p *Planner) Plan(ctx context.Context, in Input) (*Plan, error) {
 			addStep(s)
 		}
 	}
+	if in.Mode == Deploy || in.Mode == Destroy {
+		for typ, ls := range in.Leftovers {
+			for _, l := range ls {
+				addStep(leftoverStep(typ, l))
+			}
+		}
+	}
 	pl.finish()
 	return pl, joinErrors(errs)
+}
+
+// leftoverFor says whether a leftover of s's adapter type was made for s
+// (by the name its adapter receives).
+func leftoverFor(ls map[string][]Leftover, s *Step) bool {
+	for _, l := range ls[s.Type] {
+		if l.Resource != "" && l.Resource == AdapterNameOf(s.Resource, nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // OutputsSection names the descriptor's outputs in plan errors.
@@ -217,21 +249,49 @@ func bareStep(name string, want *Resource, old *state.Resource) *Step {
 // estimate asks an adapter that can estimate costs what a resource it is
 // about to create will cost (nil when it cannot say), also when its inputs
 // are known only after apply: a first plan then shows what the app will
-// cost before anything exists. The adapter's error is returned: for a
-// resource whose inputs are known only after apply it is the only call
-// the plan makes, and what it refuses (a golem-service's image tag the
-// registry does not know) would fail the create after its dependencies
-// were made.
+// cost before anything exists.
+//
+// An estimate answer that refuses (protocol.StateExt.Refuse) fails the
+// step: what the adapter already knows cannot succeed is refused at plan
+// time, also before the resource's inputs are known. The adapter's error is
+// returned too: for a resource whose inputs are known only after apply it
+// is the only call the plan makes, and what it fails on (a golem-service's
+// image tag the registry does not know) would fail the create after its
+// dependencies were made.
 func (p *Planner) estimate(ctx context.Context, app appRef, r *Resource, cfg map[string]any, old *state.Resource) (*protocol.Cost, error) {
 	caps, err := p.Adapters.Describe(ctx, r.Type, r.Name)
 	if err != nil || !caps.Estimate {
 		return nil, nil
 	}
 	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old), Estimate: true}, protocol.Present)
-	if err != nil || ans.Gcompose == nil {
+	if err != nil {
 		return nil, err
 	}
-	return ans.Gcompose.Cost, nil
+	if ans.Gcompose == nil {
+		return nil, nil
+	}
+	return ans.Gcompose.Cost, Refused(r.Name, r.Type, ans)
+}
+
+// RefusedError is a resource whose adapter said at plan time that the
+// change it needs cannot succeed (protocol.StateExt.Refuse): the plan
+// fails, and deploy refuses before any action.
+type RefusedError struct {
+	Resource string
+	Type     string
+	Message  string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%s: refused by its adapter %s: %s", e.Resource, e.Type, e.Message)
+}
+
+// Refused is the *RefusedError of an answer that refuses, else nil.
+func Refused(name, typ string, ans *protocol.StateResult) error {
+	if ans == nil || ans.Gcompose == nil || ans.Gcompose.Refuse == nil {
+		return nil
+	}
+	return &RefusedError{Resource: name, Type: typ, Message: ans.Gcompose.Refuse.Message}
 }
 
 // Named prefixes err with the resource name unless it already starts with
@@ -280,26 +340,37 @@ func (p *Planner) planPresent(ctx context.Context, app appRef, r *Resource, old 
 		s.Reason = "inputs known after apply: " + UnknownText(unknown)
 		if old == nil {
 			s.Op = Create
-			var err error
 			s.Cost, err = p.estimate(ctx, app, r, cfg, old)
 			return s, err
 		}
 		return p.planKnockOn(ctx, app, s, old)
 	}
-	if _, err := p.Adapters.Describe(ctx, r.Type, r.Name); err != nil {
-		return s, err
-	}
-	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old)}, protocol.Present)
+	caps, err := p.Adapters.Describe(ctx, r.Type, r.Name)
 	if err != nil {
 		return s, err
 	}
+	cbd := r.CreateBeforeDestroy && caps.CreateBeforeDestroy
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: r.Name, AdapterName: AdapterNameOf(r.Name, old), Type: r.Type, Config: cfg, Persisted: PersistedOf(old), CreateBeforeDestroy: cbd}, protocol.Present)
+	if err != nil {
+		return s, err
+	}
+	s.CreateBeforeDestroy = cbd
 	s.Answer = ans
+	if err := Refused(r.Name, r.Type, ans); err != nil {
+		return s, err
+	}
 	if ext := ans.Gcompose; ext != nil {
 		s.Cost = ext.Cost
 		if s.Cost == nil && ans.Status == protocol.Stale && (ext.Change == protocol.ChangeCreate || ext.Change == protocol.ChangeRebuild) {
 			// Asked apart, so that the state calls of apply, which need no
 			// estimate, do not pay for one.
-			s.Cost, _ = p.estimate(ctx, app, r, cfg, old) // its state call answered: a cost is all it adds
+			// Its state call answered: a refusal fails the step, any other
+			// failure of the estimate only leaves the cost unsaid.
+			cost, err := p.estimate(ctx, app, r, cfg, old)
+			if refused := (*RefusedError)(nil); errors.As(err, &refused) {
+				return s, err
+			}
+			s.Cost = cost
 		}
 	}
 	switch ans.Status {
@@ -359,9 +430,12 @@ func (p *Planner) planKnockOn(ctx context.Context, app appRef, s *Step, old *sta
 	}
 	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: s.Resource, AdapterName: AdapterNameOf(s.Resource, old), Type: s.Type, Config: s.After, Persisted: PersistedOf(old)}, protocol.Present)
 	if err != nil {
-		s.Op = Rebuild
+		s.Op, s.Possible = Rebuild, true
 		s.Reason += "; may be rebuilt: the adapter could not judge the change before apply (" + firstLine(err.Error()) + ")"
 		return s, nil
+	}
+	if err := Refused(s.Resource, s.Type, ans); err != nil {
+		return s, err
 	}
 	if ans.Status == protocol.Valid {
 		s.Op = Update

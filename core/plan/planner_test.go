@@ -3,7 +3,9 @@ package plan_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/golden"
 	"github.com/gcompose/gcompose/internal/memadapter"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // web reads db's output; proxy reads web's.
@@ -77,24 +80,32 @@ func TestKnockOnAdapterFailureShowsPossibleRebuild(t *testing.T) {
 	}
 }
 
+// The plan is the whole contract: apply may do the approved op or nothing,
+// never a "smaller" op with other actions; only a step whose op was a
+// guess (Possible: the adapter could not judge a knock-on) allows less.
 func TestAllows(t *testing.T) {
 	ops := []plan.Op{plan.NoOp, plan.Create, plan.Update, plan.Rebuild, plan.Delete}
 	allowed := map[plan.Op][]plan.Op{
 		plan.NoOp:    {plan.NoOp},
 		plan.Update:  {plan.NoOp, plan.Update},
-		plan.Create:  {plan.NoOp, plan.Create, plan.Update},
-		plan.Rebuild: {plan.NoOp, plan.Create, plan.Update, plan.Rebuild},
+		plan.Create:  {plan.NoOp, plan.Create},
+		plan.Rebuild: {plan.NoOp, plan.Rebuild},
 		plan.Delete:  {plan.NoOp, plan.Delete},
 		plan.Failed:  {},
 	}
-	for approved, ok := range allowed {
-		for _, actual := range ops {
-			want := false
-			for _, o := range ok {
-				want = want || o == actual
-			}
-			if got := (&plan.Step{Op: approved}).Allows(actual); got != want {
-				t.Errorf("approved %s, actual %s: allowed %v, want %v", approved, actual, got, want)
+	possible := map[plan.Op][]plan.Op{
+		plan.Rebuild: {plan.NoOp, plan.Create, plan.Update, plan.Rebuild},
+	}
+	for _, tc := range []struct {
+		possible bool
+		allowed  map[plan.Op][]plan.Op
+	}{{false, allowed}, {true, possible}} {
+		for approved, ok := range tc.allowed {
+			for _, actual := range ops {
+				want := slices.Contains(ok, actual)
+				if got := (&plan.Step{Op: approved, Possible: tc.possible}).Allows(actual); got != want {
+					t.Errorf("approved %s (possible %v), actual %s: allowed %v, want %v", approved, tc.possible, actual, got, want)
+				}
 			}
 		}
 	}
@@ -159,5 +170,101 @@ func TestReferenceToAnUndeclaredOutputFailsBeforeTheResourceExists(t *testing.T)
 	ad.Outputs = nil // an adapter that declares nothing is not checked
 	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: state.NewDocument("app")}); err != nil {
 		t.Fatalf("plan against an adapter that declares no outputs: %v", err)
+	}
+}
+
+// An adapter that says at plan time that a change cannot succeed
+// (gcompose.refuse) fails the plan naming the resource and its message,
+// also when the resource's inputs are known only after apply (its
+// estimate answer refuses) and on a knock-on of a deployed resource.
+func TestAdapterRefusalFailsThePlan(t *testing.T) {
+	ad := memadapter.New()
+	ad.Estimate = true // web's inputs are known after apply: asked for an estimate
+	ad.Refuse = map[string]string{"services.web": "no offer within the caps"}
+	p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+	pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v1", "nginx"), State: state.NewDocument("app")})
+	var refused *plan.RefusedError
+	if !errors.As(err, &refused) || refused.Resource != "services.web" ||
+		!strings.Contains(err.Error(), "services.web: refused by its adapter mem: no offer within the caps") {
+		t.Fatalf("plan error %v, want services.web refused with the adapter's message", err)
+	}
+	if s := pl.Step("services.web"); s.Op != plan.Failed {
+		t.Fatalf("web: %s, want failed", s.Op)
+	}
+	if s := pl.Step("services.db"); s.Op != plan.Create {
+		t.Fatalf("db: %s, want create (not refused)", s.Op)
+	}
+	// Refused on its own answer (inputs known).
+	ad.Refuse = map[string]string{"services.db": "no offer within the caps"}
+	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v1", "nginx"), State: state.NewDocument("app")}); err == nil ||
+		!strings.Contains(err.Error(), "services.db: refused by its adapter mem: no offer within the caps") {
+		t.Fatalf("plan error %v, want db refused", err)
+	}
+	// Deployed, then refused as a knock-on of a change of db.
+	ad.Refuse = nil
+	_, doc := deployedIn(t, ad, chain("v1", "nginx"))
+	ad.Refuse = map[string]string{"services.web": "over budget"}
+	if _, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: chain("v2", "nginx"), State: doc}); err == nil ||
+		!strings.Contains(err.Error(), "services.web: refused by its adapter mem: over budget") {
+		t.Fatalf("knock-on plan error %v, want web refused", err)
+	}
+}
+
+// create_before_destroy: true is asked of an adapter that declares it, and
+// its rebuild is shown +/-; without the declaration it stays -/+.
+func TestCreateBeforeDestroyNeedsTheAdaptersDeclaration(t *testing.T) {
+	for _, declared := range []bool{true, false} {
+		ad := memadapter.New()
+		ad.Rebuild = []string{"value"}
+		ad.CreateBeforeDestroy = declared
+		_, doc := deployedIn(t, ad, chain("v1", "nginx"))
+		want := chain("v2", "nginx")
+		want["services.db"].CreateBeforeDestroy = true
+		p := &plan.Planner{Adapters: ad, Walk: engine.GraphWalk(2)}
+		pl, err := p.Plan(context.Background(), plan.Input{App: "app", Mode: plan.Deploy, Desired: want, State: doc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := pl.Step("services.db")
+		wantSym := map[bool]string{true: "+/-", false: "-/+"}[declared]
+		if s.Op != plan.Rebuild || s.CreateBeforeDestroy != declared || s.Symbol() != wantSym {
+			t.Fatalf("declared %v: db %s, create before destroy %v, symbol %s; want rebuild %s", declared, s.Op, s.CreateBeforeDestroy, s.Symbol(), wantSym)
+		}
+	}
+}
+
+// Consistent holds an answer to the approved step: the same op, actions and
+// forces, or nothing to do; an absent answer without a change kind is the
+// delete it was planned as.
+func TestConsistentWithTheApprovedStep(t *testing.T) {
+	stale := func(change string, forces []string, actions ...string) *protocol.StateResult {
+		ans := &protocol.StateResult{Status: protocol.Stale, Gcompose: &protocol.StateExt{Change: change, Forces: forces}}
+		for _, a := range actions {
+			ans.Actions = append(ans.Actions, protocol.ActionSpec{Name: a})
+		}
+		return ans
+	}
+	old := &state.Resource{Name: "r"}
+	approved := &plan.Step{Resource: "r", Op: plan.Rebuild, Forces: []string{"/path"}, Actions: []protocol.ActionSpec{{Name: "remove-old"}, {Name: "create"}}}
+	approved.Answer = stale(protocol.ChangeRebuild, []string{"/path"}, "remove-old", "create")
+	for _, tc := range []struct {
+		name string
+		step *plan.Step
+		ans  *protocol.StateResult
+		ok   bool
+	}{
+		{"same", approved, stale(protocol.ChangeRebuild, []string{"/path"}, "remove-old", "create"), true},
+		{"nothing to do", approved, &protocol.StateResult{Status: protocol.Valid}, true},
+		{"rebuild as update", approved, stale(protocol.ChangeUpdate, nil, "update"), false},
+		{"other actions", approved, stale(protocol.ChangeRebuild, []string{"/path"}, "create", "remove-old"), false},
+		{"other forces", approved, stale(protocol.ChangeRebuild, []string{"/mode"}, "remove-old", "create"), false},
+		{"delete without a change kind", &plan.Step{Resource: "r", Op: plan.Delete, Actions: []protocol.ActionSpec{{Name: "delete"}}, Answer: stale("", nil, "delete")},
+			&protocol.StateResult{Status: protocol.Stale, Actions: []protocol.ActionSpec{{Name: "delete"}}}, true},
+	} {
+		err := tc.step.Consistent(tc.ans, old)
+		var inc *plan.Inconsistent
+		if (err == nil) != tc.ok || (err != nil && !errors.As(err, &inc)) {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
 	}
 }

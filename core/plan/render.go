@@ -40,7 +40,7 @@ func (p *Plan) Render(w io.Writer, opt RenderOptions) {
 		if s.Op == NoOp && s.Drift != "" && p.Mode == Refresh {
 			v = "drifted" // refresh changes nothing, but "unchanged" beside a drift reads as a contradiction
 		}
-		line := fmt.Sprintf("%3s %-9s %-*s", s.Op.Symbol(), v, width, s.Resource)
+		line := fmt.Sprintf("%3s %-9s %-*s", s.Symbol(), v, width, s.Resource)
 		var notes []string
 		if s.Drift != "" && p.Mode == Refresh {
 			notes = append(notes, "drift: "+s.Drift)

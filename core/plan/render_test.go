@@ -102,3 +102,17 @@ func TestRenderCost(t *testing.T) {
 	p.Render(&b, RenderOptions{ShowUnchanged: true})
 	golden.Check(t, "testdata/render-cost.golden", b.Bytes())
 }
+
+// A rebuild whose adapter creates the replacement first
+// (create_before_destroy) is shown +/-, another -/+.
+func TestCreateBeforeDestroyRebuildIsShownPlusMinus(t *testing.T) {
+	pl := &Plan{Mode: Deploy, Steps: []*Step{
+		{Resource: "resources.a", Op: Rebuild, CreateBeforeDestroy: true, Reason: "path changed"},
+		{Resource: "resources.b", Op: Rebuild, Reason: "path changed"},
+	}}
+	var b strings.Builder
+	pl.Render(&b, RenderOptions{})
+	if !strings.Contains(b.String(), "+/- rebuild   resources.a") || !strings.Contains(b.String(), "-/+ rebuild   resources.b") {
+		t.Fatalf("render:\n%s", b.String())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,15 @@ type Adapter struct {
 	CheckProblem map[string]string
 	// Outputs, when set, are the outputs the adapter declares (init).
 	Outputs []string
+	// Refuse makes the state calls of these resources (desired present)
+	// refuse with the message (protocol.StateExt.Refuse).
+	Refuse map[string]string
+	// Estimate makes the adapter declare that it estimates (init), so that
+	// plan asks the state of a resource whose inputs are known after apply.
+	Estimate bool
+	// CreateBeforeDestroy makes the adapter declare create_before_destroy
+	// (init); its rebuilds then do not change (it holds one object per name).
+	CreateBeforeDestroy bool
 
 	mu      sync.Mutex
 	objects map[string]map[string]any
@@ -65,7 +75,7 @@ func New() *Adapter {
 
 func (a *Adapter) Describe(ctx context.Context, image, resource string) (plan.Capabilities, error) {
 	a.DescribeCalls.Add(1)
-	return plan.Capabilities{Destroy: !a.Plain, Outputs: a.Outputs}, nil
+	return plan.Capabilities{Destroy: !a.Plain, Outputs: a.Outputs, Estimate: a.Estimate, CreateBeforeDestroy: a.CreateBeforeDestroy}, nil
 }
 
 // Objects returns a copy of what exists.
@@ -152,7 +162,7 @@ func (a *Adapter) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepR
 			continue
 		}
 		o := protocol.Orphan{Kind: "object", ID: n, Lineage: t.lineage, Resource: called, Action: protocol.OrphanReported, Detail: "created by operation " + t.operation}
-		if s.Terminate && t.lineage == s.Lineage {
+		if s.Terminate && t.lineage == s.Lineage && (len(s.Only) == 0 || slices.Contains(s.Only, n)) {
 			delete(a.objects, n)
 			delete(a.tags, n)
 			a.log = append(a.log, "sweep "+n)
@@ -171,6 +181,11 @@ func (a *Adapter) State(ctx context.Context, c plan.Call, desired string) (*prot
 		return nil, fmt.Errorf("%s: state call: adapter broken on purpose", c.Name)
 	}
 	obj, exists := a.objects[c.Name]
+	if msg, ok := a.Refuse[c.Name]; ok && desired == protocol.Present {
+		ans := stale(protocol.ChangeCreate, "create", "refused", nil)
+		ans.Gcompose.Refuse = &protocol.Refusal{Message: msg}
+		return ans, nil
+	}
 	if desired == protocol.Absent {
 		if !exists {
 			return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{}}, nil

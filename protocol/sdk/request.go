@@ -153,6 +153,15 @@ func (r *Request) Replacing() bool {
 	return r.Gcompose != nil && r.Gcompose.Replace
 }
 
+// CreateBeforeDestroy says the state call asks that a rebuild create the
+// replacement before it removes what exists (the descriptor's
+// create_before_destroy: true), which gcompose asks only of an adapter
+// whose init answer declares gcompose.create_before_destroy: answer a
+// STALE rebuild with the actions in that order.
+func (r *Request) CreateBeforeDestroy() bool {
+	return r.Gcompose != nil && r.Gcompose.CreateBeforeDestroy
+}
+
 // SweepRequest is the sweep call's question (nil on other calls).
 func (r *Request) SweepRequest() *protocol.SweepRequest {
 	if r.Gcompose == nil {
