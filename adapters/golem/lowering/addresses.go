@@ -164,3 +164,51 @@ func (p *pool) claim(id string) (netip.Addr, bool) {
 	}
 	return netip.Addr{}, false
 }
+
+// VPNMembersKey is the service config key that lists every rented instance
+// on the service's network (itself included), for the plan's joint
+// estimate: one provider is one node of a VPN (the node id is the
+// provider's), so the members need distinct providers, and the service
+// adapter's estimate plans them together as the creates will take them.
+const VPNMembersKey = "vpn_members"
+
+// marketParams are the payload params that decide which offers a service
+// takes (adapters/golem/service Config.Market): a member's estimate judges
+// the market with each member's own.
+var marketParams = []string{"max_start_price", "max_cpu_per_hour", "max_env_per_hour", "expected_cpu_load", "providers_allow", "providers_deny"}
+
+// vpnMembers lists the rented instances on n's network that have a planned
+// address, ordered by id: {"service", "node_ip", "params"}. The planned
+// address identifies a member in the VPN's node map.
+func vpnMembers(r *resolve.Resolved, n *resolve.Node, nodeIPs map[string]string) []any {
+	net, _ := n.Spec["network"].(string)
+	var ids []string
+	byID := map[string]*resolve.Node{}
+	for _, m := range r.Nodes {
+		if m.Kind != resolve.ServiceNode || isLocalProxy(m) {
+			continue
+		}
+		if mn, _ := m.Spec["network"].(string); mn != net {
+			continue
+		}
+		if _, ok := nodeIPs[m.ID]; !ok {
+			continue
+		}
+		ids = append(ids, m.ID)
+		byID[m.ID] = m
+	}
+	sort.Strings(ids)
+	out := make([]any, 0, len(ids))
+	for _, id := range ids {
+		params := map[string]any{}
+		p, _ := byID[id].Spec["payload"].(map[string]any)
+		pp, _ := p["params"].(map[string]any)
+		for _, k := range marketParams {
+			if v, ok := pp[k]; ok {
+				params[k] = v
+			}
+		}
+		out = append(out, map[string]any{"service": id, "node_ip": nodeIPs[id], "params": params})
+	}
+	return out
+}
