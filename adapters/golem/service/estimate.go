@@ -163,7 +163,7 @@ func jointOf(ctx context.Context, yc *yagna.Client, name string, cfg Config, mem
 	for _, v := range members {
 		if v.NodeIP == me {
 			j.me = len(j.claimants)
-			j.claimants = append(j.claimants, claimant{Service: v.Service, Market: m})
+			j.claimants = append(j.claimants, claimant{Service: v.Service, Market: m, After: v.After})
 			continue
 		}
 		if _, runs := held[v.NodeIP]; runs {
@@ -173,7 +173,7 @@ func jointOf(ctx context.Context, yc *yagna.Client, name string, cfg Config, mem
 		if err != nil {
 			return j, err
 		}
-		j.claimants = append(j.claimants, claimant{Service: v.Service, Market: vm})
+		j.claimants = append(j.claimants, claimant{Service: v.Service, Market: vm, After: v.After})
 	}
 	return j, nil
 }

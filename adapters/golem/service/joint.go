@@ -18,6 +18,9 @@ type VPNMember struct {
 	Service string         `json:"service"`
 	NodeIP  string         `json:"node_ip"`
 	Params  map[string]any `json:"params,omitempty"`
+	// After are the members created before it for certain (it depends on
+	// them); the list is in that order.
+	After []string `json:"after,omitempty"`
 }
 
 // market is the member's Market: its own caps and lists over the rest of
@@ -46,11 +49,13 @@ func (v VPNMember) market(cfg Config) (Market, error) {
 type claimant struct {
 	Service string
 	Market  Market
+	After   []string
 }
 
 // assignment is what a joint plan gives one claimant.
 type assignment struct {
 	Service string
+	After   []string
 	// Offer is the offer it is planned on; OK false when none is left.
 	Offer Offer
 	OK    bool
@@ -76,7 +81,7 @@ func assign(offers []Offer, claimants []claimant, exp time.Duration) []assignmen
 			}
 			judged = append(judged, j)
 		}
-		a := assignment{Service: c.Service, Within: Rank(judged)}
+		a := assignment{Service: c.Service, After: c.After, Within: Rank(judged)}
 		for _, o := range a.Within {
 			if !taken[o.Provider] {
 				a.Offer, a.OK = o, true
@@ -111,30 +116,38 @@ func conflict(network string, as []assignment, me int) string {
 }
 
 // jointNote says how a member's estimate depends on the others: which
-// cheaper providers they take, and that apply rents them at once.
+// cheaper providers they take, and, where apply rents them at once (neither
+// depends on the other), that the offer goes to whichever agrees first.
 func jointNote(network string, as []assignment, me int) string {
 	a := as[me]
-	if len(as) < 2 || len(a.Within) == 0 {
+	if len(as) < 2 || !a.OK {
 		return ""
 	}
-	var took []string
-	for i, b := range as {
-		if i != me && b.OK && b.Offer.Cost < a.Offer.Cost+1e-12 && slices.ContainsFunc(a.Within, func(o Offer) bool { return o.Provider == b.Offer.Provider }) {
-			took = append(took, b.Service+" on "+b.Offer.Who())
-		}
+	within := func(x assignment, p string) bool {
+		return slices.ContainsFunc(x.Within, func(o Offer) bool { return o.Provider == p })
 	}
 	s := fmt.Sprintf("planned with the %d services of VPN %s that rent now, on distinct providers", len(as), network)
+	var took, race []string
+	for _, b := range as[:me] {
+		if b.OK && within(a, b.Offer.Provider) && better(b.Offer, a.Offer) < 0 {
+			took = append(took, b.Service+" on "+b.Offer.Who())
+			if !slices.Contains(a.After, b.Service) {
+				race = append(race, b.Service)
+			}
+		}
+	}
 	if len(took) > 0 {
 		s += " (" + strings.Join(took, ", ") + ")"
 	}
-	if a.Offer.Provider != a.Within[0].Provider {
-		s += fmt.Sprintf("; may cost less: apply rents them at once, and %s goes to whichever agrees first", a.Within[0].Who())
-	} else if len(took) == 0 {
-		for i, b := range as {
-			if i > me && !b.OK || (i > me && b.OK && len(b.Within) > 0 && b.Within[0].Provider == a.Offer.Provider) {
-				s += fmt.Sprintf("; may cost more: apply rents them at once, and %s may go to %s first", a.Offer.Who(), b.Service)
-				break
-			}
+	if len(race) > 0 {
+		return s + fmt.Sprintf("; may cost less: apply rents it and %s at once, and a cheaper offer goes to whichever agrees first", strings.Join(race, ", "))
+	}
+	for _, b := range as[me+1:] {
+		if slices.Contains(b.After, a.Service) || !within(b, a.Offer.Provider) {
+			continue
+		}
+		if !b.OK || better(a.Offer, b.Offer) < 0 {
+			return s + fmt.Sprintf("; may cost more: apply rents it and %s at once, and %s may go to %s first", b.Service, a.Offer.Who(), b.Service)
 		}
 	}
 	return s

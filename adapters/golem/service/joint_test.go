@@ -34,7 +34,7 @@ func TestAssignDistinctProviders(t *testing.T) {
 	onlyDear := Market{MaxStart: 1, MaxCPUHour: 1, MaxEnvHour: 1, CPULoad: 1, Allow: []string{"prov-dear"}}
 
 	t.Run("two members, two offers: each its own, at its own price", func(t *testing.T) {
-		as := assign(judged(wide, exp, nil, dear, cheap), []claimant{{"services.db", wide}, {"services.web", wide}}, exp)
+		as := assign(judged(wide, exp, nil, dear, cheap), []claimant{{Service: "services.db", Market: wide}, {Service: "services.web", Market: wide}}, exp)
 		if !as[0].OK || as[0].Offer.Provider != "cheap" || !as[1].OK || as[1].Offer.Provider != "dear" {
 			t.Fatalf("assigned %+v", as)
 		}
@@ -42,7 +42,7 @@ func TestAssignDistinctProviders(t *testing.T) {
 			t.Fatalf("both at one price: %v, %v", as[0].Offer.Cost, as[1].Offer.Cost)
 		}
 		note := jointNote("default", as, 1)
-		for _, want := range []string{"2 services of VPN default", "services.db on prov-cheap (cheap)", "may cost less", "prov-cheap (cheap) goes to whichever agrees first"} {
+		for _, want := range []string{"2 services of VPN default", "services.db on prov-cheap (cheap)", "may cost less: apply rents it and services.db at once"} {
 			if !strings.Contains(note, want) {
 				t.Errorf("note of the second %q lacks %q", note, want)
 			}
@@ -51,8 +51,17 @@ func TestAssignDistinctProviders(t *testing.T) {
 			t.Errorf("note of the first %q does not say the second may take its offer", note)
 		}
 	})
+	t.Run("a member created after the other for certain: no race to tell", func(t *testing.T) {
+		as := assign(judged(wide, exp, nil, dear, cheap), []claimant{{Service: "services.db", Market: wide}, {Service: "services.web", Market: wide, After: []string{"services.db"}}}, exp)
+		if n := jointNote("default", as, 1); !strings.Contains(n, "services.db on prov-cheap (cheap)") || strings.Contains(n, "may cost") {
+			t.Errorf("note of the second %q", n)
+		}
+		if n := jointNote("default", as, 0); strings.Contains(n, "may cost") {
+			t.Errorf("note of the first %q", n)
+		}
+	})
 	t.Run("caps admitting one provider for two: the second is left without", func(t *testing.T) {
-		as := assign(judged(tight, exp, nil, dear, cheap), []claimant{{"services.db", tight}, {"services.web", tight}}, exp)
+		as := assign(judged(tight, exp, nil, dear, cheap), []claimant{{Service: "services.db", Market: tight}, {Service: "services.web", Market: tight}}, exp)
 		if !as[0].OK || as[0].Offer.Provider != "cheap" || as[1].OK {
 			t.Fatalf("assigned %+v", as)
 		}
@@ -64,7 +73,7 @@ func TestAssignDistinctProviders(t *testing.T) {
 		}
 	})
 	t.Run("each member judges by its own caps and lists", func(t *testing.T) {
-		as := assign(judged(wide, exp, nil, dear, cheap), []claimant{{"services.db", onlyDear}, {"services.web", tight}}, exp)
+		as := assign(judged(wide, exp, nil, dear, cheap), []claimant{{Service: "services.db", Market: onlyDear}, {Service: "services.web", Market: tight}}, exp)
 		if !as[0].OK || as[0].Offer.Provider != "dear" || !as[1].OK || as[1].Offer.Provider != "cheap" {
 			t.Fatalf("assigned %+v", as)
 		}
@@ -74,7 +83,7 @@ func TestAssignDistinctProviders(t *testing.T) {
 		if offers[1].Skip == "" {
 			t.Fatal("the allow list did not skip prov-cheap for the member that judged it")
 		}
-		as := assign(offers, []claimant{{"services.web", wide}}, exp)
+		as := assign(offers, []claimant{{Service: "services.web", Market: wide}}, exp)
 		if !as[0].OK || as[0].Offer.Provider != "cheap" || len(as[0].Within) != 1 {
 			t.Fatalf("assigned %+v", as)
 		}
