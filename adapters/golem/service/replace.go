@@ -115,7 +115,7 @@ func (s *svc) replace(ctx context.Context, req *sdk.Request) error {
 		cancel()
 		return fmt.Errorf("service %s: the running rental was ended (agreement %s) and its replacement failed: %w", req.Name, old.AgreementID, err)
 	}
-	req.Printf("service %s: replaced: running on %s (%s) at %s, agreement %s, activity %s; down for %s (from the end of the old activity to the start of the new)",
+	req.Printf("service %s: replaced: running on %s (%s) at %s, agreement %s, activity %s; down for %s at most (from ending the running rental to the end of the new one's init commands)",
 		req.Name, r.providerName, r.id.ProviderID, r.id.IP, r.id.AgreementID, r.id.ActivityID, time.Since(down).Round(100*time.Millisecond))
 	return nil
 }
