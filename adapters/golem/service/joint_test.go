@@ -1,9 +1,14 @@
 package service
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
 )
 
 // judged is the market as the estimate sees it: offers judged by some
@@ -88,4 +93,60 @@ func TestAssignDistinctProviders(t *testing.T) {
 			t.Fatalf("assigned %+v", as)
 		}
 	})
+}
+
+// jointOf counts as claimants the service itself and the members whose
+// planned address no node of the VPN holds (they rent now); a member that
+// runs keeps its provider. Providers that are nodes at another address are
+// skipped, as the create skips them. Without the VPN (a first plan), every
+// member rents now.
+func TestJointOfClaimants(t *testing.T) {
+	yagnaSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/net/n-1/nodes") {
+			http.Error(w, "unexpected "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		// db runs at .2; web's old node still holds its own address .3.
+		_ = json.NewEncoder(w).Encode([]map[string]string{{"id": "0xdb", "ip": "192.168.0.2"}, {"id": "0xwebold", "ip": "192.168.0.3"}})
+	}))
+	defer yagnaSrv.Close()
+	yc := yagna.New(yagnaSrv.URL, "k")
+	members := []VPNMember{
+		{Service: "services.db", NodeIP: "192.168.0.2", Params: map[string]any{"max_cpu_per_hour": 0.5}},
+		{Service: "services.web", NodeIP: "192.168.0.3", After: []string{"services.db"}},
+		{Service: "services.cache", NodeIP: "192.168.0.4", Params: map[string]any{"providers_deny": []any{"x"}}},
+	}
+	cfg := Config{Name: "web", Network: &NetRef{Name: "default", ID: "n-1"}, NodeIP: "192.168.0.3",
+		Payload: Payload{Runtime: "vm", Params: map[string]any{"max_cpu_per_hour": 0.9}}}
+	m, err := cfg.Market()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := jointOf(t.Context(), yc, "web-0", cfg, members, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range j.claimants {
+		names = append(names, c.Service)
+	}
+	if strings.Join(names, ",") != "services.web,services.cache" || j.me != 0 {
+		t.Fatalf("claimants %v (me %d), want web (itself) then cache (not running); db runs", names, j.me)
+	}
+	if j.claimants[0].Market.MaxCPUHour != 0.9 || len(j.claimants[1].Market.Deny) != 1 || j.claimants[1].Market.MaxCPUHour != DefaultMaxCPUPerHour {
+		t.Errorf("markets %+v: each member's own caps and lists", j.claimants)
+	}
+	if _, ok := j.inVPN["0xdb"]; !ok {
+		t.Errorf("db's provider, a node at another address, is not skipped: %v", j.inVPN)
+	}
+	if _, ok := j.inVPN["0xwebold"]; ok {
+		t.Errorf("the node at web's own planned address is skipped: %v", j.inVPN)
+	}
+
+	// A first plan: the VPN's id is a reference, every member rents now.
+	cfg.Network.ID = "${networks.default.network_id}"
+	j, err = jointOf(t.Context(), yc, "web-0", cfg, members, m)
+	if err != nil || len(j.claimants) != 3 || j.me != 1 {
+		t.Fatalf("first plan: %+v, %v: want all 3 members, web second", j, err)
+	}
 }
