@@ -97,18 +97,21 @@ func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Confi
 		return c, "", nil
 	}
 	refusal := ""
-	if why == "" {
-		// The market was asked and the create would fail as this says:
-		// the plan refuses it (protocol StateExt.Refuse).
-		switch {
-		case conflicted != "":
-			why = conflicted
-		case len(offers) == 0:
-			why = fmt.Sprintf("no offer on the market now for its demand in subnet(s) %s within %s", strings.Join(cfg.Subnets(), ", "), m.Window)
-			if left.running != "" {
-				why += " (the provider it runs on, " + left.running + ", is busy with it until the replacement is agreed)"
-			}
-		default:
+	switch {
+	case why != "":
+	case len(offers) == 0:
+		// Not refused: a market that made no offer in the window may make
+		// one later (the create waits up to its negotiation timeout), and
+		// a demand no provider of a test network matches still plans.
+		why = "no offer on the market now"
+		if left.running != "" {
+			why += " (the provider it runs on, " + left.running + ", is busy with it until the replacement is agreed)"
+		}
+	default:
+		// Offers came and the create would fail as this says: the plan
+		// refuses it (protocol StateExt.Refuse).
+		why = conflicted
+		if why == "" {
 			why = NoOfferError(offers, m, exp).Error()
 		}
 		refusal = why
