@@ -114,6 +114,9 @@ func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Confi
 		if why == "" {
 			why = NoOfferError(offers, m, exp).Error()
 		}
+		if left.running != "" {
+			why += "; the provider it runs on, " + left.running + ", is not counted: the replacement is agreed while it runs"
+		}
 		refusal = why
 	}
 	return costOf(m.CapsPrice(), m, exp, protocol.CostCaps, "the most the caps allow; "+why), refusal, nil
