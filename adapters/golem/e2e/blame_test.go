@@ -103,9 +103,10 @@ func TestKilledCreateKeepsTheCheapProvider(t *testing.T) {
 		t.Errorf("failed providers %v (%v) after a create that gcompose's own side ended", f, id["failed_reasons"])
 	}
 
-	// A config change rebuilds the healthy rental: the plan counts in the
-	// provider the rebuild frees (busy with it, it offers nothing now) at
-	// its agreed price, and the deploy rents it again at that price.
+	// A config change rebuilds the healthy rental, its replacement agreed
+	// while it runs (the replace action): the provider it runs on is busy
+	// with it, so the plan prices the other one and the deploy rents that
+	// one at that price.
 	if err := os.WriteFile(desc, []byte(marketApp("      min_cpu_threads: 1\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestKilledCreateKeepsTheCheapProvider(t *testing.T) {
 	agreed, _ := agreedPrice(t, e.stateOf(ctx, "services.db"))["glm_per_hour"].(float64)
 	name := e.field(ctx, "services.db", "provider_name")
 	t.Logf("config change: planned %v GLM/h, agreed %v GLM/h with %s", planned, agreed, name)
-	if name != "cheap" || math.Abs(planned-agreed) > 1e-9 {
+	if name != "dear" || math.Abs(planned-agreed) > 1e-9 {
 		t.Errorf("the rebuild for a config change planned %v GLM/h and rented %s at %v:\n%s", planned, name, agreed, deploy)
 	}
 	e.must(ctx, "destroy", "-f", desc, "--yes")

@@ -164,3 +164,107 @@ func (p *pool) claim(id string) (netip.Addr, bool) {
 	}
 	return netip.Addr{}, false
 }
+
+// VPNMembersKey is the service config key that lists every rented instance
+// on the service's network (itself included), for the plan's joint
+// estimate: one provider is one node of a VPN (the node id is the
+// provider's), so the members need distinct providers, and the service
+// adapter's estimate plans them together as the creates will take them.
+const VPNMembersKey = "vpn_members"
+
+// marketParams are the payload params that decide which offers a service
+// takes (adapters/golem/service Config.Market): a member's estimate judges
+// the market with each member's own.
+var marketParams = []string{"max_start_price", "max_cpu_per_hour", "max_env_per_hour", "expected_cpu_load", "providers_allow", "providers_deny"}
+
+// vpnMembers lists the rented instances on n's network that have a planned
+// address, in the order apply creates them (a member after those it depends
+// on, directly or not; by id otherwise): {"service", "node_ip", "params",
+// "after"}. The planned address identifies a member in the VPN's node map;
+// "after" names the members created before it for certain.
+func vpnMembers(r *resolve.Resolved, n *resolve.Node, nodeIPs map[string]string) []any {
+	net, _ := n.Spec["network"].(string)
+	var ids []string
+	byID := map[string]*resolve.Node{}
+	for _, m := range r.Nodes {
+		if m.Kind != resolve.ServiceNode || isLocalProxy(m) {
+			continue
+		}
+		if mn, _ := m.Spec["network"].(string); mn != net {
+			continue
+		}
+		if _, ok := nodeIPs[m.ID]; !ok {
+			continue
+		}
+		ids = append(ids, m.ID)
+		byID[m.ID] = m
+	}
+	sort.Strings(ids)
+	// after: the members each one depends on, through any resource.
+	after := map[string][]string{}
+	for _, id := range ids {
+		seen := map[string]bool{}
+		stack := []string{id}
+		for len(stack) > 0 {
+			cur := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, d := range r.Graph.DependenciesOf(cur) {
+				if !seen[d] {
+					seen[d] = true
+					stack = append(stack, d)
+				}
+			}
+		}
+		for _, o := range ids {
+			if o != id && seen[o] {
+				after[id] = append(after[id], o)
+			}
+		}
+	}
+	// Created order: repeatedly the first (by id) whose members before it
+	// are placed (the graph has no cycles: resolve refuses them).
+	var order []string
+	placed := map[string]bool{}
+	for len(order) < len(ids) {
+		progressed := false
+		for _, id := range ids {
+			if placed[id] {
+				continue
+			}
+			ready := true
+			for _, d := range after[id] {
+				ready = ready && placed[d]
+			}
+			if ready {
+				placed[id] = true
+				order = append(order, id)
+				progressed = true
+				break
+			}
+		}
+		if !progressed {
+			break
+		}
+	}
+	out := make([]any, 0, len(order))
+	for _, id := range order {
+		params := map[string]any{}
+		p, _ := byID[id].Spec["payload"].(map[string]any)
+		pp, _ := p["params"].(map[string]any)
+		for _, k := range marketParams {
+			if v, ok := pp[k]; ok {
+				params[k] = v
+			}
+		}
+		m := map[string]any{"service": id, "node_ip": nodeIPs[id], "params": params}
+		if len(after[id]) > 0 {
+			a := make([]any, len(after[id]))
+			for i, x := range after[id] {
+				a[i] = x
+			}
+			m["after"] = a
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package lowering
 
 import (
+	"encoding/json"
 	"maps"
 	"net/netip"
 	"os"
@@ -87,5 +88,31 @@ func TestPlannedNodeIPsFull(t *testing.T) {
 	_, err := Resources(load(t, file), Images{})
 	if err == nil || !strings.Contains(err.Error(), "no free address left in network n") {
 		t.Fatalf("err = %v, want no free address", err)
+	}
+}
+
+// The services of one VPN each carry the list of its members for the plan's
+// joint estimate: in the order apply creates them (web reads db's address,
+// so db first, and web "after" it), each with its planned address and only
+// its market params.
+func TestVPNMembers(t *testing.T) {
+	res, err := Resources(load(t, "../../../examples/webapp/webapp.yaml", "testdata/vpn-members.yaml"), Images{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, web := res["services.db-service"].Config, res["services.web-service"].Config
+	for name, cfg := range map[string]map[string]any{"db": db, "web": web} {
+		got, err := json.Marshal(cfg[VPNMembersKey])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `[{"node_ip":"` + db[NodeIPKey].(string) + `","params":{"max_cpu_per_hour":0.5},"service":"services.db-service"},` +
+			`{"after":["services.db-service"],"node_ip":"` + web[NodeIPKey].(string) + `","params":{"providers_deny":["x"]},"service":"services.web-service"}]`
+		if string(got) != want {
+			t.Errorf("%s: vpn_members\n%s\nwant\n%s", name, got, want)
+		}
+	}
+	if _, ok := res["resources.golem-proxy-web-service"].Config[VPNMembersKey]; ok {
+		t.Error("the local proxy lists VPN members")
 	}
 }

@@ -179,6 +179,9 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 			}
 			if ip, ok := nodeIPs[n.ID]; ok {
 				res.Config[NodeIPKey] = ip
+				if m := vpnMembers(r, n, nodeIPs); len(m) > 1 {
+					res.Config[VPNMembersKey] = m
+				}
 			}
 			// Paid from the app's allocation.
 			res.Config["allocation_id"] = address.OutputRef(PaymentsResource, "allocation_id")

@@ -94,9 +94,19 @@ type rental struct {
 
 	id           Identity
 	providerName string
+	// hold keeps the identity unreported while a replacement is negotiated
+	// (replace): the resource still names the rental that runs until it is
+	// ended. What the negotiation makes carries the operation's tag
+	// (demand), so a kill meanwhile leaves nothing the sweep cannot find.
+	hold bool
 }
 
-func (r *rental) report() error { return r.req.ReportIdentity(r.id.asMap()) }
+func (r *rental) report() error {
+	if r.hold {
+		return nil
+	}
+	return r.req.ReportIdentity(r.id.asMap())
+}
 
 // fail marks the current provider as failed on its side, why (avoided
 // from now on: blame).
@@ -162,6 +172,12 @@ func (r *rental) unfail(provider string) error {
 }
 
 func (r *rental) run(ctx context.Context, previousIP string) error {
+	return r.runFrom(ctx, previousIP, false)
+}
+
+// runFrom is run; with negotiated, the first provider's agreement is made
+// already (replace) and only brought up.
+func (r *rental) runFrom(ctx context.Context, previousIP string, negotiated bool) error {
 	if r.cfg.Payload.Runtime == "" {
 		return errors.New("payload has no runtime")
 	}
@@ -171,7 +187,12 @@ func (r *rental) run(ctx context.Context, previousIP string) error {
 	// provider is blamed.
 	startedBy := map[string]string{}
 	for try := 1; ; try++ {
-		err := r.rentOne(ctx, previousIP)
+		var err error
+		if try == 1 && negotiated {
+			err = r.bringUp(ctx, previousIP)
+		} else {
+			err = r.rentOne(ctx, previousIP)
+		}
 		if err == nil {
 			break
 		}
@@ -214,6 +235,12 @@ func (r *rental) rentOne(ctx context.Context, previousIP string) error {
 	if err := r.negotiate(ctx); err != nil {
 		return err
 	}
+	return r.bringUp(ctx, previousIP)
+}
+
+// bringUp brings the image up on the provider agreed with: the VPN, the
+// activity, deploy and start.
+func (r *rental) bringUp(ctx context.Context, previousIP string) error {
 	if r.cfg.Network != nil && r.cfg.Network.ID != "" {
 		if err := r.join(ctx, previousIP); err != nil {
 			return err

@@ -22,18 +22,28 @@ import (
 // agreed to when it is not avoided: the delete frees it before the create
 // asks the market (a provider busy with our rental offers nothing now). So
 // the estimate is the offer the create will try first.
-func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Config) (*protocol.Cost, error) {
+func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Config) (*protocol.Cost, string, error) {
 	m, err := cfg.Market()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	exp, err := cfg.Expiration()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	left, err := leaving(ctx, yc, identityOf(req.Persisted().Identity), m, exp)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	var members struct {
+		List []VPNMember `json:"vpn_members"`
+	}
+	if err := req.DecodeConfig(&members); err != nil {
+		return nil, "", err
+	}
+	j, err := jointOf(ctx, yc, req.Name, cfg, members.List, m)
+	if err != nil {
+		return nil, "", err
 	}
 	// References known after apply (the allocation, the VPN) are left out.
 	// The demand keeps the app's tags: one a killed plan leaves behind is
@@ -46,37 +56,145 @@ func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Confi
 		cfg.Network = &NetRef{Name: cfg.Network.Name}
 	}
 	var offers []Offer
-	why := ""
+	why, conflicted := "", ""
 	for _, subnet := range cfg.Subnets() {
 		got, err := marketOffers(ctx, yc, req, cfg, subnet, m, exp)
 		if err != nil {
 			why = "market not asked: " + err.Error()
 			break
 		}
-		got = left.apply(got, subnet)
+		got = j.skip(left.apply(got, subnet))
 		offers = append(offers, got...)
-		if ranked := Rank(got); len(ranked) > 0 {
-			best := ranked[0]
-			note := fmt.Sprintf("cheapest of %d offer(s) within the caps in subnet %s: %s", len(ranked), subnet, best.Who())
-			if left.freed != nil && best.Provider == left.freed.Provider && best.ProposalID == "" {
-				note += ", at the price of the rental the rebuild ends (it offers again once freed)"
-			}
-			if a := left.said(); a != "" {
-				note += "; avoided: " + a
-			}
-			c := costOf(best.Price, m, exp, protocol.CostMarket, note)
-			c.Hint = hintOf(subnet, ranked, time.Now())
-			return c, nil
+		ranked := Rank(got)
+		if len(ranked) == 0 {
+			continue
 		}
+		as := assign(got, j.claimants, exp)
+		mine := as[j.me]
+		if !mine.OK {
+			conflicted = conflict(j.network, as, j.me)
+			continue
+		}
+		best := mine.Offer
+		note := fmt.Sprintf("cheapest of %d offer(s) within the caps in subnet %s: %s", len(ranked), subnet, best.Who())
+		if best.Provider != ranked[0].Provider {
+			note = fmt.Sprintf("offer %d of %d within the caps in subnet %s: %s", slices.IndexFunc(ranked, func(o Offer) bool { return o.Provider == best.Provider })+1, len(ranked), subnet, best.Who())
+		}
+		if left.freed != nil && best.Provider == left.freed.Provider && best.ProposalID == "" {
+			note += ", at the price of the rental the rebuild ends (it offers again once freed)"
+		}
+		if left.running != "" {
+			note += "; rented before the running one on " + left.running + " ends"
+		}
+		if a := left.said(); a != "" {
+			note += "; avoided: " + a
+		}
+		if jn := jointNote(j.network, as, j.me); jn != "" {
+			note += "; " + jn
+		}
+		c := costOf(best.Price, m, exp, protocol.CostMarket, note)
+		c.Hint = hintOf(subnet, ranked, time.Now())
+		return c, "", nil
 	}
-	if why == "" {
-		if len(offers) == 0 {
-			why = "no offer on the market now"
-		} else {
+	refusal := ""
+	switch {
+	case why != "":
+	case len(offers) == 0:
+		// Not refused: a market that made no offer in the window may make
+		// one later (the create waits up to its negotiation timeout), and
+		// a demand no provider of a test network matches still plans.
+		why = "no offer on the market now"
+		if left.running != "" {
+			why += " (the provider it runs on, " + left.running + ", is busy with it until the replacement is agreed)"
+		}
+	default:
+		// Offers came and the create would fail as this says: the plan
+		// refuses it (protocol StateExt.Refuse).
+		why = conflicted
+		if why == "" {
 			why = NoOfferError(offers, m, exp).Error()
 		}
+		if left.running != "" {
+			why += "; the provider it runs on, " + left.running + ", is not counted: the replacement is agreed while it runs"
+		}
+		refusal = why
 	}
-	return costOf(m.CapsPrice(), m, exp, protocol.CostCaps, "the most the caps allow; "+why), nil
+	return costOf(m.CapsPrice(), m, exp, protocol.CostCaps, "the most the caps allow; "+why), refusal, nil
+}
+
+// joint is how one service's estimate is planned with the other members of
+// its VPN: the claimants in order (itself at me), and the providers that
+// are nodes of the VPN already at another address (the create skips them).
+type joint struct {
+	network   string
+	claimants []claimant
+	me        int
+	inVPN     map[string]string
+}
+
+// jointOf reads the VPN's node map (when the VPN exists) and lists the
+// claimants: the members that rent now, i.e. this service and every other
+// member whose planned address no node holds. A member that runs holds its
+// provider, which the market then does not offer for this one; one that
+// runs and is rebuilt in the same deploy is counted as running (its
+// replacement may take an offer this estimate counted on: said in
+// docs/golem.md).
+func jointOf(ctx context.Context, yc *yagna.Client, name string, cfg Config, members []VPNMember, m Market) (joint, error) {
+	j := joint{claimants: []claimant{{Service: name, Market: m}}, inVPN: map[string]string{}}
+	if cfg.Network == nil {
+		return j, nil
+	}
+	j.network = cfg.Network.Name
+	held := map[string]string{}
+	if id := cfg.Network.ID; id != "" && !strings.Contains(id, "${") {
+		nodes, err := yc.Nodes(ctx, id)
+		switch {
+		case err == nil:
+			for _, n := range nodes {
+				held[n.IP] = n.ID
+				if n.IP != cfg.PlannedIP() || cfg.PlannedIP() == "" {
+					j.inVPN[n.ID] = n.IP
+				}
+			}
+		case yagna.IsNotFound(err) || yagna.IsGone(err):
+		default:
+			// Not knowing who runs, the others are not counted: the
+			// estimate is this service's alone, as the create's is.
+			return j, nil
+		}
+	}
+	me := cfg.PlannedIP()
+	if me == "" || !slices.ContainsFunc(members, func(v VPNMember) bool { return v.NodeIP == me }) {
+		return j, nil
+	}
+	j.claimants = nil
+	for _, v := range members {
+		if v.NodeIP == me {
+			j.me = len(j.claimants)
+			j.claimants = append(j.claimants, claimant{Service: v.Service, Market: m, After: v.After})
+			continue
+		}
+		if _, runs := held[v.NodeIP]; runs {
+			continue
+		}
+		vm, err := v.market(cfg)
+		if err != nil {
+			return j, err
+		}
+		j.claimants = append(j.claimants, claimant{Service: v.Service, Market: vm, After: v.After})
+	}
+	return j, nil
+}
+
+// skip marks the offers of providers that are nodes of the VPN at another
+// address, as the create does (negotiateIn).
+func (j joint) skip(offers []Offer) []Offer {
+	for i, o := range offers {
+		if addr, ok := j.inVPN[o.Provider]; ok && o.Skip == "" {
+			offers[i].Skip = "already a node of the VPN at " + addr + " for another service"
+		}
+	}
+	return offers
 }
 
 func costOf(p Price, m Market, exp time.Duration, basis, note string) *protocol.Cost {
@@ -141,6 +259,9 @@ type rebuilt struct {
 	// freed is the offer of the provider whose rental the rebuild ends, as
 	// agreed (ProposalID ""), nil when there is none or it is avoided.
 	freed *Offer
+	// running is the provider of a rental that runs and is replaced: the
+	// replacement is agreed before it ends, so it is rented elsewhere.
+	running string
 }
 
 // leaving reads the resource's rental, if any, and judges it by the state
@@ -155,6 +276,12 @@ func leaving(ctx context.Context, yc *yagna.Client, id Identity, m Market, exp t
 	}
 	r := rebuilt{}
 	r.failed, r.why = avoided(id, o)
+	if o.alive() && !id.InitPending {
+		// Replaced (the replace action): the replacement is agreed while
+		// this rental runs, so its provider is not free for it.
+		r.running = id.ProviderID
+		return r, nil
+	}
 	if a := o.agreement; a != nil && a.State == yagna.AgreementApproved && id.ProviderID != "" && !slices.Contains(r.failed, id.ProviderID) {
 		f := m.Judge(&yagna.Proposal{IssuerID: id.ProviderID, Properties: a.Offer.Properties}, exp)
 		f.ProposalID = ""

@@ -42,7 +42,7 @@ func AdapterWith(t Timeouts) sdk.Adapter {
 		}),
 		Check:   network.Check,
 		State:   s.state,
-		Actions: map[string]sdk.ActionFunc{"create": s.create, "delete": s.remove, "cleanup": s.cleanup},
+		Actions: map[string]sdk.ActionFunc{"create": s.create, "delete": s.remove, "cleanup": s.cleanup, "replace": s.replace},
 		Sweep:   s.sweep,
 	}
 }
@@ -263,13 +263,14 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		if err := cfg.ResolveImage(ctx, s.reg.client(req), identityOf(req.Persisted().Identity).Image, false); err != nil {
 			return nil, fmt.Errorf("service %s: %w", req.Name, err)
 		}
-		cost, err := estimate(ctx, yc, req, cfg)
+		cost, refusal, err := estimate(ctx, yc, req, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", req.Name, err)
 		}
 		res, err := stale(protocol.ChangeCreate, "estimate only", nil, "", nil, "create")
 		if err == nil {
 			res.Gcompose.Cost = cost
+			refuse(res, refusal)
 		}
 		return res, err
 	}
@@ -326,17 +327,17 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		return stale(protocol.ChangeRebuild, reason, nil, planned, ss, "delete", "create")
 	}
 	if cfg.NodeIP != "" && id.IP != "" && id.IP != cfg.NodeIP {
-		return stale(protocol.ChangeRebuild, "the node is at "+id.IP+", planned at "+cfg.NodeIP, []string{"/node_ip"}, planned, ss, "delete", "create")
+		return stale(protocol.ChangeRebuild, "the node is at "+id.IP+", planned at "+cfg.NodeIP+"", []string{"/node_ip"}, planned, ss, "replace")
 	}
 	if id.InitPending {
 		return stale(protocol.ChangeRebuild, "its create was interrupted before the init commands finished: renting again", nil, planned, ss, "delete", "create")
 	}
 	if forces := rebuildForces(id.Applied, req.Config); len(forces) > 0 {
-		return stale(protocol.ChangeRebuild, "changed: "+strings.Join(forces, ", ")+" (a running activity cannot be changed in place)", forces, planned, ss, "delete", "create")
+		return stale(protocol.ChangeRebuild, "changed: "+strings.Join(forces, ", ")+" (a running activity cannot be changed in place)", forces, planned, ss, "replace")
 	}
 	if img, now := id.Image, cfg.image; img != nil && now != nil && now.Tag != "" && img.Tag == now.Tag && img.Hash != now.Hash {
 		return stale(protocol.ChangeRebuild, fmt.Sprintf("image tag %s now resolves to image %s, the rental runs %s", now.Tag, now.Hash, img.Hash),
-			[]string{"/payload/params/image_tag"}, planned, ss, "delete", "create")
+			[]string{"/payload/params/image_tag"}, planned, ss, "replace")
 	}
 	if len(left) > 0 {
 		res, err := stale(protocol.ChangeUpdate, strayReason(left), nil, planned, ss, "cleanup")
