@@ -43,6 +43,7 @@ func run() error {
 	instance := flag.String("instance", os.Getenv("DEVNET_INSTANCE"), "instance name (label gcompose.devnet=<instance>); overrides the config")
 	self := flag.String("self-container", envOr("DEVNET_SELF_CONTAINER", "auto"), "container the devnet runs in (joined to VPNs for tunnels): auto, none, or an id/name")
 	engineTimeout := flag.Duration("engine-timeout", enginecall.DefaultBound, "how long the Docker Engine may take to answer one call before the devnet takes it for hung and fails the request that needed it")
+	initBin := flag.String("init", os.Getenv("DEVNET_INIT"), "the static devnet-init binary put into every payload container (its PID 1 and VPN join); empty: devnet-init beside this executable, then /devnet-init")
 	checkConfig := flag.Bool("check-config", false, "check the -config file and exit: 0 when a devnet could start with it")
 	flag.Parse()
 	if *checkConfig {
@@ -86,7 +87,7 @@ func run() error {
 	defer docker.Close()
 	selfID := detectSelf(ctx, docker, *self, *engineTimeout, log)
 
-	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: key, Docker: docker, Logger: log, SelfContainer: selfID, EngineTimeout: *engineTimeout})
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: key, Docker: docker, Logger: log, SelfContainer: selfID, EngineTimeout: *engineTimeout, Init: *initBin})
 	if err != nil {
 		return err
 	}

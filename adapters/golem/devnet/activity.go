@@ -37,6 +37,7 @@ type activity struct {
 	nets            map[string]string // VPN id → node IP
 	vpnAddrs        []vpnAddr         // what start puts on the container's interfaces
 	anchorIPs       map[string]string // VPN id → the container's address on the VPN's anchor network (tunnels dial it), once started
+	entrypoint      []string          // the image's ENTRYPOINT and CMD, which start runs when asked (payload.go)
 	execMu          sync.Mutex        // one batch at a time
 	ctx             context.Context
 	cancel          context.CancelFunc
@@ -44,10 +45,6 @@ type activity struct {
 
 // vpnAddr is a VPN address a node's container takes on its interface to that VPN's macvlan network (see vpn).
 type vpnAddr struct{ vpnID, linkName, anchorName, cidr string }
-
-// joinVPNScript gives the interface that holds address $1 (the container's address on the VPN's macvlan
-// network) MAC $3 and the VPN address $2, and deletes the default route: nothing leaves the VPN.
-const joinVPNScript = `set -e; dev=$(ip -o -4 addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2 } }'); [ -n "$dev" ]; ip link set dev "$dev" address "$3" || { echo "MAC $3 of VPN address ${2%/*} is taken on this VPN's link: another running node holds that address" >&2; exit 1; }; ip addr add "$2" dev "$dev"; ip route del default 2>/dev/null || true`
 
 // vpnMAC is the MAC of a node's interface to a VPN: 90:13 and the four bytes of its VPN address, as the VM's
 // VPN interface has on a provider (ya-runtime-vm runtime/init-container/src/network.c
@@ -97,7 +94,10 @@ func (s *Server) joinVPNs(act *activity) error {
 			return fmt.Errorf("VPN address %q on network %s: %w", a.cidr, a.vpnID, err)
 		}
 		mac := vpnMAC(vpnIP.Addr())
-		so, se, code, err := s.execIn(act.ctx, act.containerID, []string{"/bin/sh", "-c", joinVPNScript, "join-vpn", linkIP, a.cidr, mac})
+		// devnet-init (payload.go) gives the interface that holds linkIP (the container's address on the
+		// VPN's macvlan network) the MAC and the VPN address, and deletes the default route: nothing
+		// leaves the VPN. As root: the image's USER has no NET_ADMIN.
+		so, se, code, err := s.execAs(act.ctx, act.containerID, "0", []string{initPath, "join-vpn", linkIP, a.cidr, mac})
 		if err != nil || code != 0 {
 			return fmt.Errorf("giving the container VPN address %s (MAC %s) on network %s: exit %d, %v %s%s", a.cidr, mac, a.vpnID, code, err, so, se)
 		}
@@ -573,6 +573,11 @@ func (s *Server) runCommandOut(act *activity, name string, arg json.RawMessage, 
 		if err := s.joinVPNs(act); err != nil {
 			return nil, nil, fmt.Errorf("start: %w", err)
 		}
+		if args, err := startArgs(arg); err != nil {
+			return nil, nil, err
+		} else if err := s.runEntrypoint(act, args); err != nil {
+			return nil, nil, fmt.Errorf("start: %w", err)
+		}
 		s.mu.Lock()
 		act.state, act.readySince, act.lastNoteAt = "Ready", time.Now(), time.Now()
 		s.notify()
@@ -739,6 +744,10 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		nc.EndpointsConfig = map[string]*network.EndpointSettings{joins[0]: {}}
 	}
 	cfg := &container.Config{Image: img, Labels: labels, Hostname: hostname}
+	entry, err := s.payloadConfig(act.ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
 	// Not cancelled with the activity: a cancelled request does not stop the
 	// Engine, which would create the container anyway and leave it to nobody.
 	// An activity ended meanwhile is seen below, and its container removed.
@@ -747,6 +756,10 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	cancel()
 	if err != nil {
 		return fmt.Errorf("deploy: creating container from image %s: %w", img, err)
+	}
+	if err := s.injectInit(context.WithoutCancel(act.ctx), created.ID); err != nil {
+		s.removeContainers(context.Background(), []string{created.ID})
+		return fmt.Errorf("deploy: %w", err)
 	}
 	for i, name := range joins[min(1, len(joins)):] {
 		if err := s.docker.NetworkConnect(context.WithoutCancel(act.ctx), name, created.ID, &network.EndpointSettings{}); err != nil {
@@ -762,6 +775,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		return fmt.Errorf("deploy: activity was terminated meanwhile")
 	}
 	act.containerID = created.ID
+	act.entrypoint = entry
 	act.state = "Deployed"
 	act.vpnAddrs = nil
 	for _, at := range attaches {

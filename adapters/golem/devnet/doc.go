@@ -98,8 +98,11 @@ saying how to label an image. The devnet's demo images carry their hash:
 
 run executes entry_point + args in the container through the Engine API exec with stdout/stderr
 captured; a non-zero exit is Error ("ExeScript command exited with code N") and ends the batch. A run
-returns when its process exits even if it left a child in the background (`sh -c "server &"`); the
-images' PID 1 (devnet-init) keeps the container, and such servers, alive. The container's death (exit,
+returns when its process exits even if it left a child in the background (`sh -c "server &"`). Any
+image is a payload (payload.go): the devnet copies its static devnet-init into the container and runs it
+as PID 1, which keeps the container, and such servers, alive; the image's ENTRYPOINT and CMD run only
+when start's args hold start-entrypoint on a provider with that capability, as ya-runtime-vm does. The
+image needs no shell, ip or init: the VPN join is devnet-init's too (netlink). The container's death (exit,
 removal, POST /devnet/v1/activities/{id}/kill) shows as activity state Terminated (noticed within a
 second, or at once by GET state); the dead container is removed, which frees its VPN address.
 

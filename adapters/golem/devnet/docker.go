@@ -171,7 +171,12 @@ func (s *Server) containerAlive(ctx context.Context, id string) (bool, string) {
 // execIn runs argv in a container through the Engine API and captures its output. It returns when the
 // process exits, even if a background child (`cmd &`) still holds the output streams open.
 func (s *Server) execIn(ctx context.Context, containerID string, argv []string) (stdout, stderr string, code int, err error) {
-	ex, err := s.docker.ContainerExecCreate(ctx, containerID, container.ExecOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
+	return s.execAs(ctx, containerID, "", argv)
+}
+
+// execAs is execIn as user ("": the container's).
+func (s *Server) execAs(ctx context.Context, containerID, user string, argv []string) (stdout, stderr string, code int, err error) {
+	ex, err := s.docker.ContainerExecCreate(ctx, containerID, container.ExecOptions{User: user, Cmd: argv, AttachStdout: true, AttachStderr: true})
 	if err != nil {
 		return "", "", -1, fmt.Errorf("creating exec in %s: %w", containerID[:12], err)
 	}

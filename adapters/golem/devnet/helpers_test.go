@@ -61,7 +61,7 @@ func start(t testing.TB, cfg devnet.Config) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker, Logger: log})
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker, Logger: log, Init: devnettest.Init(t)})
 	if err != nil {
 		t.Fatalf("devnet.New: %v", err)
 	}

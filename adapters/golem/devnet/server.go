@@ -35,6 +35,9 @@ type Options struct {
 	// EngineTimeout bounds how long the engine may take to answer one call before the devnet takes it
 	// for hung and fails the request that needed it (engine); 0: enginecall.DefaultBound.
 	EngineTimeout time.Duration
+	// Init is the path of the static devnet-init binary put into every payload container as its PID 1
+	// and VPN join (payload.go); empty: devnet-init beside the executable, then /devnet-init.
+	Init string
 }
 
 // Server is one devnet instance. Create it with New, serve Handler, and Close it to remove what it created.
@@ -44,6 +47,9 @@ type Server struct {
 	docker *engine
 	log    *slog.Logger
 	self   string
+	// initTar is devnet-init archived for the payload containers (payload.go), or initErr why not.
+	initTar []byte
+	initErr error
 	// vpnPrefix names the Docker networks behind VPNs (vpnNetPrefix).
 	vpnPrefix string
 
@@ -102,6 +108,10 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		invoices:    map[string]*invoice{},
 		networks:    map[string]*vpn{},
 		accounts:    map[string]*account{},
+	}
+	s.initTar, s.initErr = loadInit(o.Init)
+	if s.initErr != nil {
+		log.Warn("activities cannot be deployed", "err", s.initErr)
 	}
 	for plat, funds := range cfg.Accounts {
 		amt, _ := parseAmount(funds) // checked by withDefaults

@@ -158,7 +158,7 @@ func masqueradedNetwork(t *testing.T, ctx context.Context, docker *client.Client
 // and no network of its instance may be left.
 func startInContainer(t *testing.T, ctx context.Context, docker *client.Client, configYAML string) (url, instance, id string) {
 	t.Helper()
-	image := testimage.Image(t, ctx, "./cmd/devnet", "gcompose/devnet:test")
+	image := testimage.DockerfileImage(t, ctx, testimage.Dockerfile{Path: "images/devnet.Dockerfile", Mains: []string{"./cmd/devnet", "./cmd/devnet-init"}}, "gcompose/devnet:test")
 	instance = "test-" + strings.ToLower(unsafeChars.ReplaceAllString(t.Name(), "-")) // sorts after "gcompose-devnet-"
 	labels := testimage.Labels(t)
 	cfg := filepath.Join(t.TempDir(), "devnet.yaml")

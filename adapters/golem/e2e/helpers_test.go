@@ -113,7 +113,7 @@ func startDevnet(t *testing.T, cfg devnet.Config) *env {
 	}
 	devnetLog := &syncwriter.Buffer{}
 	logger := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, devnetLog), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: appKey, Docker: docker, Logger: logger})
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: appKey, Docker: docker, Logger: logger, Init: devnettest.Init(t)})
 	if err != nil {
 		t.Fatalf("devnet.New: %v", err)
 	}

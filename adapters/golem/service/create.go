@@ -937,7 +937,13 @@ func (r *rental) deployAndStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := r.exec(ctx, limit, yagna.ExeScriptCommand{Deploy: deploy}, yagna.ExeScriptCommand{Start: &yagna.StartCommand{Args: []string{}}})
+	// A payload that asks for the capability start-entrypoint has the image's entrypoint started: the
+	// start command's argument that ya-runtime-vm reads (runtime/src/lib.rs start).
+	start := &yagna.StartCommand{Args: []string{}}
+	if slices.Contains(r.cfg.Capabilities(), "start-entrypoint") {
+		start.Args = append(start.Args, "start-entrypoint")
+	}
+	res, err := r.exec(ctx, limit, yagna.ExeScriptCommand{Deploy: deploy}, yagna.ExeScriptCommand{Start: start})
 	if err != nil {
 		return fmt.Errorf("deploy and start on activity %s: %w", r.id.ActivityID, err)
 	}

@@ -6,11 +6,15 @@ package devnettest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,4 +112,41 @@ func DemoImage(t testing.TB, ctx context.Context, name, tag string, labels map[s
 		Labels: labels,
 	}
 	return testimage.DockerfileImage(t, ctx, d, tag)
+}
+
+var initOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+// Init builds cmd/devnet-init, static for Linux, once per test binary run,
+// and returns its path for devnet.Options.Init: the PID 1 and VPN join the
+// devnet puts into every payload container. Failures fail the test.
+func Init(t testing.TB) string {
+	t.Helper()
+	initOnce.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			initOnce.err = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		// Not t.TempDir: the binary outlives the test that asked first.
+		dir, err := os.MkdirTemp("", "gcompose-devnet-init-")
+		if err != nil {
+			initOnce.err = err
+			return
+		}
+		initOnce.path = filepath.Join(dir, "devnet-init")
+		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", initOnce.path, "./cmd/devnet-init")
+		cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			initOnce.err = fmt.Errorf("go build ./cmd/devnet-init: %v\n%s", err, b)
+		}
+	})
+	if initOnce.err != nil {
+		t.Fatalf("devnet-init: %v", initOnce.err)
+	}
+	return initOnce.path
 }
