@@ -100,7 +100,11 @@ func startDevnet(t *testing.T, cfg devnet.Config) *env {
 	}
 	cfg.Instance = "e2e-" + id
 	cfg.Labels = testimage.Labels(t)
-	cfg.Images = map[string]string{dbHash: demo["devnet-db"], webHash: demo["devnet-web"]}
+	images := map[string]string{dbHash: demo["devnet-db"], webHash: demo["devnet-web"]}
+	for h, ref := range cfg.Images { // the caller's (e.g. hashes of other descriptors)
+		images[h] = ref
+	}
+	cfg.Images = images
 	if len(cfg.Providers) == 0 {
 		cfg.Providers = []devnet.ProviderConfig{
 			{Name: "small", Count: 2, Cores: 2, MemGib: 4, StorageGib: 20, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.00005, 0.0001, 0}},
