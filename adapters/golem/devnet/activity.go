@@ -618,6 +618,9 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	if s.takeDeployError() {
 		return fmt.Errorf("deploy: image download failed: %s (devnet fault knob deployErrors)", tp)
 	}
+	if err := checkDownload(tp, hash); err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
 	img, err := s.resolveImage(act.ctx, hash)
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
