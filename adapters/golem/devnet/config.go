@@ -76,6 +76,9 @@ type ProviderConfig struct {
 	Properties map[string]any `yaml:"properties"`
 	// DebitNoteAcceptTimeout overrides the devnet's for this provider kind.
 	DebitNoteAcceptTimeout Duration `yaml:"debitNoteAcceptTimeout"`
+	// Outbound are the provider's outbound rules for manifests that ask for outbound access (manifest.go);
+	// default as the provider agent's: everyone whitelist, an empty whitelist (all refused).
+	Outbound OutboundRules `yaml:"outbound"`
 }
 
 // Relax names the rules a devnet may stop enforcing.
@@ -242,6 +245,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if p.Count <= 0 {
 			p.Count = 1
+		}
+		if err := p.Outbound.check(); err != nil {
+			return c, fmt.Errorf("devnet config: provider %s: %w", p.Name, err)
 		}
 		if p.Cores <= 0 {
 			p.Cores = 4
