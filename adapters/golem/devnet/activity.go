@@ -715,6 +715,9 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		// connection), so that the requestor can tell it from a payload failing the same way everywhere.
 		return fmt.Errorf("deploy: image download failed on %s: %s (devnet fault knob deployErrors)", a.provider.name, tp)
 	}
+	if err := checkDownload(tp, hash); err != nil {
+		return fmt.Errorf("deploy: %w", err)
+	}
 	img, err := s.resolveImage(act.ctx, hash)
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)

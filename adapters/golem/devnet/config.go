@@ -99,6 +99,9 @@ type ProviderConfig struct {
 	// call for the devnet's counterTimeout, then answers 500 (core/market/src/rest_api/requestor.rs
 	// counter_proposal, .timeout(Some(60)); CounterProposalError::Timeout).
 	NoCounterAnswer bool `yaml:"noCounterAnswer"`
+	// Outbound are the provider's outbound rules for manifests that ask for outbound access (manifest.go);
+	// default as the provider agent's: everyone whitelist, an empty whitelist (all refused).
+	Outbound OutboundRules `yaml:"outbound"`
 }
 
 // Relax names the rules a devnet may stop enforcing.
@@ -277,6 +280,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if p.Count <= 0 {
 			p.Count = 1
+		}
+		if err := p.Outbound.check(); err != nil {
+			return c, fmt.Errorf("devnet config: provider %s: %w", p.Name, err)
 		}
 		if p.Cores <= 0 {
 			p.Cores = 4

@@ -42,6 +42,11 @@ adapters/golem/openapi):
   - payment accounts: GET /payment-api/v1/requestorAccounts lists the funded accounts of the config
     (default erc20-hoodi-tglm) and those yagna initialised for an allocation attempt
 
+Beside it, without an app key, the Golem image registry's API as the SDKs use it (registry.go): GET
+/v1/image/info?tag=|hash= → {sha3, http, https, size} of a local image (a tag by the label golem.image.tag,
+a hash by the image-hash rule), 404 for none; GET|HEAD /download/<hash>. Point GOLEM_REGISTRY_URL at the
+devnet to resolve a descriptor's image_tag or image_hash there.
+
 Not served: scans, provider-side market/activity calls, property queries, encrypted exec.
 
 # Strictness (negotiator.go)
@@ -90,7 +95,10 @@ agreement's golem.srv.comp.task_package = "hash:sha3:<sha3-224 hex>:<url>" maps 
  2. the newest local image carrying the label golem.image.hash=<hex>.
 
 A vm/manifest demand (golem.srv.comp.payload, a base64 computation manifest) is read the same way
-through its payload's "hash": "sha3:<hex>". The URL is ignored (nothing is ever downloaded). An unknown hash makes deploy answer Error with a message
+through its payload's "hash": "sha3:<hex>". Nothing is ever downloaded: a URL of the form the devnet's
+image registry answers (.../download/<sha3-224 hex>, registry.go) stands for the image of that hash, and a
+task package whose URL names another hash than the package is refused at deploy, as a real provider refuses
+an image whose sha3 is not the package's; other URLs are ignored. An unknown hash makes deploy answer Error with a message
 saying how to label an image. The devnet's demo images carry their hash:
 
 	gcompose/devnet-db:dev   golem.image.hash=31f814403334f67b62dc243ef54431551d376744d40eed7ae86f8408

@@ -93,7 +93,7 @@ func (s *Server) negotiate(p *provider, demand, offer map[string]any, now time.T
 	offer = maps.Clone(offer)
 	ready := true
 	for _, step := range []func(*provider, map[string]any, map[string]any, time.Time) (verdict, bool){
-		s.validateDemand, s.limitExpiration, s.noteInterval, s.paymentTimeout, priceNego,
+		s.validateDemand, s.limitExpiration, s.noteInterval, s.paymentTimeout, priceNego, s.manifestRules,
 	} {
 		v, changed := step(p, demand, offer, now)
 		if v.reject != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -239,6 +240,8 @@ func TestWebapp(t *testing.T) {
 	}
 }
 
+var imageHashIn = regexp.MustCompile(`image_hash:\s*"?(?:sha3:)?([0-9a-f]{56})`)
+
 // TestConformancePlans plans every conformance descriptor against the devnet:
 // the repo's copy (core/descriptor/testdata/conformance), or the folder
 // GCOMPOSE_CONFORMANCE names. Finding none is a failure: a glob that matches
@@ -257,9 +260,23 @@ func TestConformancePlans(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no conformance descriptors in %s/*/*.yaml (%v)", dir, err)
 	}
-	e := start(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// The plan resolves each image hash through the image registry (the
+	// devnet's): the descriptors' real-network hashes stand for the demo db
+	// image there.
+	db := demoImages(t, ctx)["devnet-db"]
+	images := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range imageHashIn.FindAllStringSubmatch(string(b), -1) {
+			images[m[1]] = db
+		}
+	}
+	e := start(t, devnet.Config{Images: images})
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) {
 			out, err := e.gcompose(ctx, "plan", "-f", f)
