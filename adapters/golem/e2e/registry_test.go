@@ -36,8 +36,8 @@ services:
 
 // TestDeployByImageTag: a service names its image by image_tag; gcompose
 // resolves it through the image registry API (GOLEM_REGISTRY_URL, here the
-// devnet's), a tag the registry does not know fails the plan before
-// anything is made (and a deploy before the service is rented), the resolved image is kept in the state so that a
+// devnet's), a tag the registry does not know fails the plan, and the
+// deploy before anything is made, the resolved image is kept in the state so that a
 // re-plan of the unchanged app changes nothing, and a tag the registry now
 // points at another image plans a rebuild.
 func TestDeployByImageTag(t *testing.T) {
@@ -85,10 +85,14 @@ func TestDeployByImageTag(t *testing.T) {
 				t.Errorf("%s of an unknown tag: the output does not name %q:\n%s", cmd, want, out)
 			}
 		}
-		// plan makes nothing; deploy applies what does not depend on the
-		// service (the engine's rule, docs/cli.md), never the service.
-		if s := e.summary(ctx); s.Demands != 0 || s.Agreements != 0 || s.Activities != 0 || cmd == "plan" && (s.Allocations != 0 || s.Networks != 0) {
+		// The service adapter refuses the create (gcompose.refuse): plan
+		// fails and deploy makes nothing, not even the payments and the VPN
+		// the service would need first.
+		if s := e.summary(ctx); s.Demands != 0 || s.Agreements != 0 || s.Activities != 0 || s.Allocations != 0 || s.Networks != 0 {
 			t.Fatalf("%s of an unknown tag made something: %+v", cmd, s)
+		}
+		if !strings.Contains(out, "refused by its adapter") {
+			t.Errorf("%s of an unknown tag: not a refusal:\n%s", cmd, out)
 		}
 	}
 

@@ -259,9 +259,11 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		// Only the cost is wanted (plan asks apart, so apply's state calls
 		// never wait for the market); the config may still hold
 		// references known after apply. An image that cannot be resolved
-		// fails the plan here, before anything is made.
+		// is refused here: the deploy then changes nothing (the payments
+		// and the VPN it would make first are not made for a create that
+		// cannot rent).
 		if err := cfg.ResolveImage(ctx, s.reg.client(req), identityOf(req.Persisted().Identity).Image, false); err != nil {
-			return nil, fmt.Errorf("service %s: %w", req.Name, err)
+			return refusedCreate("", err)
 		}
 		cost, refusal, err := estimate(ctx, yc, req, cfg)
 		if err != nil {
@@ -302,6 +304,9 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		return stale(protocol.ChangeDelete, why, nil, "", staleState{Strays: left}, "delete")
 	}
 	if err := cfg.ResolveImage(ctx, s.reg.client(req), id.Image, false); err != nil {
+		if id.AgreementID == "" && id.ActivityID == "" {
+			return refusedCreate(plannedIP(cfg), err) // nothing runs: the deploy changes nothing
+		}
 		return nil, fmt.Errorf("service %s: %w", req.Name, err)
 	}
 	ss := staleState{Failed: id.Failed, FailedWhy: id.FailedWhy, Previous: id.IP, Strays: left, Image: cfg.image}
