@@ -282,6 +282,9 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			if !pl.HasChanges() {
 				return true, nil
 			}
+			if err := planBudget(c.Context, p, mode, pl); err != nil {
+				return false, err
+			}
 			if c.Bool("yes") {
 				return true, nil
 			}
@@ -328,6 +331,9 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 			fmt.Fprintln(c.App.Writer, string(b))
 		} else {
 			maskPlan(c, out.Plan).Render(c.App.Writer, renderOptions(c))
+		}
+		if err == nil {
+			err = planBudget(c.Context, p, mode, out.Plan)
 		}
 	}
 	var applied *apply.Result

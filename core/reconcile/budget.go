@@ -91,6 +91,23 @@ func priceOf(r map[string]*protocol.Cost) float64 {
 // refuse a repair that would have fit, which says so with the figures and
 // is undone by raising the cap.
 func checkBudget(ctx context.Context, b Budget, refresh, repair *plan.Plan, spent func(context.Context) (*Spend, error)) error {
+	return budgetCheck(ctx, b, refresh, repair, "the repair", spent)
+}
+
+// PlanOverBudget refuses a deploy plan whose rate goes over budget.per_hour
+// (what runs and stays at its agreed price, plus each create's and
+// rebuild's estimate) or whose new rentals' whole agreements alone go over
+// budget.total: what the plan can know of the budget, checked before
+// anything is rented (what was spent before counts only in the reconciler,
+// which reads it from the payments). pl serves as its own refresh: its
+// unchanged steps hold the state answers with their agreed prices.
+func PlanOverBudget(ctx context.Context, b Budget, pl *plan.Plan) error {
+	return budgetCheck(ctx, b, pl, pl, "the deploy", nil)
+}
+
+// budgetCheck is checkBudget for a plan applied after what: spent may be
+// nil (nothing known spent: the new rentals alone are held to the total).
+func budgetCheck(ctx context.Context, b Budget, refresh, repair *plan.Plan, after string, spent func(context.Context) (*Spend, error)) error {
 	if b.IsZero() {
 		return nil
 	}
@@ -131,10 +148,14 @@ func checkBudget(ctx context.Context, b Budget, refresh, repair *plan.Plan, spen
 		}
 	}
 	if b.PerHour > 0 && rate > b.PerHour {
-		return &RefusedError{Budget: true, Reason: fmt.Sprintf("the application would cost %s GLM per hour after the repair (%s), above budget.per_hour %s: nothing rented",
-			glm(rate), strings.Join(parts, ", "), glm(b.PerHour))}
+		return &RefusedError{Budget: true, Reason: fmt.Sprintf("the application would cost %s GLM per hour after %s (%s), above budget.per_hour %s: nothing rented",
+			glm(rate), after, strings.Join(parts, ", "), glm(b.PerHour))}
 	}
-	if b.Total > 0 && whole > 0 {
+	if b.Total > 0 && whole > b.Total && spent == nil {
+		return &RefusedError{Budget: true, Reason: fmt.Sprintf("the new rentals' whole agreements cost %s GLM (%s), above budget.total %s: nothing rented",
+			glm(whole), strings.Join(rented, ", "), glm(b.Total))}
+	}
+	if b.Total > 0 && whole > 0 && spent != nil {
 		sp, err := spent(ctx)
 		if err != nil {
 			return &RefusedError{Budget: true, Reason: fmt.Sprintf("budget.total is %s GLM but what the application has spent cannot be read (%v): nothing rented", glm(b.Total), err)}

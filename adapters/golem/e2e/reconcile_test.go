@@ -873,9 +873,12 @@ func TestReconcileRefusesOverBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	st := e.etcdState(t)
-	// web runs at 1.08 GLM/h; a replacement db would cost as much again.
-	desc := e.webappWith("budget:\n  per_hour: 2\n")
+	// web runs at 1.08 GLM/h; a replacement db would cost as much again. The
+	// deploy is held to the budget too, so it is made within 3 GLM/h and the
+	// budget lowered to 2 afterwards, which changes no resource.
+	desc := e.webappWith("budget:\n  per_hour: 3\n")
 	e.must(ctx, "deploy", "-f", desc, "--yes", "--etcd-lock-ttl", recTTL.String())
+	e.webappWith("budget:\n  per_hour: 2\n")
 	doc := docOf(t, ctx, st, e.app)
 	r := e.startReconciler(ctx, "budget", desc)
 	r.waitHealth(ctx, true, time.Minute)
