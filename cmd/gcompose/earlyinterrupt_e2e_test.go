@@ -26,9 +26,14 @@ func TestE2EEarlyInterrupts(t *testing.T) {
 		return e.write("app.yaml", strings.ReplaceAll(strings.ReplaceAll(dag, "CONTENT", content), e.image, img))
 	}
 	e.must("deploy", app("1"), "--yes")
-	f := app("2")
+	// Each run has work to do (a new content for a, b reading it sleeps
+	// 1.5 s), whatever the interrupted runs before it finished.
+	runs := 1
+	var f string
 	run := func(signals ...time.Duration) (code int, summary map[string]any, all string, actions bool, took time.Duration) {
 		t.Helper()
+		runs++
+		f = app(fmt.Sprint(runs))
 		cmd, lines, _ := e.startJSON("deploy", f, "--yes")
 		begin := time.Now()
 		var last time.Time
@@ -56,7 +61,10 @@ func TestE2EEarlyInterrupts(t *testing.T) {
 			t.Fatalf("two SIGINTs at %s: exit %d, summary %v\n%s", at, code, summary, all)
 		}
 	}
-	for _, at := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond, 800 * time.Millisecond} {
+	for _, at := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 150 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond} {
+		// The runs above may have updated a before their interrupt: what
+		// counts is that this one changes nothing.
+		before := e.read("a.txt")
 		code, summary, all, actions, took := run(at)
 		if code != exitInterrupted || summary == nil || summary["interrupted"] != true {
 			t.Fatalf("a SIGINT at %s: exit %d, summary %v\n%s", at, code, summary, all)
@@ -71,13 +79,16 @@ func TestE2EEarlyInterrupts(t *testing.T) {
 		if took > 1500*time.Millisecond {
 			t.Errorf("a SIGINT at %s with no action under way: exited %s after it, want well under 1.5 s", at, took)
 		}
-		if got := e.read("a.txt"); got != "alpha-1" {
-			t.Fatalf("a SIGINT before any action changed a.txt to %q", got)
+		if got := e.read("a.txt"); got != before {
+			t.Fatalf("a SIGINT before any action changed a.txt from %q to %q", before, got)
+		}
+		if r := e.must("state", "list", "--app", e.app); strings.Contains(r.stdout, "Failed") {
+			t.Fatalf("state after an interrupt before any action:\n%s", r.stdout)
 		}
 	}
 	e.must("deploy", f, "--yes")
-	if got := e.read("a.txt"); got != "alpha-2" {
-		t.Fatalf("a.txt = %q after the deploy", got)
+	if got, want := e.read("a.txt"), fmt.Sprintf("alpha-%d", runs); got != want {
+		t.Fatalf("a.txt = %q after the deploy, want %q", got, want)
 	}
 	e.must("destroy", f, "--yes")
 }
