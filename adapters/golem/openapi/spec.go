@@ -179,7 +179,10 @@ func Load(fsys fs.FS) (*Spec, error) {
 //
 // activity-api.yaml: createActivity answers 200, not 201, and DestroyActivity
 // 200 with the body null (core/activity/src/requestor/control.rs
-// create_activity, destroy_activity: web::Json).
+// create_activity, destroy_activity: web::Json); getExecBatchResults answers
+// 408 {"message":"Timeout"} when commandIndex is not reached in time
+// (exe-unit/src/handlers/rpc.rs Handler<GetExecBatchResults>:
+// RpcMessageError::Timeout, core/activity/src/error.rs Error::Timeout).
 //
 // market-api.yaml status codes that yagna does not answer
 // (core/market/src/rest_api): counterProposalDemand and createAgreement
@@ -292,6 +295,9 @@ func errata(raw map[string]map[string]any) {
 		}
 	}
 	moveResponse(raw, "activity-api.yaml", "/activity", "post", "201", "200")
+	if rs := responsesOf(raw, "activity-api.yaml", "/activity/{activityId}/exec/{batchId}", "get"); rs != nil {
+		rs["408"] = map[string]any{"$ref": "common.yaml#/responses/Timeout"}
+	}
 	if rs := responsesOf(raw, "activity-api.yaml", "/activity/{activityId}", "delete"); rs != nil {
 		rs["200"] = map[string]any{"description": "Activity destroyed: the JSON literal null.",
 			"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"nullable": true, "enum": []any{nil}}}}}
