@@ -12,7 +12,7 @@ import (
 )
 
 // TestPayloadThatCannotStartBlamesNoProvider: an image that cannot start
-// (its entrypoint does not exist) fails its start the same way on every
+// (its entrypoint, run by start-entrypoint, does not exist) fails its start the same way on every
 // provider. The create stops at the second provider, naming the payload as
 // the cause, and no provider is avoided: the old create tried three and
 // put all three healthy providers on the failed list for good. The
@@ -27,7 +27,12 @@ func TestPayloadThatCannotStartBlamesNoProvider(t *testing.T) {
 	e := startDevnet(t, devnet.Config{Images: map[string]string{brokenHash: broken}})
 	alloc := e.allocation(ctx)
 
-	svc := e.service("db", fast, serviceConfig("db", brokenHash, alloc, nil, ""))
+	// The image's entrypoint runs at start when the payload asks for
+	// start-entrypoint (as ya-runtime-vm runs it): the start fails alike on
+	// every provider.
+	cfg := serviceConfig("db", brokenHash, alloc, nil, "")
+	cfg["payload"].(map[string]any)["capabilities"] = []any{"vpn", "start-entrypoint"}
+	svc := e.service("db", fast, cfg)
 	e.cleanupService(svc)
 	o := svc.action(ctx, "create")
 	if o.exit == 0 || !strings.Contains(o.stderr, "payload db-payload cannot start") || !strings.Contains(o.stderr, "no provider is blamed") {
