@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
@@ -27,26 +27,24 @@ func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := testimage.Binary(t, ctx, "./cmd/devnet")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	const key = "sigterm-test-key-5f2a"
 	instance := "test-sigterm-cmd"
 	cfg := filepath.Join(t.TempDir(), "devnet.yaml")
 	if err := os.WriteFile(cfg, []byte("instance: "+instance+"\nlabels:\n  gcompose.test: "+t.Name()+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, bin, "-listen", addr, "-config", cfg, "-self-container", "none")
+	// The devnet picks its port (no port picked here and closed, which
+	// another process could take before the devnet listens) and says
+	// which in its log.
+	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0", "-config", cfg, "-self-container", "none")
 	cmd.Env = append(os.Environ(), "YAGNA_APPKEY="+key)
-	var logs bytes.Buffer
+	var logs syncwriter.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill() }()
+	addr := listenAddr(t, &logs)
 	post := func() (int, error) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/net-api/v1/net", strings.NewReader(`{"ip":"10.213.60.0","mask":"255.255.255.0"}`))
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -58,13 +56,7 @@ func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	var status int
-	for i := 0; i < 100; i++ {
-		if status, err = post(); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	status, err := post()
 	if status != http.StatusOK {
 		t.Fatalf("createNetwork: %d %v\n%s", status, err, logs.String())
 	}
@@ -86,6 +78,21 @@ func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 	if strings.Contains(logs.String(), key) {
 		t.Errorf("the app key appears in the logs")
 	}
+}
+
+// servingAt matches the devnet's log line that says where it serves.
+var servingAt = regexp.MustCompile(`msg="devnet serving the yagna API" addr=(\S+)`)
+
+// listenAddr waits until the devnet's log says where it serves.
+func listenAddr(t *testing.T, logs *syncwriter.Buffer) string {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := servingAt.FindStringSubmatch(logs.String()); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("the devnet did not say where it serves within a minute:\n%s", logs.String())
+	return ""
 }
 
 // An engine timeout of zero or below is refused at once, naming the flag,
