@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,25 +18,6 @@ const (
 	dbHash  = "31f814403334f67b62dc243ef54431551d376744d40eed7ae86f8408"
 	webHash = "6dae7f268c5ae29ffa06386915da1d7f5bc2ea26b6834fd66638747b"
 )
-
-// TestWebappOnRunningDevnet runs the examples/webapp flow (db + web on one VPN, web reaching db by its
-// node IP, the page fetched through the websocket tunnel) against a devnet started with `make devnet`,
-// whose images are gcompose/devnet-db:dev and gcompose/devnet-web:dev. It runs only when DEVNET_URL and
-// YAGNA_APPKEY are set.
-func TestWebappOnRunningDevnet(t *testing.T) {
-	url, key := os.Getenv("DEVNET_URL"), os.Getenv("YAGNA_APPKEY")
-	if url == "" || key == "" {
-		t.Skip("DEVNET_URL and YAGNA_APPKEY not set")
-	}
-	c := yagna.New(url, key)
-	e := &env{t: t, url: url, c: c}
-	ctx := ctxT(t, 3*time.Minute)
-	me, err := c.Me(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webappFlow(ctx, t, e, me.Identity, "10.213.30")
-}
 
 // webappFlow deploys db and web providers on a VPN <prefix>.0/24 and checks the page.
 func webappFlow(ctx context.Context, t *testing.T, e *env, identity, prefix string) {
