@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"strings"
 	"time"
+
+	"github.com/gcompose/gcompose/internal/backoff"
 )
 
 // Store keeps application state documents. Implementations: FileStore,
@@ -186,8 +188,7 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 // the timeout is the last *LockedError, saying how long it waited.
 func Acquire(ctx context.Context, s Store, app string, info LockInfo, timeout time.Duration) (*Lock, error) {
 	deadline := time.Now().Add(timeout)
-	delay := 50 * time.Millisecond
-	for {
+	for attempt := 0; ; attempt++ {
 		l, err := s.Lock(ctx, app, info)
 		if err == nil || !errors.Is(err, ErrLocked) {
 			return l, err
@@ -199,7 +200,8 @@ func Acquire(ctx context.Context, s Store, app string, info LockInfo, timeout ti
 			}
 			return nil, err
 		}
-		wait := min(delay, left)
+		// 50 ms, doubling, at most 1 s.
+		wait := min(backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}.Delay(attempt, 0), left)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -207,7 +209,6 @@ func Acquire(ctx context.Context, s Store, app string, info LockInfo, timeout ti
 			return nil, fmt.Errorf("waiting for the lock: %w (%w)", ctx.Err(), err)
 		case <-t.C:
 		}
-		delay = min(delay*2, time.Second)
 	}
 }
 
