@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+
 	"github.com/gcompose/gcompose/core/state/etcd/etcdtest"
+	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
@@ -52,22 +55,33 @@ resources:
   r2: {type: IMAGE, dependencies: {prev: r1}, config: {path: r2.txt, content: "2", delay_ms: 1500, journal: adapter.log}}
 `
 
+// proc is one gcompose run, on the host or in a container.
 type proc struct {
-	cmd *exec.Cmd
-	out *bytes.Buffer
+	out  *syncwriter.Buffer // stdout and stderr
+	pid  int                // a host run's
+	done chan struct{}      // closed when the run ended; code is then its exit code
+	code int
+	stop func() // kills the run
+}
+
+func (p *proc) ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (p *proc) wait(t *testing.T, what string) (int, string) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(3 * time.Minute):
-		p.cmd.Process.Kill()
-		t.Fatalf("%s did not finish:\n%s", what, p.out.String())
+		p.stop()
+		t.Fatalf("%s did not finish within 3 minutes:\n%s", what, p.out.String())
 	}
-	return p.cmd.ProcessState.ExitCode(), p.out.String()
+	return p.code, p.out.String()
 }
 
 // lockImages are the references of the images hostAndContainer runs.
@@ -89,47 +103,104 @@ func hostAndContainer(t *testing.T, ws, stateURL string, images lockImages) {
 			t.Errorf("containers of %s left behind: %v", app, ids)
 		}
 	})
-	start := func(p *exec.Cmd) *proc {
-		var b bytes.Buffer
-		p.Stdout, p.Stderr = &b, &b
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return &proc{cmd: p, out: &b}
-	}
 	host := func(args ...string) *proc {
 		c := exec.Command(gcomposeBinary(t), append(args, "--state", stateURL)...)
 		c.Dir = ws
 		c.Env = append(os.Environ(), "GCOMPOSE_PROGRESS=plain")
-		return start(c)
+		p := &proc{out: &syncwriter.Buffer{}, done: make(chan struct{}), stop: func() { _ = c.Process.Kill() }}
+		c.Stdout, c.Stderr = p.out, p.out
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.pid = c.Process.Pid
+		go func() {
+			defer close(p.done)
+			if err := c.Wait(); err != nil && c.ProcessState == nil {
+				fmt.Fprintf(p.out, "waiting for %s: %v\n", c.Path, err)
+				p.code = -1
+				return
+			}
+			p.code = c.ProcessState.ExitCode()
+		}()
+		return p
 	}
-	// The command docs/ci.md documents (docker-compose's gcompose service
-	// runs the same container).
+	// The container docs/ci.md documents (docker-compose's gcompose service
+	// runs the same): host network, the Engine's socket (the one this test
+	// runs on: DOCKER_HOST) at /var/run/docker.sock, the workspace at its
+	// own path. Created and read through the Engine API.
+	docker := testimage.Client(t)
+	labels := testimage.Labels(t)
+	socket := engineSocket(t)
 	container := func(args ...string) *proc {
-		full := []string{"run", "--rm", "--network", "host", "--label", testimage.Label + "=" + t.Name(),
-			"-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", ws + ":" + ws, "-w", ws,
-			"-e", "XDG_CACHE_HOME=" + filepath.Join(ws, ".gcompose", "cache"), "-e", "GCOMPOSE_PROGRESS=plain",
-			images.cli}
-		return start(exec.Command("docker", append(append(full, args...), "--state", stateURL)...))
+		ctx := context.Background()
+		c, err := docker.ContainerCreate(ctx, &dcontainer.Config{
+			Image: images.cli, Cmd: append(args, "--state", stateURL), WorkingDir: ws, Labels: labels,
+			Env: []string{"XDG_CACHE_HOME=" + filepath.Join(ws, ".gcompose", "cache"), "GCOMPOSE_PROGRESS=plain"},
+		}, &dcontainer.HostConfig{NetworkMode: "host", Binds: []string{socket + ":/var/run/docker.sock", ws + ":" + ws}}, nil, nil, "")
+		if err != nil {
+			t.Fatalf("creating the gcompose container (%s %s): %v", images.cli, strings.Join(args, " "), err)
+		}
+		remove := func() { _ = docker.ContainerRemove(context.Background(), c.ID, dcontainer.RemoveOptions{Force: true}) }
+		if err := docker.ContainerStart(ctx, c.ID, dcontainer.StartOptions{}); err != nil {
+			remove()
+			t.Fatalf("starting the gcompose container %s: %v", c.ID, err)
+		}
+		p := &proc{out: &syncwriter.Buffer{}, done: make(chan struct{}), stop: remove}
+		go func() {
+			defer close(p.done)
+			defer remove()
+			p.code = -1
+			waitC, errC := docker.ContainerWait(ctx, c.ID, dcontainer.WaitConditionNotRunning)
+			select {
+			case w := <-waitC:
+				p.code = int(w.StatusCode)
+			case err := <-errC:
+				fmt.Fprintf(p.out, "waiting for container %s: %v\n", c.ID, err)
+				return
+			}
+			logs, err := docker.ContainerLogs(ctx, c.ID, dcontainer.LogsOptions{ShowStdout: true, ShowStderr: true})
+			if err != nil {
+				fmt.Fprintf(p.out, "logs of container %s: %v\n", c.ID, err)
+				return
+			}
+			defer logs.Close()
+			if _, err := stdcopy.StdCopy(p.out, p.out, logs); err != nil {
+				fmt.Fprintf(p.out, "logs of container %s: %v\n", c.ID, err)
+			}
+		}()
+		return p
 	}
-	// lockHolder is the holder's PID as the lock describes it, once locked.
+	// lockPID is the holder's PID as the lock describes it; 0: no lock.
+	lockPID := func() int {
+		var o, e strings.Builder
+		run(context.Background(), []string{"gcompose", "state", "lock", "--app", app, "--state", stateURL}, strings.NewReader(""), &o, &e)
+		if i := strings.Index(o.String(), `"pid": `); i >= 0 {
+			pid, _ := strconv.Atoi(strings.TrimRight(strings.Fields(o.String()[i+7:])[0], ","))
+			return pid
+		}
+		return 0
+	}
+	// lockHolder is the holder's PID once p holds the lock.
 	lockHolder := func(p *proc) int {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for time.Now().Before(deadline) {
-			var o, e bytes.Buffer
-			run(context.Background(), []string{"gcompose", "state", "lock", "--app", app, "--state", stateURL}, strings.NewReader(""), &o, &e)
-			if i := strings.Index(o.String(), `"pid": `); i >= 0 {
-				pid, _ := strconv.Atoi(strings.TrimRight(strings.Fields(o.String()[i+7:])[0], ","))
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !p.ended(); time.Sleep(50 * time.Millisecond) {
+			if pid := lockPID(); pid != 0 {
 				return pid
 			}
-			if p.cmd.ProcessState != nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
 		}
 		t.Fatalf("the first run never held the lock:\n%s", p.out.String())
 		return 0
+	}
+	// journal is the actions in the adapter's journal, in order.
+	journal := func() string {
+		b, _ := os.ReadFile(filepath.Join(out, "adapter.log"))
+		var kinds []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if f := strings.Fields(l); len(f) > 0 {
+				kinds = append(kinds, f[0])
+			}
+		}
+		return strings.Join(kinds, " ")
 	}
 	checkFiles := func(when string) {
 		t.Helper()
@@ -143,8 +214,8 @@ func hostAndContainer(t *testing.T, ws, stateURL string, images lockImages) {
 	// 1. The host deploys; the container, started meanwhile, is refused.
 	first := host("deploy", "app.yaml", "--yes")
 	pid := lockHolder(first)
-	if pid != first.cmd.Process.Pid {
-		t.Fatalf("lock held by pid %d, the host run is %d", pid, first.cmd.Process.Pid)
+	if pid != first.pid {
+		t.Fatalf("lock held by pid %d, the host run is %d", pid, first.pid)
 	}
 	second := container("deploy", "app.yaml", "--yes")
 	code, text := second.wait(t, "the containerized deploy")
@@ -163,29 +234,27 @@ func hostAndContainer(t *testing.T, ws, stateURL string, images lockImages) {
 	first = container("destroy", "app.yaml", "--yes")
 	cpid := lockHolder(first)
 	second = host("deploy", "app.yaml", "--yes", "--lock-timeout", "2m")
+	// The host deploy must have started while the destroy still held the
+	// lock, or its wait is not exercised: the lock is still the
+	// container's, and the destroy has not deleted everything yet.
+	if h := lockPID(); h != cpid || first.ended() || strings.Count(journal(), "delete") == 3 {
+		t.Fatalf("the host deploy started after the containerized destroy let the lock go (holder %d, was %d; journal %q): its wait is not tested", h, cpid, journal())
+	}
 	code, text = first.wait(t, "the containerized destroy")
 	if code != 0 {
 		t.Fatalf("containerized destroy: exit %d\n%s", code, text)
 	}
-	destroyEnded := time.Now()
 	t.Logf("containerized destroy (lock holder pid %d in its container):\n%s", cpid, text)
 	code, text = second.wait(t, "the waiting host deploy")
 	if code != 0 {
 		t.Fatalf("host deploy with --lock-timeout: exit %d\n%s", code, text)
 	}
-	if time.Since(destroyEnded) < 3*time.Second {
-		t.Fatalf("the host deploy ended %s after the destroy: it did not redo the work", time.Since(destroyEnded))
-	}
 	checkFiles("after the waiting host deploy")
 	// The adapter's journal: three creates, three deletes, three creates, in
-	// that order: no run worked while the other held the lock.
-	b, _ := os.ReadFile(filepath.Join(out, "adapter.log"))
-	var kinds []string
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		kinds = append(kinds, strings.Fields(l)[0])
-	}
-	if got := strings.Join(kinds, " "); got != "create create create delete delete delete create create create" {
-		t.Fatalf("adapter journal: %s\n%s", got, b)
+	// that order: no run worked while the other held the lock, and the
+	// waiting deploy, started before the deletes, redid the work after them.
+	if got := journal(); got != "create create create delete delete delete create create create" {
+		t.Fatalf("adapter journal: %s", got)
 	}
 	if code, text := host("destroy", "app.yaml", "--yes").wait(t, "the final destroy"); code != 0 {
 		t.Fatalf("destroy: exit %d\n%s", code, text)
