@@ -4,21 +4,10 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-
 	"github.com/gcompose/gcompose/adapters/golem/payments"
-	"github.com/gcompose/gcompose/protocol/sdk"
+	"github.com/gcompose/gcompose/adapters/golem/payments/longlived"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == payments.KeepArg {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		code := payments.MainKeep(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
-	}
-	sdk.Main(payments.Adapter())
+	longlived.Main(payments.KeepArg, payments.MainKeep, payments.Adapter())
 }

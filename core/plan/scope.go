@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/source"
 	"github.com/gcompose/gcompose/core/state"
 )
@@ -82,33 +83,21 @@ func scope(deps map[string][]string, targets []string, mode Mode) (map[string][]
 	if err != nil {
 		return nil, err
 	}
-	next := func(n string) []string { return deps[n] }
-	if mode == Destroy {
-		dependents := map[string][]string{}
-		for n, ds := range deps {
-			for _, d := range ds {
-				dependents[d] = append(dependents[d], n)
-			}
-		}
-		next = func(n string) []string { return dependents[n] }
-	}
-	queue := make([]string, 0, len(in))
+	starts := make([]string, 0, len(in))
 	for n := range in {
-		queue = append(queue, n)
+		starts = append(starts, n)
 	}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, m := range next(n) {
-			if _, known := deps[m]; known && !in[m] {
-				in[m] = true
-				queue = append(queue, m)
-			}
-		}
+	if mode == Destroy {
+		in = graph.Descendants(deps, starts)
+	} else {
+		in = graph.Reach(deps, starts)
 	}
 	out := make(map[string][]string, len(in))
 	for n := range in {
-		out[n] = deps[n]
+		// A dependency that is not a resource here is not planned.
+		if ds, known := deps[n]; known {
+			out[n] = ds
+		}
 	}
 	return out, nil
 }

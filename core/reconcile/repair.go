@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/protocol"
@@ -59,29 +60,20 @@ func withDrift(drifted, more []Drifted) []Drifted {
 // each resource's. The planner adds what the targets depend on, planned
 // and normally unchanged.
 func targetsOf(drifted []Drifted, doc *state.Document) (targets, knockOns []string) {
-	dependents := map[string][]string{}
+	deps := make(map[string][]string, len(doc.Resources))
 	for name, r := range doc.Resources {
-		for _, d := range r.Dependencies {
-			dependents[d] = append(dependents[d], name)
-		}
+		deps[name] = r.Dependencies
 	}
-	in := map[string]bool{}
-	queue := make([]string, 0, len(drifted))
+	starts := make([]string, 0, len(drifted))
+	drift := map[string]bool{}
 	for _, d := range drifted {
-		if !in[d.Resource] {
-			in[d.Resource] = true
-			queue = append(queue, d.Resource)
-		}
+		starts = append(starts, d.Resource)
+		drift[d.Resource] = true
 	}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, m := range dependents[n] {
-			if !in[m] {
-				in[m] = true
-				queue = append(queue, m)
-				knockOns = append(knockOns, m)
-			}
+	in := graph.Descendants(deps, starts)
+	for n := range in {
+		if !drift[n] {
+			knockOns = append(knockOns, n)
 		}
 	}
 	targets = sortedNames(in)

@@ -305,30 +305,13 @@ func keeper(ctx context.Context, req *sdk.Request) error {
 	if err != nil {
 		return fmt.Errorf("payments %s: %w", cfg.App, err)
 	}
-	yc, err := network.Client(req)
-	if err != nil {
-		return err
-	}
-	node, err := longlived.Node(ctx, yc)
-	if err != nil {
-		return fmt.Errorf("payments %s: %w", cfg.App, err)
-	}
-	d, err := longlived.Docker()
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := longlived.Remove(ctx, d, cfg.App, req.Lineage(), req.Name); err != nil {
-		return err
-	}
-	id, err := longlived.Start(ctx, d, longlived.Spec{
-		App: cfg.App, Resource: req.Name, Image: req.Type,
+	id, err := longlived.Replace(ctx, req, "payments "+cfg.App, "starting the keeper", longlived.Spec{
+		App:     cfg.App,
 		Args:    []string{KeepArg, "--app", cfg.App, "--allocation", alloc, "--allocation-timeout", ttl.String()},
 		Secrets: req.Gcompose.Env, Config: keeperConfig(cfg, alloc),
-		Lineage: req.Lineage(), Operation: opID(req), Node: node,
 	}, 30*time.Second)
 	if err != nil {
-		return fmt.Errorf("payments %s: starting the keeper: %w", cfg.App, err)
+		return err
 	}
 	req.Printf("payments keeper %s accepts debit notes and invoices of app %s against allocation %s", id[:12], cfg.App, alloc)
 	return nil
@@ -387,13 +370,6 @@ func remove(ctx context.Context, req *sdk.Request) error {
 	}
 	req.Printf("payments keeper removed, allocation %s released", id)
 	return nil
-}
-
-func opID(req *sdk.Request) string {
-	if o := req.Operation(); o != nil {
-		return o.ID
-	}
-	return ""
 }
 
 // settleFinal pays what the app still owes before its allocation goes; what

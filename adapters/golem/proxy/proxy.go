@@ -311,33 +311,16 @@ func create(ctx context.Context, req *sdk.Request) error {
 	if err := req.ReportIdentity(map[string]any{"ports": ch}); err != nil {
 		return err
 	}
-	yc, err := network.Client(req)
-	if err != nil {
-		return err
-	}
-	node, err := longlived.Node(ctx, yc)
-	if err != nil {
-		return fmt.Errorf("proxy of %s: %w", cfg.Service, err)
-	}
-	d, err := longlived.Docker()
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := longlived.Remove(ctx, d, cfg.App, req.Lineage(), req.Name); err != nil {
-		return err
-	}
 	args := []string{ProxyArg, "--network", cfg.NetworkID, "--ip", cfg.IP}
 	for _, m := range maps {
 		args = append(args, "--map", fmt.Sprintf("%s:127.0.0.1:%d=%d", m.Kind, m.Local, m.Remote))
 	}
-	id, err := longlived.Start(ctx, d, longlived.Spec{
-		App: cfg.App, Resource: req.Name, Image: req.Type, Args: args,
-		Secrets: req.Gcompose.Env, Config: map[string]any{"network_id": cfg.NetworkID, "ip": cfg.IP, "maps": maps},
-		Lineage: req.Lineage(), Operation: opID(req), Node: node,
+	id, err := longlived.Replace(ctx, req, "proxy of "+cfg.Service, "", longlived.Spec{
+		App: cfg.App, Args: args, Secrets: req.Gcompose.Env,
+		Config: map[string]any{"network_id": cfg.NetworkID, "ip": cfg.IP, "maps": maps},
 	}, 30*time.Second)
 	if err != nil {
-		return fmt.Errorf("proxy of %s: %w", cfg.Service, err)
+		return err
 	}
 	keys := make([]string, 0, len(maps))
 	for _, m := range maps {
@@ -363,11 +346,4 @@ func remove(ctx context.Context, req *sdk.Request) error {
 	}
 	req.Printf("proxy of %s removed", cfg.Service)
 	return nil
-}
-
-func opID(req *sdk.Request) string {
-	if o := req.Operation(); o != nil {
-		return o.ID
-	}
-	return ""
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/gcompose/gcompose/adapters/golem/payments/longlived"
-	"github.com/gcompose/gcompose/adapters/golem/yagna"
 )
 
 // Dialer opens the websocket that tunnels a TCP stream to a port of a VPN
@@ -141,14 +140,8 @@ func MainProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		fwds = append(fwds, Forward{Listen: listen, Remote: port})
 	}
-	secrets, err := longlived.ReadSecrets(stdin)
+	yc, err := longlived.Connect(stdin, log)
 	if err != nil {
-		log.Error("no secrets", "err", err)
-		return 1
-	}
-	yc, err := yagna.FromEnvFunc(func(k string) string { return secrets[k] })
-	if err != nil {
-		log.Error("yagna connection", "err", err)
 		return 1
 	}
 	err = Serve(ctx, yc, log, *netID, *ip, fwds, func() {
