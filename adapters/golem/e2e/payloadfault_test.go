@@ -24,7 +24,9 @@ func TestPayloadThatCannotStartBlamesNoProvider(t *testing.T) {
 	db := devnettest.DemoImage(t, ctx, "devnet-db", "gcompose-test/devnet-db:e2e", nil)
 	broken := testimage.DerivedImage(t, ctx, "FROM "+db+"\nENTRYPOINT [\"/no/such/binary\"]\n", "gcompose-test/devnet-broken:e2e")
 	brokenHash := strings.Repeat("ba", 28)
-	e := startDevnet(t, devnet.Config{Images: map[string]string{brokenHash: broken}})
+	e := startDevnet(t, devnet.Config{Images: map[string]string{brokenHash: broken}, Providers: []devnet.ProviderConfig{
+		{Name: "small", Count: 3, Cores: 2, MemGib: 4, StorageGib: 20, Capabilities: []string{"vpn", "inet", "start-entrypoint"}, Coeffs: []float64{0.00005, 0.0001, 0}},
+	}})
 	alloc := e.allocation(ctx)
 
 	// The image's entrypoint runs at start when the payload asks for

@@ -48,6 +48,11 @@ func (s *svc) replace(ctx context.Context, req *sdk.Request) error {
 	if err := req.DecodeStaleState(&ss); err != nil {
 		return err
 	}
+	// The image as the plan resolved it (staleState), else asked now: a
+	// replace for a moved image_tag rents the image the tag names now.
+	if err := cfg.ResolveImage(ctx, s.reg.client(req), ss.Image, true); err != nil {
+		return fmt.Errorf("service %s: no replacement rented, so the running one is kept: %w", req.Name, err)
+	}
 	yc, err := network.Client(req)
 	if err != nil {
 		return err
@@ -70,7 +75,7 @@ func (s *svc) replace(ctx context.Context, req *sdk.Request) error {
 		return fmt.Errorf("service %s: payload has no runtime", req.Name)
 	}
 	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, hold: true, id: Identity{Failed: failed, FailedWhy: failedWhy,
-		Applied: Fingerprints(req.Config), InitPending: true, Agreements: historyOf(old, ss.Strays)}}
+		Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image, Agreements: historyOf(old, ss.Strays)}}
 
 	// 1. The replacement's agreement, the running rental untouched.
 	if err := r.negotiate(ctx); err != nil {
