@@ -17,45 +17,67 @@ import (
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
 
-// create rents a provider for the instance and brings it up; identifying
-// attributes are reported the moment they are known.
-func (s *svc) create(ctx context.Context, req *sdk.Request) error {
-	var cfg Config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
+// rentStart is what a create and a replace start from: the config with its
+// image resolved (as the plan resolved it, else asked now), the plan's stale
+// state, the yagna client, the rental recorded so far, the providers to
+// avoid (recorded, and those the state call blamed) and the address a
+// rebuild keeps; what an interrupted operation left (found by its tag) is
+// removed first.
+type rentStart struct {
+	cfg       Config
+	ss        staleState
+	yc        *yagna.Client
+	old       Identity
+	failed    []string
+	failedWhy map[string]string
+	previous  string
+}
+
+func (s *svc) rentStart(ctx context.Context, req *sdk.Request) (*rentStart, error) {
+	in := &rentStart{failedWhy: map[string]string{}}
+	if err := req.DecodeConfig(&in.cfg); err != nil {
+		return nil, err
 	}
 	if a := req.App(); a != "" {
-		cfg.App = a
+		in.cfg.App = a
 	}
-	var ss staleState
-	if err := req.DecodeStaleState(&ss); err != nil {
-		return err
+	if err := req.DecodeStaleState(&in.ss); err != nil {
+		return nil, err
 	}
-	// The image as the plan resolved it (staleState), else asked now.
-	if err := cfg.ResolveImage(ctx, s.reg.client(req), ss.Image, true); err != nil {
-		return fmt.Errorf("service %s: %w", req.Name, err)
+	if err := in.cfg.ResolveImage(ctx, s.reg.client(req), in.ss.Image, true); err != nil {
+		return nil, fmt.Errorf("service %s: %w", req.Name, err)
 	}
 	yc, err := network.Client(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	id := identityOf(req.Persisted().Identity)
-	failed, failedWhy := slices.Clone(id.Failed), map[string]string{}
-	for _, src := range []map[string]string{id.FailedWhy, ss.FailedWhy} {
+	in.yc = yc
+	in.old = identityOf(req.Persisted().Identity)
+	in.failed = slices.Clone(in.old.Failed)
+	for _, src := range []map[string]string{in.old.FailedWhy, in.ss.FailedWhy} {
 		for p, w := range src {
-			failedWhy[p] = w
+			in.failedWhy[p] = w
 		}
 	}
-	for _, f := range ss.Failed {
-		failed = withProvider(failed, f)
+	for _, f := range in.ss.Failed {
+		in.failed = withProvider(in.failed, f)
 	}
-	if ss.Previous == "" {
-		ss.Previous = id.IP
+	in.previous = firstNonEmpty(in.ss.Previous, in.old.IP)
+	if err := removeStrays(ctx, yc, in.ss.Strays); err != nil {
+		return nil, fmt.Errorf("service %s: %w", req.Name, err)
 	}
-	// What an interrupted operation left (found by its tag) goes first.
-	if err := removeStrays(ctx, yc, ss.Strays); err != nil {
-		return fmt.Errorf("service %s: %w", req.Name, err)
+	return in, nil
+}
+
+// create rents a provider for the instance and brings it up; identifying
+// attributes are reported the moment they are known.
+func (s *svc) create(ctx context.Context, req *sdk.Request) error {
+	in, err := s.rentStart(ctx, req)
+	if err != nil {
+		return err
 	}
+	cfg, ss, yc, id, failed, failedWhy := in.cfg, in.ss, in.yc, in.old, in.failed, in.failedWhy
+	ss.Previous = in.previous
 	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: failed, FailedWhy: failedWhy, Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image,
 		Agreements: historyOf(id, ss.Strays)}}
 	if err := r.run(ctx, ss.Previous); err != nil {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/gcompose/gcompose/adapters/golem/network"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/protocol/sdk"
 )
@@ -37,40 +35,11 @@ import (
 // activity, an ended agreement, an interrupted create) stays delete then
 // create: nothing is up to keep, and its provider may be the one freed.
 func (s *svc) replace(ctx context.Context, req *sdk.Request) error {
-	var cfg Config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
-	if a := req.App(); a != "" {
-		cfg.App = a
-	}
-	var ss staleState
-	if err := req.DecodeStaleState(&ss); err != nil {
-		return err
-	}
-	// The image as the plan resolved it (staleState), else asked now: a
-	// replace for a moved image_tag rents the image the tag names now.
-	if err := cfg.ResolveImage(ctx, s.reg.client(req), ss.Image, true); err != nil {
-		return fmt.Errorf("service %s: no replacement rented, so the running one is kept: %w", req.Name, err)
-	}
-	yc, err := network.Client(req)
+	in, err := s.rentStart(ctx, req)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (no replacement rented, so the running one is kept)", err)
 	}
-	old := identityOf(req.Persisted().Identity)
-	failed, failedWhy := slices.Clone(old.Failed), map[string]string{}
-	for _, src := range []map[string]string{old.FailedWhy, ss.FailedWhy} {
-		for p, w := range src {
-			failedWhy[p] = w
-		}
-	}
-	for _, f := range ss.Failed {
-		failed = withProvider(failed, f)
-	}
-	previous := firstNonEmpty(ss.Previous, old.IP)
-	if err := removeStrays(ctx, yc, ss.Strays); err != nil {
-		return fmt.Errorf("service %s: %w", req.Name, err)
-	}
+	cfg, ss, yc, old, failed, failedWhy, previous := in.cfg, in.ss, in.yc, in.old, in.failed, in.failedWhy, in.previous
 	if cfg.Payload.Runtime == "" {
 		return fmt.Errorf("service %s: payload has no runtime", req.Name)
 	}
