@@ -152,8 +152,9 @@ type Faults struct {
 	// issues it once the activities are destroyed and the agreement closed, and retries sending it).
 	InvoiceDelay Duration `json:"invoiceDelay" yaml:"invoiceDelay"`
 	// AcceptErrors are the statuses the next debit note or invoice accept calls answer without accepting,
-	// one per call: 500 (yagna's database or GSB failing) or 408 (the provider did not acknowledge in
-	// time, core/payment/src/api/debit_notes.rs).
+	// one per call: 500 (yagna's database or GSB failing) or 504 (the provider did not acknowledge in
+	// time: yagna's "Timeout accepting Debit Note on remote Node.", core/payment/src/api/debit_notes.rs
+	// accept_debit_note, a 504 Gateway Timeout, not a 408).
 	AcceptErrors []int `json:"acceptErrors,omitempty" yaml:"acceptErrors"`
 }
 
@@ -165,8 +166,11 @@ func (f Faults) check() error {
 		}
 	}
 	for _, st := range f.AcceptErrors {
-		if st != 408 && st != 500 {
-			return fmt.Errorf("acceptErrors: %d is not one of 408, 500", st)
+		if st == 408 {
+			return fmt.Errorf("acceptErrors: 408: yagna answers an accept the provider did not acknowledge in time with 504 (core/payment/src/api/debit_notes.rs): use 504")
+		}
+		if st != 504 && st != 500 {
+			return fmt.Errorf("acceptErrors: %d is not one of 500, 504", st)
 		}
 	}
 	if f.DeployErrors < 0 || f.DaoErrors < 0 {

@@ -183,7 +183,7 @@ PUT /providers/{id or name} {"offline": 0|408|500}. The knobs, all off by defaul
   - approvalDelay ("10s"): providers approve confirmed agreements that much later (Pending meanwhile,
     holding the provider); a Pending agreement can be cancelled, not terminated (410)
   - invoiceDelay ("3s"): the invoice follows the end of an agreement that much later
-  - acceptErrors [500, 408]: the next debit note / invoice accepts fail without accepting
+  - acceptErrors [500, 504]: the next debit note / invoice accepts fail without accepting
   - an offline provider (PUT /providers/{id}): every call yagna forwards to it (activity state, exec,
     results, destroy, create, agreement terminate and cancel) answers 408 {"message": "Timeout"} or 500
     "GSB error: ...", as yagna does (core/activity/src/api.rs, core/market/src/rest_api/error.rs); it

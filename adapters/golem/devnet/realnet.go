@@ -66,7 +66,7 @@ func (s *Server) takeAcceptError() int {
 
 // acceptMessages are yagna's answers to an accept that failed.
 var acceptMessages = map[int]string{
-	http.StatusRequestTimeout:      "Timeout accepting Debit Note on remote Node.",
+	http.StatusGatewayTimeout:      "Timeout accepting Debit Note on remote Node.",
 	http.StatusInternalServerError: "database is locked",
 }
 

@@ -213,8 +213,20 @@ func TestPaymentFaults(t *testing.T) {
 	if err := accept(notes[0]); yagna.StatusOf(err) != 500 {
 		t.Fatalf("accept with acceptErrors [500]: %v, want 500", err)
 	}
+	// An accept the provider did not acknowledge in time is yagna's 504 "Timeout accepting Debit Note
+	// on remote Node." (core/payment/src/api/debit_notes.rs accept_debit_note), which the client repeats
+	// (the old knob answered 408, which yagna never does there).
+	if st, body := e.raw("PUT", devnet.AdminPrefix+"/faults", testKey, map[string]any{"acceptErrors": []int{408}}); st == http.StatusOK {
+		t.Errorf("acceptErrors [408] taken (%s): yagna answers that timeout 504", body)
+	}
+	e.setFaults(map[string]any{"acceptErrors": []int{504, 504}, "invoiceDelay": "1s"}) // a PUT sets every knob
+	st, body := e.raw("POST", "/payment-api/v1/debitNotes/"+notes[1].DebitNoteID+"/accept?timeout=1", testKey,
+		map[string]any{"totalAmountAccepted": notes[1].TotalAmountDue, "allocationId": neg.alloc.AllocationID})
+	if st != http.StatusGatewayTimeout || !strings.Contains(string(body), "Timeout accepting Debit Note on remote Node.") {
+		t.Fatalf("accept with acceptErrors [504]: %d %s, want 504 Timeout accepting Debit Note on remote Node.", st, body)
+	}
 	if err := accept(notes[1]); err != nil {
-		t.Fatalf("accept of the second note: %v", err)
+		t.Fatalf("accept of the second note through a 504 (the client repeats it): %v", err)
 	}
 	if n, err := e.c.GetDebitNote(ctx, notes[0].DebitNoteID); err != nil || n.Status != yagna.StatusReceived {
 		t.Fatalf("first note after the second was accepted: %s, %v; want still RECEIVED", n.Status, err)

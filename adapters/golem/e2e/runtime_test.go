@@ -269,7 +269,7 @@ func TestKeeperRetriesFailedAccepts(t *testing.T) {
 	db := e.service("db", fast, serviceConfig("db", dbHash, alloc, nil, ""))
 	e.cleanupService(db)
 	db.mustAct(ctx, "create")
-	e.faults(ctx, map[string]any{"acceptErrors": []int{500, 500, 408, 500}})
+	e.faults(ctx, map[string]any{"acceptErrors": []int{500, 500, 504, 500}})
 	time.Sleep(12 * time.Second)
 	a, err := e.yc.GetAgreement(ctx, db.id("agreement_id"))
 	if err != nil || a.State != yagna.AgreementApproved {
