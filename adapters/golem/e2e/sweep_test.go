@@ -93,7 +93,7 @@ func (e *env) call(ctx context.Context, a sdk.Adapter, args []string, req protoc
 	e.t.Helper()
 	req.Gcompose.Protocol = protocol.Version
 	req.Gcompose.App = e.app
-	req.Gcompose.Env = map[string]string{"YAGNA_API_URL": e.url, "YAGNA_APPKEY": appKey}
+	req.Gcompose.Env = map[string]string{"YAGNA_API_URL": e.url, "GOLEM_REGISTRY_URL": e.url, "YAGNA_APPKEY": appKey}
 	b, err := json.Marshal(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -157,7 +157,7 @@ func TestInterruptedCreates(t *testing.T) {
 	// and another lineage's agreement, tagged with the same operation id.
 	demand, agreement := e.tagged(ctx, lineage, op, "services.db")
 	_, foreign := e.tagged(ctx, "another-lineage", op, "services.db")
-	svc := protocol.Request{Name: "services.db", Type: adapterNames["service"], Config: map[string]any{"name": "db", "payload": map[string]any{"runtime": "vm"}},
+	svc := protocol.Request{Name: "services.db", Type: adapterNames["service"], Config: map[string]any{"name": "db", "payload": map[string]any{"runtime": "vm", "params": map[string]any{"image_hash": dbHash}}},
 		Gcompose: &protocol.RequestExt{Call: protocol.CallState, Desired: protocol.Absent, Lineage: lineage, Persisted: &protocol.Persisted{Pending: pending}}}
 	st = stateOf(t, e.call(ctx, service.Adapter(), []string{"state"}, svc))
 	if st.Status != protocol.Stale || len(st.Actions) != 1 || st.Actions[0].Name != "delete" || !strings.Contains(string(st.StaleState), agreement) ||
@@ -245,7 +245,10 @@ services:
 	before := e.summary(ctx)
 
 	plan := e.must(ctx, "plan", "-f", desc)
-	for _, want := range []string{"agreement " + orphan, "demand " + orphanDemand, "allocation " + lostAlloc.AllocationID, "agreement " + foreign + " of another state"} {
+	// Leftovers are steps of the plan (deleted only once the deploy is confirmed); another state's are
+	// reported and left.
+	for _, want := range []string{"- delete    leftovers.agreement." + orphan, "- delete    leftovers.demand." + orphanDemand,
+		"- delete    leftovers.allocation." + lostAlloc.AllocationID, "agreement " + foreign + " of another state"} {
 		if !strings.Contains(plan, want) {
 			t.Errorf("plan does not report %q:\n%s", want, plan)
 		}
@@ -259,13 +262,13 @@ services:
 	}
 
 	out := e.must(ctx, "deploy", "-f", desc, "--yes")
-	for _, want := range []string{"terminated agreement " + orphan, "terminated demand " + orphanDemand, "terminated allocation " + lostAlloc.AllocationID} {
+	for _, want := range []string{"terminate agreement " + orphan, "terminate demand " + orphanDemand, "terminate allocation " + lostAlloc.AllocationID} {
 		if !strings.Contains(out, want) {
 			t.Errorf("deploy does not say %q:\n%s", want, out)
 		}
 	}
 	t.Logf("deploy:\n%s", out)
-	if strings.Contains(out, "terminated agreement "+foreign) {
+	if strings.Contains(out, "terminate agreement "+foreign) || strings.Contains(out, "terminated agreement "+foreign) {
 		t.Errorf("deploy terminated another state's agreement:\n%s", out)
 	}
 	if a, err := e.yc.GetAgreement(ctx, orphan); err != nil || a.State != yagna.AgreementTerminated {
