@@ -342,6 +342,18 @@ func get(ctx context.Context, url string) (string, error) {
 	return string(b), err
 }
 
+// getWithin asks url up to tries times, 250 ms apart, until it answers 200: a proxy or a server that
+// was just started may not listen yet. It returns the last answer and error.
+func getWithin(ctx context.Context, url string, tries int) (body string, err error) {
+	for i := 0; i < tries; i++ {
+		if body, err = get(ctx, url); err == nil {
+			return body, nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return body, err
+}
+
 func moduleRoot(t *testing.T) string {
 	root, err := filepath.Abs("../../..")
 	if err != nil {

@@ -64,14 +64,7 @@ func TestLocalHTTPProxyRuntime(t *testing.T) {
 		t.Fatalf("want db and web rented, not the proxy: %+v", s)
 	}
 	url := e.field(ctx, "services.proxy", "url")
-	var body string
-	var err error
-	for i := 0; i < 20; i++ {
-		if body, err = get(ctx, url); err == nil {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	body, err := getWithin(ctx, url, 20)
 	if err != nil || !strings.Contains(body, "records read back from the database") {
 		t.Fatalf("page through the local-http-proxy service at %s: %v\n%s", url, err, body)
 	}

@@ -91,14 +91,7 @@ func TestShellLessPayloadWithItsEntrypoint(t *testing.T) {
 		t.Fatalf("want counter and front rented: %+v", s)
 	}
 	url := e.field(ctx, "services.proxy", "url")
-	var body string
-	var err error
-	for i := 0; i < 40; i++ {
-		if body, err = get(ctx, url); err == nil {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	body, err := getWithin(ctx, url, 40)
 	if err != nil || body != "visit 1\n" {
 		t.Fatalf("front page through the proxy at %s: want \"visit 1\", got %v %q", url, err, body)
 	}

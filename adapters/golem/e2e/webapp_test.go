@@ -44,14 +44,7 @@ func TestWebapp(t *testing.T) {
 	page := func(what string) string {
 		t.Helper()
 		url := e.field(ctx, proxy, "url")
-		var body string
-		var err error
-		for i := 0; i < 20; i++ {
-			if body, err = get(ctx, url); err == nil {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
+		body, err := getWithin(ctx, url, 20)
 		if err != nil || !strings.Contains(body, "records read back from the database") || !strings.Contains(body, "greeting") {
 			t.Fatalf("%s: page at %s: %v\n%s", what, url, err, body)
 		}
