@@ -128,7 +128,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		rn.Close()
 		return nil, fmt.Errorf("adapter client: %w", err)
 	}
-	var inner plan.Adapters = &engine.ContainerAdapters{Client: cl, Plugs: plugs(opts.Project, opts.Lowering)}
+	var inner plan.Adapters = &adapter.ContainerAdapters{Client: cl, Plugs: plugs(opts.Project, opts.Lowering)}
 	if opts.Wrap != nil {
 		inner = opts.Wrap(inner)
 	}
@@ -230,8 +230,8 @@ func (s *Session) Run(ctx context.Context, r Run) (*Result, error) {
 		Version:       s.opts.Version,
 		OutputTimeout: s.opts.OutputTimeout,
 		Observer:      r.Observer,
-		Cleanup:       engine.RunnerCleanup(s.runner),
-		Existing:      engine.RunnerExisting(s.runner),
+		Cleanup:       adapter.RunnerCleanup(s.runner),
+		Existing:      adapter.RunnerExisting(s.runner),
 		Release:       s.Client.Close,
 		Log: func(format string, args ...any) {
 			if s.opts.Warn != nil {

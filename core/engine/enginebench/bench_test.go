@@ -93,7 +93,7 @@ func (h *harness) callLatency(b *testing.B, noServe bool, calls int) time.Durati
 	b.Helper()
 	c := h.client(noServe)
 	defer c.Close(h.ctx)
-	ad := &engine.ContainerAdapters{Client: c, Plugs: h.plugs()}
+	ad := &adapter.ContainerAdapters{Client: c, Plugs: h.plugs()}
 	call := plan.Call{App: "latency", Name: "files.f0000", Type: h.image, Config: map[string]any{"path": "redeploy/f0000", "content": "x"}}
 	ask := func() {
 		st, err := ad.State(h.ctx, call, protocol.Present)

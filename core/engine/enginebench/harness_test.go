@@ -91,7 +91,7 @@ func (h *harness) plugs() map[string]adapter.Plug {
 // engine is the engine of one run, wired as the CLI wires it.
 func (h *harness) engine(ad plan.Adapters, release func(context.Context) error, parallelism int) *engine.Engine {
 	return &engine.Engine{Adapters: ad, Store: h.store, Parallelism: parallelism, Version: "bench",
-		Cleanup: engine.RunnerCleanup(h.runner), Release: release, LockTimeout: time.Minute}
+		Cleanup: adapter.RunnerCleanup(h.runner), Release: release, LockTimeout: time.Minute}
 }
 
 // run deploys want through a fresh client (one gcompose run) and returns the
@@ -103,7 +103,7 @@ func (h *harness) run(app string, want map[string]*plan.Resource, noServe bool, 
 // runWith is run, verifying every resource with a state call when verify.
 func (h *harness) runWith(app string, want map[string]*plan.Resource, noServe, verify bool, parallelism int, wrap func(plan.Adapters) plan.Adapters) (*engine.Outcome, time.Duration, error) {
 	c := h.clientWith(h.count, noServe, verify)
-	var ad plan.Adapters = &engine.ContainerAdapters{Client: c, Plugs: h.plugs()}
+	var ad plan.Adapters = &adapter.ContainerAdapters{Client: c, Plugs: h.plugs()}
 	if wrap != nil {
 		ad = wrap(ad)
 	}
@@ -262,14 +262,14 @@ type deploysterLike struct {
 	h       *harness
 	plugs   map[string]adapter.Plug
 	mu      sync.Mutex
-	clients map[string]*engine.ContainerAdapters
+	clients map[string]*adapter.ContainerAdapters
 }
 
 func (h *harness) deploysterLike() *deploysterLike {
-	return &deploysterLike{h: h, plugs: h.plugs(), clients: map[string]*engine.ContainerAdapters{}}
+	return &deploysterLike{h: h, plugs: h.plugs(), clients: map[string]*adapter.ContainerAdapters{}}
 }
 
-func (d *deploysterLike) of(resource string) *engine.ContainerAdapters {
+func (d *deploysterLike) of(resource string) *adapter.ContainerAdapters {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if c := d.clients[resource]; c != nil {
@@ -279,7 +279,7 @@ func (d *deploysterLike) of(resource string) *engine.ContainerAdapters {
 	if err != nil {
 		d.h.tb.Fatal(err)
 	}
-	d.clients[resource] = &engine.ContainerAdapters{Client: c, Plugs: d.plugs}
+	d.clients[resource] = &adapter.ContainerAdapters{Client: c, Plugs: d.plugs}
 	return d.clients[resource]
 }
 
@@ -413,7 +413,7 @@ func (r timedRunner) Start(ctx context.Context, s runner.Spec) (*runner.Session,
 func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe, verify bool, parallelism int) (*engine.Outcome, time.Duration, *timing, error) {
 	tm := &timing{}
 	c := h.clientWith(timedRunner{h.count, tm}, noServe, verify)
-	e := h.engine(timedAdapters{Adapters: &engine.ContainerAdapters{Client: c, Plugs: h.plugs()}, tm: tm}, func(ctx context.Context) error {
+	e := h.engine(timedAdapters{Adapters: &adapter.ContainerAdapters{Client: c, Plugs: h.plugs()}, tm: tm}, func(ctx context.Context) error {
 		start := time.Now()
 		err := c.Close(ctx)
 		tm.mu.Lock()

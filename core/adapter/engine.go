@@ -1,4 +1,4 @@
-package engine
+package adapter
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gcompose/gcompose/core/adapter"
+	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/core/state"
@@ -16,10 +16,10 @@ import (
 // ContainerAdapters drives adapter images through the protocol client: the
 // engine's plan.Adapters for real deployments.
 type ContainerAdapters struct {
-	Client *adapter.Client
+	Client *Client
 	// Plugs are the descriptor's plugs; each call mounts the ones its
 	// adapter declared and that apply to the resource.
-	Plugs map[string]adapter.Plug
+	Plugs map[string]Plug
 }
 
 func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string) (plan.Capabilities, error) {
@@ -35,8 +35,8 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 	return caps, nil
 }
 
-func (a *ContainerAdapters) target(c plan.Call) adapter.Target {
-	return adapter.Target{App: c.App, Lineage: c.Lineage, Name: c.Name, AdapterName: c.AdapterName, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
+func (a *ContainerAdapters) target(c plan.Call) Target {
+	return Target{App: c.App, Lineage: c.Lineage, Name: c.Name, AdapterName: c.AdapterName, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
 		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate, AnswerState: c.AnswerState, PlannedCost: c.PlannedCost, Replace: c.Replace,
 		CreateBeforeDestroy: c.CreateBeforeDestroy}
 }
@@ -49,14 +49,14 @@ func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*proto
 	if !info.Ext || !info.Init.Gcompose.Sweep {
 		return nil, plan.ErrNoSweep
 	}
-	t := adapter.Target{App: s.App, Lineage: s.Lineage, Name: s.Resource, Image: s.Type, Plugs: a.Plugs}
+	t := Target{App: s.App, Lineage: s.Lineage, Name: s.Resource, Image: s.Type, Plugs: a.Plugs}
 	return a.Client.Sweep(ctx, t, protocol.SweepRequest{Known: s.Known, Terminate: s.Terminate, Only: s.Only})
 }
 
 func (a *ContainerAdapters) Check(ctx context.Context, c plan.CheckCall) (*protocol.CheckResult, error) {
-	t := adapter.Target{App: c.App, Lineage: c.Lineage, Name: c.Resource, Image: c.Type, Plugs: a.Plugs}
+	t := Target{App: c.App, Lineage: c.Lineage, Name: c.Resource, Image: c.Type, Plugs: a.Plugs}
 	res, err := a.Client.Check(ctx, t)
-	if errors.Is(err, adapter.ErrNothingToCheck) {
+	if errors.Is(err, ErrNothingToCheck) {
 		return nil, fmt.Errorf("%w: %w", plan.ErrNoCheck, err)
 	}
 	return res, err
@@ -87,15 +87,15 @@ func RunnerCleanup(r *runner.Runner) func(ctx context.Context, l *state.Lock) (i
 // RunnerExisting is Engine.Existing for the containers r's Engine holds:
 // those labelled with the application that are not adapter calls, each
 // with the adapter that started it (runner.LabelAdapter), if it says.
-func RunnerExisting(r *runner.Runner) func(ctx context.Context, app string) ([]ExistingObject, error) {
-	return func(ctx context.Context, app string) ([]ExistingObject, error) {
+func RunnerExisting(r *runner.Runner) func(ctx context.Context, app string) ([]engine.ExistingObject, error) {
+	return func(ctx context.Context, app string) ([]engine.ExistingObject, error) {
 		cs, err := r.Objects(ctx, app)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]ExistingObject, len(cs))
+		out := make([]engine.ExistingObject, len(cs))
 		for i, c := range cs {
-			out[i] = ExistingObject{Description: c.Describe(), Adapter: c.Adapter}
+			out[i] = engine.ExistingObject{Description: c.Describe(), Adapter: c.Adapter}
 		}
 		return out, nil
 	}
