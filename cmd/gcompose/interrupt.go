@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -182,4 +183,32 @@ func interruptsOf(meta map[string]any, ctx context.Context) *interrupts {
 		return it
 	}
 	return newInterrupts(ctx, os.Exit)
+}
+
+// interruptMessage says what an interrupt does now, naming what is under
+// way.
+func interruptMessage(s interruptStage, grace time.Duration, running []string) string {
+	under := "nothing is under way"
+	if len(running) > 0 {
+		under = "under way: " + strings.Join(running, ", ")
+	}
+	switch s {
+	case stageStopping:
+		if len(running) == 0 {
+			return "Interrupt received: stopping; nothing new starts (" + under + ")"
+		}
+		return fmt.Sprintf("Interrupt received: nothing new starts; waiting up to %s for the actions %s. "+
+			"Press Ctrl-C again to abort them (their operations stay pending; the next deploy or destroy resolves them)", grace, under)
+	case stageGraceOver:
+		if len(running) == 0 {
+			return fmt.Sprintf("The %s grace period is over: stopping now (nothing is under way)", grace)
+		}
+		return fmt.Sprintf("The %s grace period is over: aborting the actions still %s (their operations stay pending)", grace, under)
+	case stageAborting:
+		if len(running) == 0 {
+			return "Second interrupt: stopping now; no action is under way, so none is cut short. Press Ctrl-C once more to exit at once"
+		}
+		return "Second interrupt: aborting the actions " + under + " (their operations stay pending; the next deploy or destroy resolves them). Press Ctrl-C once more to exit at once"
+	}
+	return "Third interrupt: exiting at once"
 }

@@ -1,88 +1,18 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/adapters/golem/lowering"
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/engine"
-	"github.com/gcompose/gcompose/core/lower"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/project"
-	"github.com/gcompose/gcompose/core/runner"
-	"github.com/gcompose/gcompose/core/state"
 )
-
-func stateFlags() []cli.Flag {
-	return append([]cli.Flag{
-		&cli.StringFlag{Name: "state", Value: ".gcompose/state", EnvVars: []string{"GCOMPOSE_STATE"}, Usage: "state backend `URL`: a directory, file://DIR, etcd://host:2379[,host2:2379]/prefix (docs/state.md)"},
-		&cli.DurationFlag{Name: "lock-timeout", Usage: "wait up to `DURATION` for a state lock someone else holds; 0 fails at once"},
-		&cli.StringFlag{Name: "app", Usage: "application `NAME` (default: the descriptor's meta.name)"},
-		stateKeyFlag(),
-	}, etcdFlags()...)
-}
-
-func engineFlags() []cli.Flag {
-	return append(append(stateFlags(),
-		&cli.IntFlag{Name: "parallelism", Value: 10, Usage: "`N` resources worked on at once"},
-		&cli.DurationFlag{Name: "call-timeout", Value: runner.DefaultTimeout, Usage: "kill an adapter call that runs longer"},
-		&cli.DurationFlag{Name: "output-timeout", Value: 2 * time.Minute, Usage: "wait this long for a dependency output that is not reported yet"},
-		&cli.BoolFlag{Name: "verbose", Usage: "pass verbose to adapters and show their stderr"},
-	), imageFlags()...)
-}
-
-// imageFlags name the adapter images of the Golem lowering (adapters/golem/lowering).
-func imageFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "network-image", Value: lowering.DefaultImages().Network, Usage: "adapter image for GAP-16 networks"},
-		&cli.StringFlag{Name: "service-image", Value: lowering.DefaultImages().Service, Usage: "adapter image for GAP-16 services"},
-		&cli.StringFlag{Name: "payments-image", Value: lowering.DefaultImages().Payments, Usage: "adapter image for a Golem app's payments (allocation and keeper)"},
-		&cli.StringFlag{Name: "proxy-image", Value: lowering.DefaultImages().Proxy, Usage: "adapter image for the local HTTP/TCP proxies of Golem services"},
-	}
-}
-
-// interruptGraceFlag is --interrupt-grace of the commands that run the
-// engine (interrupt.go).
-func interruptGraceFlag() cli.Flag {
-	return &cli.DurationFlag{Name: "interrupt-grace", Value: defaultInterruptGrace,
-		Usage: "after a first Ctrl-C (SIGINT/SIGTERM), wait up to `DURATION` for the actions under way to finish before aborting them; a second Ctrl-C aborts at once"}
-}
-
-func openStore(c *cli.Context) (state.Store, error) {
-	url, err := stateURL(c)
-	if err != nil {
-		return nil, err
-	}
-	return openStateURL(c, url)
-}
-
-// loadAppState is the persisted state of the app --app or the descriptor
-// names, with that name; the store is closed again once read.
-func loadAppState(c *cli.Context) (string, *state.Document, error) {
-	name, _, err := appName(c, false)
-	if err != nil {
-		return "", nil, err
-	}
-	st, err := openStore(c)
-	if err != nil {
-		return "", nil, err
-	}
-	defer st.Close()
-	doc, err := st.Load(c.Context, name)
-	if err != nil {
-		return "", nil, withCode(exitError, err)
-	}
-	return name, doc, nil
-}
 
 func planCommand() *cli.Command {
 	return &cli.Command{
@@ -355,78 +285,4 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	}
 	finishRun(c, prog, command, name, out, res.Endpoints, res.Outputs.Values, !planOnly, time.Since(start), err)
 	return out, err
-}
-
-// confirmUnlessStopped is confirm, given up at an interrupt (the read of
-// the answer cannot be interrupted; it is left behind).
-func confirmUnlessStopped(stop context.Context, r io.Reader, w io.Writer, mode plan.Mode) (bool, error) {
-	type answer struct {
-		ok  bool
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		ok, err := confirm(r, w, mode)
-		ch <- answer{ok, err}
-	}()
-	select {
-	case a := <-ch:
-		return a.ok, a.err
-	case <-stop.Done():
-		fmt.Fprintln(w)
-		return false, apply.ErrInterrupted
-	}
-}
-
-// interruptMessage says what an interrupt does now, naming what is under
-// way.
-func interruptMessage(s interruptStage, grace time.Duration, running []string) string {
-	under := "nothing is under way"
-	if len(running) > 0 {
-		under = "under way: " + strings.Join(running, ", ")
-	}
-	switch s {
-	case stageStopping:
-		if len(running) == 0 {
-			return "Interrupt received: stopping; nothing new starts (" + under + ")"
-		}
-		return fmt.Sprintf("Interrupt received: nothing new starts; waiting up to %s for the actions %s. "+
-			"Press Ctrl-C again to abort them (their operations stay pending; the next deploy or destroy resolves them)", grace, under)
-	case stageGraceOver:
-		if len(running) == 0 {
-			return fmt.Sprintf("The %s grace period is over: stopping now (nothing is under way)", grace)
-		}
-		return fmt.Sprintf("The %s grace period is over: aborting the actions still %s (their operations stay pending)", grace, under)
-	case stageAborting:
-		if len(running) == 0 {
-			return "Second interrupt: stopping now; no action is under way, so none is cut short. Press Ctrl-C once more to exit at once"
-		}
-		return "Second interrupt: aborting the actions " + under + " (their operations stay pending; the next deploy or destroy resolves them). Press Ctrl-C once more to exit at once"
-	}
-	return "Third interrupt: exiting at once"
-}
-
-// confirm asks on a terminal; without one it refuses rather than blocking or
-// guessing, so a forgotten --yes in CI fails clearly.
-func confirm(r io.Reader, w io.Writer, mode plan.Mode) (bool, error) {
-	if !progress.InputIsTerminal(r) {
-		return false, withCode(exitError, fmt.Errorf("not asking for confirmation without a terminal: pass --yes to %s", mode))
-	}
-	fmt.Fprintf(w, "Do you want to %s? Only 'yes' will be accepted: ", mode)
-	line, _ := bufio.NewReader(r).ReadString('\n')
-	return strings.TrimSpace(line) == "yes", nil
-}
-
-// renderOptions wraps long plan values at the terminal's width; a plan
-// piped to a file or a CI log keeps every value on one line.
-func renderOptions(c *cli.Context) plan.RenderOptions {
-	return plan.RenderOptions{Width: progress.Width(c.App.Writer)}
-}
-
-// lowerer is how this CLI maps services and networks onto adapters: the
-// Golem lowering with the adapter images of its flags. Everything else
-// sees only core/lower.Lowering.
-func lowerer(c *cli.Context) lower.Lowering {
-	return lowering.Golem{Images: lowering.Images{Network: c.String("network-image"), Service: c.String("service-image"),
-		Payments: c.String("payments-image"), Proxy: c.String("proxy-image")}}
 }
