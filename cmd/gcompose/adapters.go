@@ -7,7 +7,6 @@ import (
 
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/project"
-	"github.com/gcompose/gcompose/core/state"
 )
 
 // openSession assembles what runs the application from the command's
@@ -24,7 +23,7 @@ func openSession(c *cli.Context, app string, p *project.Project, info, warn func
 
 // openSessionOn is openSession on a store already open, which the session
 // closes (gcompose reconcile opens a session per cycle on one store).
-func openSessionOn(c *cli.Context, app string, p *project.Project, st state.Store, info, warn func(string)) (*project.Session, error) {
+func openSessionOn(c *cli.Context, app string, p *project.Project, st *project.State, info, warn func(string)) (*project.Session, error) {
 	codec, err := stateCodec(c)
 	if err != nil {
 		st.Close()
@@ -42,7 +41,7 @@ func openSessionOn(c *cli.Context, app string, p *project.Project, st state.Stor
 		Project:       p,
 		App:           app,
 		Lowering:      lowerer(c),
-		Store:         st,
+		Store:         st.Store(),
 		Codec:         codec,
 		Redactor:      redactor(c),
 		Version:       version,

@@ -12,7 +12,6 @@ import (
 	"github.com/gcompose/gcompose/core/diff"
 	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/project"
-	"github.com/gcompose/gcompose/core/state"
 )
 
 // deployedGraphFlags are added to graph: --deployed reads the state.
@@ -33,7 +32,7 @@ func deployedGraph(c *cli.Context) (*graph.Graph, error) {
 	return stateGraph(doc)
 }
 
-func stateGraph(doc *state.Document) (*graph.Graph, error) {
+func stateGraph(doc *project.Document) (*graph.Graph, error) {
 	g := graph.New()
 	for _, n := range doc.Names() {
 		r := doc.Resources[n]
@@ -214,7 +213,7 @@ func loadSnapshot(c *cli.Context, spec string) (diff.Snapshot, error) {
 
 // readStateFile reads <dir>/<app>.json through the file backend (so the
 // journal beside it is replayed), or, failing that, as a bare document.
-func readStateFile(c *cli.Context, path string) (*state.Document, error) {
+func readStateFile(c *cli.Context, path string) (*project.Document, error) {
 	dir, base := filepath.Split(path)
 	app := strings.TrimSuffix(base, filepath.Ext(base))
 	if dir == "" {
@@ -226,18 +225,14 @@ func readStateFile(c *cli.Context, path string) (*state.Document, error) {
 			return nil, fmt.Errorf("state file: %w", err)
 		}
 	}
-	if st, err := state.NewFileStore(dir, state.Options{}); err == nil {
-		doc, lerr := st.Load(c.Context, app)
-		st.Close()
-		if lerr == nil && doc.App == app && len(doc.Resources) > 0 {
-			return doc, nil
-		}
+	if doc, err := project.ReadStateFile(c.Context, dir, app); err == nil && doc.App == app && len(doc.Resources) > 0 {
+		return doc, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("state file: %w", err)
 	}
-	var doc state.Document
+	var doc project.Document
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/project"
-	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/protocol"
 )
 
@@ -99,8 +98,8 @@ func logsCommand() *cli.Command {
 }
 
 // selectResources picks the resources the arguments name (all without).
-func selectResources(doc *state.Document, args []string) ([]*state.Resource, error) {
-	var out []*state.Resource
+func selectResources(doc *project.Document, args []string) ([]*project.Resource, error) {
+	var out []*project.Resource
 	for _, n := range doc.Names() {
 		r := doc.Resources[n]
 		if len(args) == 0 {
@@ -139,12 +138,11 @@ func runLogs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	raw, err := openStore(c)
+	st, err := openStore(c)
 	if err != nil {
 		return err
 	}
-	st := project.GuardStore(raw, codec, redactor(c))
-	doc, err := st.Load(c.Context, name)
+	doc, err := st.LoadGuarded(c.Context, name, codec, redactor(c))
 	st.Close()
 	if err != nil {
 		return withCode(exitError, err)
@@ -217,7 +215,7 @@ func printEntries(c *cli.Context, res string, es []logEntry, seen map[string]boo
 // followLogs asks each resource's adapter for its state every interval and
 // prints the log entries not seen yet. It changes nothing: only state calls
 // with desired "present" and the persisted config.
-func followLogs(c *cli.Context, sess *project.Session, rs []*state.Resource, seen map[string]map[string]bool) error {
+func followLogs(c *cli.Context, sess *project.Session, rs []*project.Resource, seen map[string]map[string]bool) error {
 	if sess.Project != nil {
 		if err := sess.Project.EnsurePlugDirs(func(msg string) { fmt.Fprintln(c.App.ErrWriter, "note:", msg) }); err != nil {
 			return withCode(exitError, err)

@@ -67,14 +67,13 @@ func runOutput(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	raw, err := openStore(c)
+	st, err := openStore(c)
 	if err != nil {
 		return err
 	}
 	// Through the secret guard: secret values are decrypted and learnt, so
 	// an output that holds one is masked.
-	st := project.GuardStore(raw, codec, redactor(c))
-	doc, err := st.Load(c.Context, name)
+	doc, err := st.LoadGuarded(c.Context, name, codec, redactor(c))
 	st.Close()
 	if err != nil {
 		return withCode(exitError, err)

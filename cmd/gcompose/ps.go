@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/display"
-	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/project"
 )
 
 func psCommand() *cli.Command {
@@ -79,7 +79,7 @@ func dash(s string) string {
 // shownStatus is a resource's status as ps and state tell it: Failed when
 // its last step failed (its pending operation records the failure), never
 // the status it had before, as if all were well.
-func shownStatus(r *state.Resource) string {
+func shownStatus(r *project.Resource) string {
 	if r.Pending != nil && r.Pending.Failed != "" {
 		return "Failed"
 	}
@@ -87,7 +87,7 @@ func shownStatus(r *state.Resource) string {
 }
 
 // failedStep is the failed step and why, in one line ("" when none).
-func failedStep(r *state.Resource) string {
+func failedStep(r *project.Resource) string {
 	if r.Pending == nil || r.Pending.Failed == "" {
 		return ""
 	}

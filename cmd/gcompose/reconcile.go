@@ -20,8 +20,6 @@ import (
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/reconcile"
-	"github.com/gcompose/gcompose/core/state"
-	"github.com/gcompose/gcompose/core/state/etcd"
 	"github.com/gcompose/gcompose/core/stateurl"
 	"github.com/gcompose/gcompose/internal/jsonout"
 	"github.com/gcompose/gcompose/internal/syncwriter"
@@ -118,8 +116,8 @@ func runReconcile(c *cli.Context) error {
 	} else if len(doc.Resources) == 0 {
 		return withCode(exitError, fmt.Errorf("nothing of %s is deployed in the state %s: gcompose reconcile keeps a deployed application running and deploys nothing itself; deploy it first (gcompose deploy)", name, stateurl.Redact(url)))
 	}
-	if fs, ok := st.(*state.FileStore); ok {
-		release, err := holdReconcilerLock(fs.Dir(), name)
+	if dir, ok := st.LocalDir(); ok {
+		release, err := holdReconcilerLock(dir, name)
 		if err != nil {
 			return withCode(exitError, err)
 		}
@@ -157,16 +155,11 @@ func runReconcile(c *cli.Context) error {
 	if err != nil {
 		return withCode(exitError, err)
 	}
-	var elector reconcile.Elector
-	if es, ok := st.(*etcd.Store); ok {
-		u, err := stateurl.ParseEtcd(url)
-		if err != nil {
-			return withCode(exitError, err)
-		}
-		holder := state.NewLockInfo("reconcile", version)
-		elector = &reconcile.EtcdElector{Client: es.Client(), Key: reconcile.ElectionKey(u.Prefix, name),
-			TTL: leaderTTL(c), Holder: holder.Holder + " id " + state.NewID()}
-	} else {
+	elector, err := st.Elector(name, version, leaderTTL(c))
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	if elector == nil {
 		logger.Warn("the state is not in etcd: this reconciler leads alone, with no standby to take over when it stops (a second one on this state is refused)", "state", stateurl.Redact(url))
 	}
 	note := func(level slog.Level) func(string) {
@@ -190,7 +183,7 @@ func runReconcile(c *cli.Context) error {
 		if b := p.App.Budget; b != nil {
 			in.Budget = reconcile.Budget{PerHour: b.PerHour, Total: b.Total}
 		}
-		sess, err := openSessionOn(c, name, p, project.KeepOpen{Store: st}, note(slog.LevelInfo), note(slog.LevelWarn))
+		sess, err := openSessionOn(c, name, p, st.KeepOpen(), note(slog.LevelInfo), note(slog.LevelWarn))
 		if err != nil {
 			return nil, err
 		}
@@ -313,7 +306,7 @@ func checkReconcileFlags(c *cli.Context) error {
 }
 
 // leaderTTL is --leader-ttl, else the state lock's TTL: a leader and its
-// lock then end together.
+// lock then end together. 0: the backend's default lock TTL.
 func leaderTTL(c *cli.Context) time.Duration {
 	if d := c.Duration("leader-ttl"); d > 0 {
 		return d
@@ -324,7 +317,7 @@ func leaderTTL(c *cli.Context) time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(stateurl.EnvLockTTL)); err == nil && d > 0 {
 		return d
 	}
-	return etcd.DefaultLockTTL
+	return 0 // the state backend's
 }
 
 // eventStream writes the reconciler's events and the engine's, as JSON

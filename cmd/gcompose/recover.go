@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/project"
 )
 
 func stateRecoverCommand() *cli.Command {
@@ -31,35 +31,28 @@ func stateRecover(c *cli.Context) error {
 		return err
 	}
 	defer st.Close()
-	rc, ok := st.(state.Recoverer)
-	if !ok {
-		return withCode(exitError, fmt.Errorf("state recover: the %T backend keeps nothing to recover from", st))
-	}
-	if _, err := st.Load(c.Context, name); err == nil {
+	lk := project.Locking{Operation: "state recover", Version: version, Timeout: c.Duration("lock-timeout")}
+	rec, err := st.Recover(c.Context, name, lk, func(rec *project.Recovery) (bool, error) {
+		fmt.Fprint(c.App.ErrWriter, rec.String())
+		if c.Bool("dry-run") {
+			return false, printJSON(c.App.Writer, rec.Doc)
+		}
+		if len(rec.Lost) > 0 && !c.Bool("force") {
+			return false, fmt.Errorf("part of the state of app %q could not be recovered (above): nothing was written. "+
+				"Look with --dry-run; write what could be recovered with --force, then run gcompose refresh to compare it with what exists", name)
+		}
+		return true, nil
+	})
+	switch {
+	case errors.Is(err, project.ErrIntact):
 		fmt.Fprintf(c.App.Writer, "the state of app %q is intact: nothing to recover\n", name)
 		return nil
-	} else if !errors.Is(err, state.ErrMissingDocument) && !errors.Is(err, state.ErrCorrupt) {
+	case errors.Is(err, project.ErrNoRecovery):
+		return withCode(exitError, fmt.Errorf("state recover: %w", err))
+	case err != nil:
 		return withCode(exitError, err)
-	}
-	lock, err := state.Acquire(c.Context, st, name, state.NewLockInfo("state recover", version), c.Duration("lock-timeout"))
-	if err != nil {
-		return withCode(exitError, err)
-	}
-	defer st.Unlock(c.Context, lock)
-	rec, err := rc.Recover(c.Context, name)
-	if err != nil {
-		return withCode(exitError, err)
-	}
-	fmt.Fprint(c.App.ErrWriter, rec.String())
-	if c.Bool("dry-run") {
-		return printJSON(c.App.Writer, rec.Doc)
-	}
-	if len(rec.Lost) > 0 && !c.Bool("force") {
-		return withCode(exitError, fmt.Errorf("part of the state of app %q could not be recovered (above): nothing was written. "+
-			"Look with --dry-run; write what could be recovered with --force, then run gcompose refresh to compare it with what exists", name))
-	}
-	if err := st.Replace(c.Context, lock, rec.Doc, true); err != nil {
-		return withCode(exitError, fmt.Errorf("writing the recovered state: %w", err))
+	case c.Bool("dry-run"):
+		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "%s: state recovered (lineage %s, serial %d, %d resources); gcompose refresh compares it with what exists\n",
 		name, rec.Doc.Lineage, rec.Doc.Serial, len(rec.Doc.Resources))

@@ -8,8 +8,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/secret"
-	"github.com/gcompose/gcompose/core/state"
 )
 
 // Secrets (docs/secrets.md): run() makes one redactor per run and wraps
@@ -102,19 +102,18 @@ func showSecretsFlag() cli.Flag {
 // loadShown loads a document for state show: decrypted when the key is
 // given; without it, encrypted values stay sealed (and are masked), unless
 // --show-secrets asks for them, which then fails naming what is needed.
-func loadShown(c *cli.Context, st state.Store, app string) (*state.Document, error) {
+func loadShown(c *cli.Context, st *project.State, app string) (*project.Document, error) {
 	codec, err := stateCodec(c)
 	if err != nil {
 		return nil, err
 	}
-	s := &secret.Store{Store: st, Codec: codec, Redactor: redactor(c), KeepSealed: !c.Bool("show-secrets")}
-	return s.Load(c.Context, app)
+	return st.LoadShown(c.Context, app, codec, redactor(c), !c.Bool("show-secrets"))
 }
 
 // showResource prints a resource of the state as JSON: every value holding
 // a secret (or still encrypted) as (sensitive), or, with --show-secrets,
 // everything in clear, past the output redactor.
-func showResource(c *cli.Context, r *state.Resource) error {
+func showResource(c *cli.Context, r *project.Resource) error {
 	w := c.App.Writer
 	if c.Bool("show-secrets") {
 		if u, ok := w.(interface{ Unwrap() io.Writer }); ok {
@@ -135,7 +134,7 @@ func showResource(c *cli.Context, r *state.Resource) error {
 // unsealDoc decrypts a document read without openSecretStore (diff of a
 // state file or of another backend) with the state key, when given; without
 // a key, envelopes stay (they show as (sensitive)).
-func unsealDoc(c *cli.Context, app string, doc *state.Document) (*state.Document, error) {
+func unsealDoc(c *cli.Context, app string, doc *project.Document) (*project.Document, error) {
 	codec, err := stateCodec(c)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/project"
 )
 
 func stateCommand() *cli.Command {
@@ -130,7 +130,7 @@ func stateShow(c *cli.Context) error {
 	// The status told truly: Failed when its last step failed (the
 	// pending operation says which and why).
 	shown := *r
-	shown.Status = state.Status(shownStatus(r))
+	shown.Status = project.Status(shownStatus(r))
 	return showResource(c, &shown)
 }
 

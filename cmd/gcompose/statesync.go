@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/stateurl"
 )
 
@@ -30,8 +29,8 @@ func etcdFlags() []cli.Flag {
 }
 
 // openStateURL opens the store url names with the etcd flags' options.
-func openStateURL(c *cli.Context, url string) (state.Store, error) {
-	opts := stateurl.Options{
+func openStateURL(c *cli.Context, url string) (*project.State, error) {
+	opts := project.StateOptions{
 		EtcdCACert:  c.String("etcd-cacert"),
 		EtcdCert:    c.String("etcd-cert"),
 		EtcdKey:     c.String("etcd-key"),
@@ -49,7 +48,7 @@ func openStateURL(c *cli.Context, url string) (state.Store, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	st, err := stateurl.Open(ctx, url, opts)
+	st, err := project.OpenState(ctx, url, opts)
 	if err != nil {
 		return nil, withCode(exitError, err)
 	}
@@ -116,7 +115,7 @@ func statePull(c *cli.Context) error {
 	return nil
 }
 
-func readDocument(c *cli.Context, path string) (*state.Document, error) {
+func readDocument(c *cli.Context, path string) (*project.Document, error) {
 	var data []byte
 	var err error
 	if path == "-" {
@@ -130,12 +129,9 @@ func readDocument(c *cli.Context, path string) (*state.Document, error) {
 	}
 	// A copy of a state file (APP.json, APP.json.backup) carries its
 	// checksum, which must match; unknown keys are refused.
-	doc, _, err := state.DecodeDocument(data)
+	doc, err := project.DecodeDocument(data)
 	if err != nil {
 		return nil, fmt.Errorf("state document %s: %w", path, err)
-	}
-	if doc.FormatVersion == 0 || !bytes.Contains(data, []byte(`"resources"`)) {
-		return nil, fmt.Errorf("state document %s: no format_version or no resources: not a gcompose state document (gcompose state pull writes one)", path)
 	}
 	return doc, nil
 }
@@ -167,29 +163,12 @@ func statePush(c *cli.Context) error {
 		return err
 	}
 	defer st.Close()
-	l, err := state.Acquire(c.Context, st, name, state.NewLockInfo("state push", version), c.Duration("lock-timeout"))
-	if err != nil {
-		return withCode(exitError, err)
-	}
-	err = st.Replace(c.Context, l, doc, force)
-	if uerr := st.Unlock(context.WithoutCancel(c.Context), l); err == nil && uerr != nil {
-		err = uerr
-	}
-	if err != nil {
-		return withCode(exitError, err)
-	}
-	after, err := st.Load(c.Context, name)
+	after, err := st.Push(c.Context, name, doc, force, project.Locking{Operation: "state push", Version: version, Timeout: c.Duration("lock-timeout")})
 	if err != nil {
 		return withCode(exitError, err)
 	}
 	fmt.Fprintf(c.App.Writer, "%s: pushed %d resources; serial %d, lineage %s\n", name, len(after.Resources), after.Serial, after.Lineage)
 	return nil
-}
-
-// remover is a store that can delete an application's state (state mv
-// --remove-source): the file, memory and etcd backends.
-type remover interface {
-	Remove(ctx context.Context, l *state.Lock) error
 }
 
 func stateMove(c *cli.Context) error {
@@ -216,44 +195,16 @@ func stateMove(c *cli.Context) error {
 		return err
 	}
 	defer dst.Close()
-	ctx := c.Context
-	rm, canRemove := src.(remover)
-	if c.Bool("remove-source") && !canRemove {
-		return withCode(exitError, fmt.Errorf("state mv: the source backend %s cannot remove state", shownFrom))
+	got, err := src.Move(c.Context, dst, name, c.Bool("force"), c.Bool("remove-source"),
+		project.Locking{Operation: "state mv", Version: version, Timeout: c.Duration("lock-timeout")})
+	if errors.Is(err, project.ErrNoSuchState) || errors.Is(err, project.ErrCannotRemove) {
+		err = fmt.Errorf("state mv: %w", err)
 	}
-	info := state.NewLockInfo("state mv", version)
-	ls, err := state.Acquire(ctx, src, name, info, c.Duration("lock-timeout"))
 	if err != nil {
-		return withCode(exitError, fmt.Errorf("source %s: %w", shownFrom, err))
-	}
-	defer src.Unlock(context.WithoutCancel(ctx), ls)
-	ld, err := state.Acquire(ctx, dst, name, info, c.Duration("lock-timeout"))
-	if err != nil {
-		return withCode(exitError, fmt.Errorf("target %s: %w", shownTo, err))
-	}
-	defer dst.Unlock(context.WithoutCancel(ctx), ld)
-	doc, err := src.Load(ctx, name)
-	if err != nil {
-		return withCode(exitError, fmt.Errorf("source %s: %w", shownFrom, err))
-	}
-	if doc.Serial == 0 {
-		return withCode(exitError, fmt.Errorf("state mv: no state for app %q in %s", name, shownFrom))
-	}
-	if err := dst.Replace(ctx, ld, doc, c.Bool("force")); err != nil {
-		return withCode(exitError, fmt.Errorf("target %s: %w", shownTo, err))
-	}
-	got, err := dst.Load(ctx, name)
-	if err != nil {
-		return withCode(exitError, fmt.Errorf("target %s: reading back: %w", shownTo, err))
-	}
-	if got.Lineage != doc.Lineage || len(got.Resources) != len(doc.Resources) {
-		return withCode(exitError, fmt.Errorf("target %s: read back lineage %s with %d resources, wrote %s with %d; the source is kept", shownTo, got.Lineage, len(got.Resources), doc.Lineage, len(doc.Resources)))
+		return withCode(exitError, err)
 	}
 	what := "kept"
 	if c.Bool("remove-source") {
-		if err := rm.Remove(ctx, ls); err != nil {
-			return withCode(exitError, fmt.Errorf("state copied to %s, but removing it from %s failed: %w", shownTo, shownFrom, err))
-		}
 		what = "removed"
 	}
 	fmt.Fprintf(c.App.Writer, "%s: moved %d resources (serial %d, lineage %s) from %s to %s; source %s\n",

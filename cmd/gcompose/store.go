@@ -3,10 +3,10 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/gcompose/gcompose/core/state"
+	"github.com/gcompose/gcompose/core/project"
 )
 
-func openStore(c *cli.Context) (state.Store, error) {
+func openStore(c *cli.Context) (*project.State, error) {
 	url, err := stateURL(c)
 	if err != nil {
 		return nil, err
@@ -16,7 +16,7 @@ func openStore(c *cli.Context) (state.Store, error) {
 
 // loadAppState is the persisted state of the app --app or the descriptor
 // names, with that name; the store is closed again once read.
-func loadAppState(c *cli.Context) (string, *state.Document, error) {
+func loadAppState(c *cli.Context) (string, *project.Document, error) {
 	name, _, err := appName(c, false)
 	if err != nil {
 		return "", nil, err

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/project"
-	"github.com/gcompose/gcompose/core/state"
 )
 
 // addressArg is a resource address as the user gave it: a NAME argument
@@ -49,7 +48,7 @@ func addressArgs(c *cli.Context) []addressArg {
 // The state is read only when the descriptor does not settle it; when it
 // cannot be read (damaged, or lost) the engine says why, so the check is
 // left to the planner.
-func checkAddresses(ctx context.Context, c *cli.Context, mode plan.Mode, app string, p *project.Project, st state.Store) error {
+func checkAddresses(ctx context.Context, c *cli.Context, mode plan.Mode, app string, p *project.Project, st *project.State) error {
 	given := addressArgs(c)
 	if len(given) == 0 {
 		return nil
