@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/gcompose/gcompose/core/address"
+	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/protocol"
@@ -241,7 +242,7 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 		desired = protocol.Present
 	}
 	if desired != protocol.Present && !info.Ext {
-		return nil, fmt.Errorf("%s: state call: adapter image %s speaks plain Deployster, which cannot be asked to make a resource %s", t.Name, t.Image, desired)
+		return nil, plan.Named(t.Name, fmt.Errorf("state call: adapter image %s speaks plain Deployster, which cannot be asked to make a resource %s", t.Image, desired))
 	}
 	mounts, err := mountsFor(info, t)
 	if err != nil {
@@ -348,7 +349,7 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 		text, identity, err := protocol.ParseIdentityLines(res.Stdout)
 		out := &ActionResult{Output: text, Identity: withStreamed(identity)}
 		if err != nil {
-			return out, fmt.Errorf("%s: %s call: %w; %s", t.Name, call, err, runner.FormatTail(res.StderrTail))
+			return out, plan.Named(t.Name, fmt.Errorf("%s call: %w; %s", call, err, runner.FormatTail(res.StderrTail)))
 		}
 		return out, nil
 	}
@@ -358,7 +359,7 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 		out.State, err = c.actionState(parsed.State)
 	}
 	if err != nil {
-		return out, fmt.Errorf("%s: %s call: %w (adapter %s); %s", t.Name, call, err, t.Image, runner.FormatTail(res.StderrTail))
+		return out, plan.Named(t.Name, fmt.Errorf("%s call: %w (adapter %s); %s", call, err, t.Image, runner.FormatTail(res.StderrTail)))
 	}
 	return out, nil
 }
@@ -551,7 +552,7 @@ func (c *Client) run(ctx context.Context, t Target, info *Info, spec protocol.Ac
 
 	stdin, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s call: encode request: %w", t.Name, call, err)
+		return nil, plan.Named(t.Name, fmt.Errorf("%s call: encode request: %w", call, err))
 	}
 	image, shown := info.ImageID, t.Image
 	if spec.Image != "" {

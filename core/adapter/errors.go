@@ -48,9 +48,15 @@ type AnswerError struct {
 	Err        error
 }
 
-func (e *AnswerError) Error() string {
+func (e *AnswerError) Error() string { return e.Resource + ": " + e.Reason() }
+
+// ResourceAddress is the resource whose adapter answered.
+func (e *AnswerError) ResourceAddress() string { return e.Resource }
+
+// Reason is the error without the resource's address.
+func (e *AnswerError) Reason() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s: %s call: ", e.Resource, e.Call)
+	fmt.Fprintf(&sb, "%s call: ", e.Call)
 	switch {
 	case len(e.Violations) > 0:
 		for i, v := range e.Violations {
@@ -109,9 +115,15 @@ type ConfigError struct {
 	Err        error
 }
 
-func (e *ConfigError) Error() string {
+func (e *ConfigError) Error() string { return e.Resource + ": " + e.Reason() }
+
+// ResourceAddress is the resource whose config is refused.
+func (e *ConfigError) ResourceAddress() string { return e.Resource }
+
+// Reason is the error without the resource's address.
+func (e *ConfigError) Reason() string {
 	if len(e.Violations) == 0 {
-		return fmt.Sprintf("%s: config: %v", e.Resource, e.Err)
+		return fmt.Sprintf("config: %v", e.Err)
 	}
 	parts := make([]string, len(e.Violations))
 	for i, v := range e.Violations {
@@ -121,8 +133,8 @@ func (e *ConfigError) Error() string {
 		}
 		parts[i] = p + ": " + v.Message
 	}
-	return fmt.Sprintf("%s: config invalid at %s (checked before the state call against the config_schema of adapter %s)",
-		e.Resource, strings.Join(parts, "; at "), e.Image)
+	return fmt.Sprintf("config invalid at %s (checked before the state call against the config_schema of adapter %s)",
+		strings.Join(parts, "; at "), e.Image)
 }
 
 func (e *ConfigError) Unwrap() error { return e.Err }

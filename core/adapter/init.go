@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gcompose/gcompose/core/address"
+	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -18,7 +19,7 @@ import (
 func (c *Client) Init(ctx context.Context, image, resourceName string) (*Info, error) {
 	id, err := c.ImageID(ctx, image)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", resourceName, err)
+		return nil, plan.Named(resourceName, err)
 	}
 	info, err := do(ctx, c, c.inits, id, func() (*Info, error) {
 		if info := c.loadInit(id, image); info != nil {
@@ -35,7 +36,7 @@ func (c *Client) Init(ctx context.Context, image, resourceName string) (*Info, e
 	if errors.As(err, &ie) {
 		if ie.resource != resourceName {
 			// The init that failed ran for another resource of the image.
-			return nil, fmt.Errorf("%s: adapter image %s unusable: %w", resourceName, image, ie.err)
+			return nil, plan.Named(resourceName, fmt.Errorf("adapter image %s unusable: %w", image, ie.err))
 		}
 		return nil, ie.err
 	}
@@ -57,7 +58,7 @@ func (c *Client) runInit(ctx context.Context, image, id, resource string) (*Info
 	req := protocol.Request{Name: address.AdapterName(resource), Type: image, Version: c.opts.Version, Verbose: c.opts.Verbose, Workspace: c.opts.Workspace}
 	stdin, err := json.Marshal(req)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: init call: encode request: %w", resource, err)
+		return nil, nil, plan.Named(resource, fmt.Errorf("init call: encode request: %w", err))
 	}
 	timeout := c.opts.InitTimeout
 	if timeout == 0 {
@@ -75,8 +76,8 @@ func (c *Client) runInit(ctx context.Context, image, id, resource string) (*Info
 		return nil, nil, c.answerError(resource, protocol.CallInit, image, res, err)
 	}
 	if info.Ext && info.Protocol != protocol.Version {
-		return nil, nil, fmt.Errorf("%s: init call: adapter image %s speaks gcompose protocol %d, this gcompose speaks %d; %s",
-			resource, image, info.Protocol, protocol.Version, upgradeHint(info.Protocol))
+		return nil, nil, plan.Named(resource, fmt.Errorf("init call: adapter image %s speaks gcompose protocol %d, this gcompose speaks %d; %s",
+			image, info.Protocol, protocol.Version, upgradeHint(info.Protocol)))
 	}
 	return info, res.Stdout, nil
 }

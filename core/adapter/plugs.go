@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/gcompose/gcompose/core/address"
+	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/runner"
 )
 
@@ -42,28 +43,28 @@ func mountsFor(info *Info, t Target) ([]runner.Mount, error) {
 			if want.Optional {
 				continue
 			}
-			return nil, fmt.Errorf("%s: adapter %s requires plug %q, which the descriptor does not define (add it under plugs:)", t.Name, t.Image, name)
+			return nil, plan.Named(t.Name, fmt.Errorf("adapter %s requires plug %q, which the descriptor does not define (add it under plugs:)", t.Image, name))
 		}
 		// Patterns name resources as the descriptor writes them, even one
 		// whose adapter still receives the address it was created under.
 		allowed, err := p.allows(address.AdapterName(t.Name), t.Image)
 		if err != nil {
-			return nil, fmt.Errorf("%s: plug %q: %w", t.Name, name, err)
+			return nil, plan.Named(t.Name, fmt.Errorf("plug %q: %w", name, err))
 		}
 		if !allowed {
 			if want.Optional {
 				continue
 			}
-			return nil, fmt.Errorf("%s: adapter %s requires plug %q, which the descriptor does not allow for this resource (resource_names/resource_types)", t.Name, t.Image, name)
+			return nil, plan.Named(t.Name, fmt.Errorf("adapter %s requires plug %q, which the descriptor does not allow for this resource (resource_names/resource_types)", t.Image, name))
 		}
 		if p.ReadOnly && want.IsWritable() && !want.Optional {
-			return nil, fmt.Errorf("%s: adapter %s requires plug %q writable, but the descriptor makes it read_only", t.Name, t.Image, name)
+			return nil, plan.Named(t.Name, fmt.Errorf("adapter %s requires plug %q writable, but the descriptor makes it read_only", t.Image, name))
 		}
 		if p.ReadOnly && want.IsWritable() {
 			continue
 		}
 		if p.Path == "" {
-			return nil, fmt.Errorf("%s: plug %q has no path", t.Name, name)
+			return nil, plan.Named(t.Name, fmt.Errorf("plug %q has no path", name))
 		}
 		mounts = append(mounts, runner.Mount{HostPath: p.Path, ContainerPath: want.ContainerPath, ReadOnly: p.ReadOnly || !want.IsWritable()})
 	}

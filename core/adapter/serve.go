@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/runner"
 	"github.com/gcompose/gcompose/protocol"
 )
@@ -133,7 +134,7 @@ func (c *Client) serverOf(ctx context.Context, sl *slot, t Target, info *Info, n
 		case <-sl.srv.dead:
 			sl.lastErr = sl.srv.deadErr
 			if sl.restarts >= serveRestarts {
-				return nil, fmt.Errorf("%s: adapter %s server died again and is not restarted: %w", t.Name, t.Image, sl.lastErr)
+				return nil, plan.Named(t.Name, fmt.Errorf("adapter %s server died again and is not restarted: %w", t.Image, sl.lastErr))
 			}
 			sl.restarts++
 			c.log.Warn("adapter server died; restarting it", "image", t.Image, "err", sl.lastErr)

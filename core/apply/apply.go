@@ -190,7 +190,7 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan) (*Result, error) {
 func (r *run) failed(s *plan.Step) error {
 	// The outcome names the resource already: its error says the rest. The
 	// planner's error stays in the chain (errors.Is/As), not parsed back.
-	var err error = &stepError{msg: strings.TrimPrefix(s.Error, s.Resource+": "), err: s.Err}
+	var err error = &stepError{msg: s.ErrorReason(), err: s.Err}
 	r.mu.Lock()
 	r.res.Outcomes[s.Resource] = &Outcome{Resource: s.Resource, Op: s.Op, Err: err}
 	r.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
 )
 
@@ -34,7 +35,7 @@ func (e *FailedError) Unwrap() []error {
 func (e *FailedError) Error() string {
 	s := fmt.Sprintf("%d resource(s) failed:", len(e.Outcomes))
 	for _, o := range e.Outcomes {
-		s += "\n  " + o.Resource + ": " + strings.TrimPrefix(o.Err.Error(), o.Resource+": ")
+		s += "\n  " + o.Resource + ": " + plan.Reason(o.Resource, o.Err)
 	}
 	return s
 }

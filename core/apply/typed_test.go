@@ -13,10 +13,13 @@ import (
 	"github.com/gcompose/gcompose/protocol"
 )
 
-// quotaError is an error type an adapter client could return.
+// quotaError is an error type an adapter client could return: one that
+// names its resource (plan.Addressed).
 type quotaError struct{ resource string }
 
-func (e *quotaError) Error() string { return e.resource + ": state call: quota exceeded" }
+func (e *quotaError) Error() string           { return e.resource + ": " + e.Reason() }
+func (e *quotaError) Reason() string          { return "state call: quota exceeded" }
+func (e *quotaError) ResourceAddress() string { return e.resource }
 
 // quotaAdapters fails the state calls of one resource with a quotaError.
 type quotaAdapters struct {

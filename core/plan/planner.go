@@ -282,9 +282,15 @@ type RefusedError struct {
 	Message  string
 }
 
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%s: refused by its adapter %s: %s", e.Resource, e.Type, e.Message)
+func (e *RefusedError) Error() string { return e.Resource + ": " + e.Reason() }
+
+// Reason is the refusal without the resource's address.
+func (e *RefusedError) Reason() string {
+	return fmt.Sprintf("refused by its adapter %s: %s", e.Type, e.Message)
 }
+
+// ResourceAddress is the resource refused.
+func (e *RefusedError) ResourceAddress() string { return e.Resource }
 
 // Refused is the *RefusedError of an answer that refuses, else nil.
 func Refused(name, typ string, ans *protocol.StateResult) error {
@@ -292,15 +298,6 @@ func Refused(name, typ string, ans *protocol.StateResult) error {
 		return nil
 	}
 	return &RefusedError{Resource: name, Type: typ, Message: ans.Gcompose.Refuse.Message}
-}
-
-// Named prefixes err with the resource name unless it already starts with
-// it (adapter errors do), so messages name the resource exactly once.
-func Named(name string, err error) error {
-	if err == nil || strings.HasPrefix(err.Error(), name+":") || strings.HasPrefix(err.Error(), name+" ") {
-		return err
-	}
-	return fmt.Errorf("%s: %w", name, err)
 }
 
 func keepKnown(names []string, known map[string]*state.Resource) []string {

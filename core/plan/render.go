@@ -46,7 +46,7 @@ func (p *Plan) Render(w io.Writer, opt RenderOptions) {
 			notes = append(notes, "drift: "+s.Drift)
 		}
 		if s.Error != "" {
-			notes = append(notes, strings.TrimPrefix(s.Error, s.Resource+": "))
+			notes = append(notes, s.ErrorReason())
 		} else if s.Reason != "" {
 			notes = append(notes, s.Reason)
 		}

@@ -117,8 +117,14 @@ type SecretArgsError struct {
 	Resource, Action string
 }
 
-func (e *SecretArgsError) Error() string {
-	return fmt.Sprintf("%s: the adapter asked to run action %q with a secret in its container arguments, which docker inspect and ps show: refused (adapters get secrets on stdin only)", e.Resource, e.Action)
+func (e *SecretArgsError) Error() string { return e.Resource + ": " + e.Reason() }
+
+// ResourceAddress is the resource whose action is refused.
+func (e *SecretArgsError) ResourceAddress() string { return e.Resource }
+
+// Reason is the refusal without the resource's address.
+func (e *SecretArgsError) Reason() string {
+	return fmt.Sprintf("the adapter asked to run action %q with a secret in its container arguments, which docker inspect and ps show: refused (adapters get secrets on stdin only)", e.Action)
 }
 
 func (a *secretFieldAdapters) Action(ctx context.Context, c plan.Call, act protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {

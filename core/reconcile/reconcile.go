@@ -394,7 +394,7 @@ func withCauses(err error, out *engine.Outcome) error {
 	}
 	var causes []string
 	for _, o := range out.Result.Failed() {
-		if o.Skipped || o.Err == nil || errors.Is(o.Err, apply.ErrInterrupted) || strings.Contains(err.Error(), o.Err.Error()) {
+		if o.Skipped || o.Err == nil || errors.Is(o.Err, apply.ErrInterrupted) || errors.Is(err, o.Err) {
 			continue
 		}
 		causes = append(causes, plan.Named(o.Resource, o.Err).Error())

@@ -6,6 +6,7 @@ package memadapter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -178,7 +179,7 @@ func (a *Adapter) State(ctx context.Context, c plan.Call, desired string) (*prot
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.FailState[c.Name] {
-		return nil, fmt.Errorf("%s: state call: adapter broken on purpose", c.Name)
+		return nil, plan.Named(c.Name, errors.New("state call: adapter broken on purpose"))
 	}
 	obj, exists := a.objects[c.Name]
 	if msg, ok := a.Refuse[c.Name]; ok && desired == protocol.Present {
