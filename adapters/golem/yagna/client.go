@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gcompose/gcompose/internal/backoff"
 )
 
 // API prefixes, as the specs' servers.
@@ -293,18 +295,14 @@ func (r request) policy() retryPolicy {
 // Backoff returns the pause before retry number attempt (1, 2, ...): base
 // doubled attempt-1 times, capped at MaxBackoff, then drawn uniformly from
 // its upper half so that clients that failed together do not retry
-// together.
+// together. internal/backoff centres its jitter on the wait: the upper
+// half [d/2, d] of a wait d is 3/4 of it, ±1/3.
 func Backoff(base time.Duration, attempt int) time.Duration {
 	if base <= 0 {
 		base = DefaultBackoff
 	}
-	d := base
-	for i := 1; i < attempt && d < MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, MaxBackoff)
-	half := d / 2
-	return half + rand.N(half+1)
+	p := backoff.Policy{Base: base * 3 / 4, Max: MaxBackoff * 3 / 4, Jitter: 1.0 / 3}
+	return p.Delay(max(attempt-1, 0), rand.Float64())
 }
 
 // sleep waits d or until ctx ends.
