@@ -175,13 +175,9 @@ func runReconcile(c *cli.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		desired, err := p.Desired()
+		in, err := p.Intent(name)
 		if err != nil {
 			return nil, err
-		}
-		in := &reconcile.Intent{App: name, Desired: desired, Outputs: p.Outputs()}
-		if b := p.App.Budget; b != nil {
-			in.Budget = reconcile.Budget{PerHour: b.PerHour, Total: b.Total}
 		}
 		sess, err := openSessionOn(c, name, p, st.KeepOpen(), note(slog.LevelInfo), note(slog.LevelWarn))
 		if err != nil {

@@ -16,6 +16,20 @@ type KeepOpen struct{ state.Store }
 // Close leaves the store open.
 func (KeepOpen) Close() error { return nil }
 
+// Intent is what a reconciler of app keeps running from this project: what
+// it lowers to, its outputs, its budget.
+func (p *Project) Intent(app string) (*reconcile.Intent, error) {
+	desired, err := p.Desired()
+	if err != nil {
+		return nil, err
+	}
+	in := &reconcile.Intent{App: app, Desired: desired, Outputs: p.Outputs()}
+	if b := p.App.Budget; b != nil {
+		in.Budget = reconcile.Budget{PerHour: b.PerHour, Total: b.Total}
+	}
+	return in, nil
+}
+
 // ReconcileSession is s as one reconciler cycle's session: it wants intent
 // and runs the reconciler's requests through s, reporting to observer.
 func ReconcileSession(s *Session, intent *reconcile.Intent, observer apply.Observer) reconcile.Session {
