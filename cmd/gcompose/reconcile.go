@@ -117,7 +117,7 @@ func runReconcile(c *cli.Context) error {
 		return withCode(exitError, fmt.Errorf("nothing of %s is deployed in the state %s: gcompose reconcile keeps a deployed application running and deploys nothing itself; deploy it first (gcompose deploy)", name, stateurl.Redact(url)))
 	}
 	if dir, ok := st.LocalDir(); ok {
-		release, err := holdReconcilerLock(dir, name)
+		release, err := project.HoldReconcilerLock(dir, name)
 		if err != nil {
 			return withCode(exitError, err)
 		}

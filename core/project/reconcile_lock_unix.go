@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package project
 
 import (
 	"errors"
@@ -12,13 +12,13 @@ import (
 	"time"
 )
 
-// holdReconcilerLock makes this process the one reconciler of app on the
+// HoldReconcilerLock makes this process the one reconciler of app on the
 // file state in dir, for as long as it runs: an OS lock (flock) on
 // dir/APP.reconcile, which the kernel releases when the process ends,
 // however it ends. With the file backend there is no election: a second
 // reconciler would only repeat the first's refreshes, so it is refused,
 // naming the one that holds the lock.
-func holdReconcilerLock(dir, app string) (release func(), err error) {
+func HoldReconcilerLock(dir, app string) (release func(), err error) {
 	path := filepath.Join(dir, app+".reconcile")
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
