@@ -615,10 +615,10 @@ func testLedger(t *testing.T, s state.Store, reopen func(t *testing.T) state.Sto
 	l := MustLock(t, s, "app")
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	a, b, c := Res("a", 1), Res("b", 2), Res("c", 3)
-	a.Spent = &state.Spent{Amount: "0.5", Currency: "GLM", At: at}
+	a.Spent = &state.Spent{Amount: "0.5", Currency: "EUR", At: at}
 	b.Spent = &state.Spent{Amount: "1", Currency: "USD", At: at}
 	MustApply(t, s, l, state.Put(a), state.Put(b), state.Put(c))
-	MustApply(t, s, l, state.DeleteSpent("a", &state.Spent{Amount: "0.75", Currency: "GLM", Due: "0.01", At: at}))
+	MustApply(t, s, l, state.DeleteSpent("a", &state.Spent{Amount: "0.75", Currency: "EUR", Due: "0.01", At: at}))
 	MustApply(t, s, l, state.DeleteSpent("b", b.Spent), state.Delete("c"))
 	check := func(d *state.Document) {
 		t.Helper()
