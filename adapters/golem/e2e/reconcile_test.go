@@ -479,6 +479,10 @@ type costReport struct {
 		Items    int    `json:"items"`
 		Amount   string `json:"amount"`
 	} `json:"resources"`
+	Ended []struct {
+		Resource string `json:"resource"`
+		Amount   string `json:"amount"`
+	} `json:"ended"`
 	Totals []struct {
 		Currency string `json:"currency"`
 		Amount   string `json:"amount"`
@@ -500,9 +504,13 @@ func (r costReport) accepted(t *testing.T) float64 {
 	return 0
 }
 
-func (e *env) cost(ctx context.Context) costReport {
+// cost runs gcompose cost --json with args (none: --app).
+func (e *env) cost(ctx context.Context, args ...string) costReport {
 	e.t.Helper()
-	cmd := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state, "--json")
+	if len(args) == 0 {
+		args = []string{"--app", e.app}
+	}
+	cmd := exec.CommandContext(ctx, e.bin, append(append([]string{"cost"}, args...), "--state", e.state, "--json")...)
 	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	out, err := cmd.Output()
 	if err != nil {
