@@ -7,7 +7,7 @@ GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 # Build tools (not images), kept out of bin/, which is the images' build context.
 TOOLS     := .tools
 
-.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy cross demo clean devnet interrupt-sweep reconcile-sweep clean-test-images
+.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy nocurrency cross demo clean devnet interrupt-sweep reconcile-sweep clean-test-images
 
 all: build
 
@@ -36,7 +36,13 @@ images: binaries $(BIN)/busybox $(BIN)/ca-certificates.crt $(TOOLS)/imagebuild
 	@for b in $(IMAGES); do if [ -f images/$$b.Dockerfile ]; then echo "image gcompose/$$b:dev"; $(TOOLS)/imagebuild -f images/$$b.Dockerfile -t gcompose/$$b:dev $(BIN) || exit 1; fi; done
 	@echo "image gcompose/gcompose:dev"; $(TOOLS)/imagebuild -f images/gcompose.Dockerfile -t gcompose/gcompose:dev $(BIN)
 
-lint: fmt vet tidy
+lint: fmt vet tidy nocurrency
+
+# core/ is the generic engine: what things cost is the adapters' to say (protocol: spent, cost), in their
+# currency. No Golem currency in core/, code, messages or test data; the dApp-store conformance inputs are
+# third-party descriptors quoted as written (one is named "GLM Query").
+nocurrency:
+	@if grep -rn GLM core/ --exclude-dir=conformance; then echo 'nocurrency: core/ names the Golem currency (above): costs and currencies come from the adapters'; exit 1; fi
 
 # go.mod must say what the code imports: a direct import marked `// indirect`, or a module tidy would add or
 # drop, fails here. -diff prints what tidy would change and exits 1 without writing anything.

@@ -232,6 +232,11 @@ type InitExt struct {
 	// resource's state as the verifying state call would answer it
 	// (RequestExt.AnswerState, StatePrefix), which saves that call.
 	ActionState bool `json:"action_state,omitempty"`
+	// Spend says the adapter's state answers report what the resource has
+	// cost so far (StateExt.Spent). gcompose reads spent only from an
+	// adapter that declared it: gcompose cost and the reconciler's budget
+	// sum what such adapters report.
+	Spend bool `json:"spend,omitempty"`
 }
 
 // CheckResult is the check answer: OK, or the Problem in one line for
@@ -310,6 +315,31 @@ type StateExt struct {
 	// deploy refuses before any action. Plain Deployster adapters cannot
 	// say it.
 	Refuse *Refusal `json:"refuse,omitempty"`
+	// Spent is what the resource has cost so far, for an adapter that
+	// declared InitExt.Spend: gcompose records it with the resource (and
+	// keeps it in the state's ledger once the resource is removed).
+	Spent *Spent `json:"spent,omitempty"`
+}
+
+// Spent is what a resource has cost so far, as its adapter knows it (for
+// Golem: the debit notes and invoices accepted for its agreements).
+// Amounts are decimal strings ("0.000125"), exact in any currency.
+type Spent struct {
+	// Amount is what was paid or accepted for payment so far.
+	Amount string `json:"amount"`
+	// Currency of every amount ("GLM", "USD").
+	Currency string `json:"currency"`
+	// Due is what was asked and not accepted yet (a provider's latest
+	// debit note), beyond Amount.
+	Due string `json:"due,omitempty"`
+	// PerHour is the rate of what runs now, "" when nothing runs.
+	PerHour string `json:"per_hour,omitempty"`
+	// Covers says what the amounts count, in one line for people ("3
+	// agreements: accepted invoices, else the last accepted debit notes").
+	Covers string `json:"covers,omitempty"`
+	// Items counts the separately billed things behind the amounts (a
+	// Golem service's agreements: the current one and those it replaced).
+	Items int `json:"items,omitempty"`
 }
 
 // Refusal is an adapter's "this cannot succeed", in one line for people

@@ -39,9 +39,9 @@ func reconcileCommand() *cli.Command {
 		&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9464", EnvVars: []string{"GCOMPOSE_RECONCILE_LISTEN"},
 			Usage: "serve /metrics (Prometheus) and /healthz on `ADDRESS`; empty: neither"},
 		&cli.Float64Flag{Name: "max-glm-per-hour", EnvVars: []string{"GCOMPOSE_MAX_GLM_PER_HOUR"},
-			Usage: "rent no replacement that would take the application above `GLM` per hour (overrides budget.per_hour)"},
+			Usage: "rent no replacement that would take the application above `AMOUNT` per hour, in the adapters' currency (overrides budget.per_hour)"},
 		&cli.Float64Flag{Name: "max-glm-total", EnvVars: []string{"GCOMPOSE_MAX_GLM_TOTAL"},
-			Usage: "rent no replacement whose whole agreement would take what the application spent above `GLM` (overrides budget.total)"},
+			Usage: "rent no replacement whose whole agreement would take what the application spent above `AMOUNT`, in the adapters' currency (overrides budget.total)"},
 		&cli.DurationFlag{Name: "grace", Value: 30 * time.Second,
 			Usage: "when stopped or no longer leader, let the actions under way finish for up to `DURATION`, then abort them"},
 		&cli.IntFlag{Name: "cycles", Usage: "stop after `N` cycles as leader (0: run until stopped); the exit code is 1 when the last one failed, was refused or found the descriptor changed"},
@@ -151,10 +151,6 @@ func runReconcile(c *cli.Context) error {
 			logger.Info(ev.Message, args...)
 		}
 	}
-	spender, err := spenderFromEnv(name)
-	if err != nil {
-		return withCode(exitError, err)
-	}
 	elector, err := st.Elector(name, version, leaderTTL(c))
 	if err != nil {
 		return withCode(exitError, err)
@@ -186,7 +182,7 @@ func runReconcile(c *cli.Context) error {
 		return project.ReconcileSession(sess, in, observe), nil
 	}
 	cfg := reconcile.Config{
-		App: name, Open: open, Spender: spender, Elector: elector,
+		App: name, Open: open, Elector: elector,
 		Backoff: backoff, Grace: c.Duration("grace"), Budget: budget, Cycles: c.Int("cycles"),
 		Log: logger, Redactor: redactor(c),
 	}
@@ -279,7 +275,7 @@ func budgetFlags(c *cli.Context) (reconcile.Budget, error) {
 	}{{"max-glm-per-hour", &b.PerHour}, {"max-glm-total", &b.Total}} {
 		v := c.Float64(f.name)
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return b, fmt.Errorf("%s %v: must be a GLM amount of 0 or more (0: the descriptor's budget, if any)", flagSaid(c, f.name), v)
+			return b, fmt.Errorf("%s %v: must be an amount of 0 or more, in the currency the adapters report (0: the descriptor's budget, if any)", flagSaid(c, f.name), v)
 		}
 		*f.to = v
 	}

@@ -211,9 +211,9 @@ func TestE2EReconcileRefusesBadInput(t *testing.T) {
 		{[]string{"--grace", "0"}, nil, "--grace 0s: must be above 0"},
 		{[]string{"--cycles", "-1"}, nil, "--cycles -1: must be 0 (run until stopped) or more"},
 		{[]string{"--leader-ttl", "500ms"}, nil, "--leader-ttl 500ms: must be at least 1s"},
-		{[]string{"--max-glm-per-hour", "-1"}, nil, "--max-glm-per-hour -1: must be a GLM amount of 0 or more"},
-		{[]string{"--max-glm-total", "NaN"}, nil, "--max-glm-total NaN: must be a GLM amount of 0 or more"},
-		{nil, map[string]string{"GCOMPOSE_MAX_GLM_TOTAL": "-2"}, "--max-glm-total ($GCOMPOSE_MAX_GLM_TOTAL) -2: must be a GLM amount of 0 or more"},
+		{[]string{"--max-glm-per-hour", "-1"}, nil, "--max-glm-per-hour -1: must be an amount of 0 or more, in the currency the adapters report (0: the descriptor's budget, if any)"},
+		{[]string{"--max-glm-total", "NaN"}, nil, "--max-glm-total NaN: must be an amount of 0 or more, in the currency the adapters report (0: the descriptor's budget, if any)"},
+		{nil, map[string]string{"GCOMPOSE_MAX_GLM_TOTAL": "-2"}, "--max-glm-total ($GCOMPOSE_MAX_GLM_TOTAL) -2: must be an amount of 0 or more, in the currency the adapters report (0: the descriptor's budget, if any)"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			for k, v := range tc.env {
@@ -232,7 +232,7 @@ func TestE2EReconcileRefusesBadInput(t *testing.T) {
 	// testdata/cases/budget-*); this is what a person running reconcile
 	// sees of one: the file, line and column, the value and what is
 	// accepted, and nothing else of the schema.
-	const accepted = `is not a GLM amount above 0: write a number such as 2 or 0.5, or a decimal string such as "0.5"; leave the key out for no limit`
+	const accepted = `is not an amount above 0 (in the adapters' currency): write a number such as 2 or 0.5, or a decimal string such as "0.5"; leave the key out for no limit`
 	for _, tc := range []struct{ budget, want string }{
 		{"per_hour: -1", "bad.yaml:17:20: budget.per_hour: -1 " + accepted},
 		{`per_hour: "abc"`, `bad.yaml:17:20: budget.per_hour: "abc" ` + accepted},

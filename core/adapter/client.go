@@ -269,7 +269,18 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 	if err := json.Unmarshal(raw, &sr); err != nil {
 		return nil, c.answerError(t.Name, protocol.CallState, t.Image, res, err)
 	}
-	return &sr, nil
+	return declaredOnly(info, &sr), nil
+}
+
+// declaredOnly drops what an answer reports that its adapter did not
+// declare at init: spent is read only from an adapter that said its state
+// answers report it (InitExt.Spend), so that a spend member is never taken
+// from an adapter that means something else by it.
+func declaredOnly(info *Info, sr *protocol.StateResult) *protocol.StateResult {
+	if sr.Gcompose != nil && sr.Gcompose.Spent != nil && (info.Init.Gcompose == nil || !info.Init.Gcompose.Spend) {
+		sr.Gcompose.Spent = nil
+	}
+	return sr
 }
 
 // Action runs one action of a STALE answer. staleState is that answer's
@@ -356,7 +367,7 @@ func (c *Client) Action(ctx context.Context, t Target, a protocol.ActionSpec, st
 	parsed, err := protocol.ParseActionOutput(res.Stdout)
 	out := &ActionResult{Output: parsed.Text, Identity: withStreamed(parsed.Identity)}
 	if err == nil && parsed.State != nil {
-		out.State, err = c.actionState(parsed.State)
+		out.State, err = c.actionState(info, parsed.State)
 	}
 	if err != nil {
 		return out, plan.Named(t.Name, fmt.Errorf("%s call: %w (adapter %s); %s", call, err, t.Image, runner.FormatTail(res.StderrTail)))
@@ -373,7 +384,7 @@ func (c *Client) asksState(info *Info, t Target) bool {
 
 // actionState checks the state line of an action as the answer of a state
 // call is checked.
-func (c *Client) actionState(raw json.RawMessage) (*protocol.StateResult, error) {
+func (c *Client) actionState(info *Info, raw json.RawMessage) (*protocol.StateResult, error) {
 	if err := c.v.ValidateStateResult(raw); err != nil {
 		return nil, fmt.Errorf("state line: %w", err)
 	}
@@ -381,7 +392,7 @@ func (c *Client) actionState(raw json.RawMessage) (*protocol.StateResult, error)
 	if err := json.Unmarshal(raw, &sr); err != nil {
 		return nil, fmt.Errorf("state line: %w", err)
 	}
-	return &sr, nil
+	return declaredOnly(info, &sr), nil
 }
 
 // Sweep asks a sweep-capable adapter (InitExt.Sweep) for the objects it made

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gcompose/gcompose/core/expr"
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/spend"
 	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/jsonvalue"
 	"github.com/gcompose/gcompose/protocol"
@@ -23,7 +24,9 @@ import (
 // Persister records resource changes durably before returning.
 type Persister interface {
 	Put(ctx context.Context, r *state.Resource) error
-	Remove(ctx context.Context, name string) error
+	// Remove forgets name, keeping what it had cost (spent, nil for
+	// nothing) in the state's ledger.
+	Remove(ctx context.Context, name string, spent *state.Spent) error
 }
 
 // Executor carries out plans.
@@ -301,8 +304,8 @@ func (r *run) put(ctx context.Context, res *state.Resource) error {
 	return nil
 }
 
-func (r *run) forget(ctx context.Context, name string) error {
-	if err := r.e.Store.Remove(ctx, name); err != nil {
+func (r *run) forget(ctx context.Context, name string, spent *state.Spent) error {
+	if err := r.e.Store.Remove(ctx, name, spent); err != nil {
 		return fmt.Errorf("removing %s from state: %w", name, err)
 	}
 	r.mu.Lock()
@@ -568,7 +571,7 @@ func (r *run) remove(ctx context.Context, step *plan.Step) (bool, error) {
 		return false, nil
 	}
 	if step.Op == plan.Forget {
-		return true, r.forget(ctx, step.Resource)
+		return true, r.forget(ctx, step.Resource, spentOf(r.current(step.Resource)))
 	}
 	return r.destroyWith(ctx, old, step)
 }
@@ -619,7 +622,7 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource, step *plan.S
 		return false, err
 	}
 	if !caps.Destroy {
-		return true, r.forget(ctx, old.Name)
+		return true, r.forget(ctx, old.Name, old.Spent)
 	}
 	call := plan.Call{App: r.pl.App, Lineage: r.lineage(), Name: old.Name, AdapterName: plan.AdapterNameOf(old.Name, old), Type: old.Type, Config: old.Config, Persisted: plan.PersistedOf(old)}
 	var ans *protocol.StateResult
@@ -642,7 +645,13 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource, step *plan.S
 			return true, err
 		}
 	}
-	return true, r.forget(ctx, old.Name)
+	// What the removal's state call reported spent is the latest figure
+	// the ledger can keep; else the one the state recorded.
+	sp := SpentOf(ans, time.Now())
+	if sp == nil {
+		sp = old.Spent
+	}
+	return true, r.forget(ctx, old.Name, sp)
 }
 
 // resolve substitutes the runtime references of a resource's config from its
@@ -723,7 +732,30 @@ func activeResource(want *plan.Resource, cfg map[string]any, ans *protocol.State
 	if ans.Gcompose != nil {
 		mergeIdentity(res, ans.Gcompose.Identity)
 	}
+	if sp := SpentOf(ans, time.Now()); sp != nil {
+		res.Spent = sp
+	} else if old != nil {
+		res.Spent = old.Spent
+	}
 	return res
+}
+
+// spentOf is what the state recorded res had cost, nil for none.
+func spentOf(res *state.Resource) *state.Spent {
+	if res == nil {
+		return nil
+	}
+	return res.Spent
+}
+
+// SpentOf is what a state answer reports its resource has cost, as the
+// state records it; nil when it reports nothing (the adapter client keeps
+// spent only from adapters that declared it).
+func SpentOf(ans *protocol.StateResult, at time.Time) *state.Spent {
+	if ans == nil || ans.Gcompose == nil || ans.Gcompose.Spent == nil {
+		return nil
+	}
+	return spend.FromProtocol(ans.Gcompose.Spent, at)
 }
 
 func opKind(ans *protocol.StateResult, old *state.Resource) state.OpKind {

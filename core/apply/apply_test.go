@@ -32,7 +32,7 @@ func (d *docStore) Put(_ context.Context, r *state.Resource) error {
 	return nil
 }
 
-func (d *docStore) Remove(_ context.Context, name string) error {
+func (d *docStore) Remove(_ context.Context, name string, _ *state.Spent) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.doc.Resources, name)

@@ -45,7 +45,7 @@ func (a *estimating) State(ctx context.Context, c plan.Call, desired string) (*p
 
 func costFor(name, call string) *protocol.Cost {
 	hint, _ := json.Marshal(map[string]string{"resource": name, "call": call})
-	return &protocol.Cost{Currency: "GLM", PerHour: 1, Total: 3, Hours: 3, Basis: protocol.CostMarket, Hint: hint}
+	return &protocol.Cost{Currency: "EUR", PerHour: 1, Total: 3, Hours: 3, Basis: protocol.CostMarket, Hint: hint}
 }
 
 func (a *estimating) Action(ctx context.Context, c plan.Call, act protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {

@@ -45,7 +45,8 @@ type App struct {
 	Warnings source.Diagnostics
 }
 
-// Budget is the descriptor's spend limits in GLM; zero means no limit.
+// Budget is the descriptor's spend limits, in the currency the adapters
+// report costs in; zero means no limit.
 type Budget struct {
 	// PerHour caps the application's cost per hour once a replacement runs.
 	PerHour float64

@@ -112,7 +112,7 @@ func (n *normalizer) budget(v *value) {
 		f, err := strconv.ParseFloat(strings.TrimSpace(scalarString(x.scalar)), 64)
 		switch {
 		case errors.Is(err, strconv.ErrRange) && f > 0:
-			n.diags.Errorf(x.at(), "budget.%s: %s is more GLM than gcompose can count (at most %g); leave the key out for no limit", key, describeValue(x), math.MaxFloat64)
+			n.diags.Errorf(x.at(), "budget.%s: %s is more than gcompose can count (at most %g); leave the key out for no limit", key, describeValue(x), math.MaxFloat64)
 			continue
 		case err != nil || !(f > 0) || math.IsInf(f, 0):
 			n.diags.Errorf(x.at(), "budget.%s: %s %s", key, describeValue(x), budgetAmountMessage)

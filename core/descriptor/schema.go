@@ -64,7 +64,7 @@ type problem struct {
 
 // budgetAmountMessage says what budget.per_hour and budget.total accept,
 // after the value that is not that.
-const budgetAmountMessage = `is not a GLM amount above 0: write a number such as 2 or 0.5, or a decimal string such as "0.5"; leave the key out for no limit`
+const budgetAmountMessage = `is not an amount above 0 (in the adapters' currency): write a number such as 2 or 0.5, or a decimal string such as "0.5"; leave the key out for no limit`
 
 // ownMessage is what a value that breaks the schema at schemaURL is told,
 // when that schema is better said as a whole than keyword by keyword: a

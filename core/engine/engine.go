@@ -328,6 +328,6 @@ func (p *persister) Put(ctx context.Context, r *state.Resource) error {
 	return p.store.Apply(context.WithoutCancel(ctx), p.lock, state.Put(r))
 }
 
-func (p *persister) Remove(ctx context.Context, name string) error {
-	return p.store.Apply(context.WithoutCancel(ctx), p.lock, state.Delete(name))
+func (p *persister) Remove(ctx context.Context, name string, spent *state.Spent) error {
+	return p.store.Apply(context.WithoutCancel(ctx), p.lock, state.DeleteSpent(name, spent))
 }

@@ -89,10 +89,10 @@ func (p *Plan) finishAndRender(b *bytes.Buffer, opt RenderOptions) { p.finish();
 // currency, of what stays present (a deleted resource costs nothing).
 func TestRenderCost(t *testing.T) {
 	p := &Plan{Mode: Deploy, Steps: []*Step{
-		{Resource: "services.db", Op: Create, KnownAfterApply: true, Cost: &protocol.Cost{Currency: "GLM", PerHour: 0.144, Hours: 3, Total: 0.432, Basis: protocol.CostMarket, Note: "cheapest of 2 offer(s) within the caps in subnet public: cheap (0xc)"}},
-		{Resource: "services.web", Op: NoOp, Cost: &protocol.Cost{Currency: "GLM", PerHour: 0.36, Start: 0.1, Hours: 3, Total: 1.18, Basis: protocol.CostAgreed}},
-		{Resource: "services.api", Op: Create, Cost: &protocol.Cost{Currency: "GLM", PerHour: 1.5, Start: 0.5, Hours: 3, Total: 5, Basis: protocol.CostCaps, Note: "the most the caps allow; no offer on the market now"}},
-		{Resource: "services.old", Op: Delete, Cost: &protocol.Cost{Currency: "GLM", PerHour: 9, Total: 9, Basis: protocol.CostAgreed}},
+		{Resource: "services.db", Op: Create, KnownAfterApply: true, Cost: &protocol.Cost{Currency: "EUR", PerHour: 0.144, Hours: 3, Total: 0.432, Basis: protocol.CostMarket, Note: "cheapest of 2 offer(s) within the caps in subnet public: cheap (0xc)"}},
+		{Resource: "services.web", Op: NoOp, Cost: &protocol.Cost{Currency: "EUR", PerHour: 0.36, Start: 0.1, Hours: 3, Total: 1.18, Basis: protocol.CostAgreed}},
+		{Resource: "services.api", Op: Create, Cost: &protocol.Cost{Currency: "EUR", PerHour: 1.5, Start: 0.5, Hours: 3, Total: 5, Basis: protocol.CostCaps, Note: "the most the caps allow; no offer on the market now"}},
+		{Resource: "services.old", Op: Delete, Cost: &protocol.Cost{Currency: "EUR", PerHour: 9, Total: 9, Basis: protocol.CostAgreed}},
 	}}
 	p.finish()
 	if len(p.Cost) != 1 || p.Cost[0].Resources != 3 || p.Cost[0].PerHour != 0.144+0.36+1.5 || p.Cost[0].Total != 0.432+1.18+5 {

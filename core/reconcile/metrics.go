@@ -22,8 +22,8 @@ type Metrics struct {
 	failures     *prometheus.CounterVec
 	timeToRepair prometheus.Histogram
 	spent        *prometheus.GaugeVec
-	spentTotal   prometheus.Gauge
-	perHour      prometheus.Gauge
+	spentTotal   *prometheus.GaugeVec
+	perHour      *prometheus.GaugeVec
 	mismatch     prometheus.Gauge
 	budget       *prometheus.GaugeVec
 	lastCycle    prometheus.Gauge
@@ -52,16 +52,16 @@ func NewMetrics(app string) *Metrics {
 		timeToRepair: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gcompose_reconcile_time_to_repair_seconds", ConstLabels: l,
 			Help:    "From the cycle that first saw a drift to the end of the repair that fixed it.",
 			Buckets: []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800}}),
-		spent: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gcompose_reconcile_glm_spent", ConstLabels: l,
-			Help: "GLM accepted so far (invoices, else the last debit notes) for the agreements made for each resource."}, []string{"resource"}),
-		spentTotal: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gcompose_reconcile_glm_spent_total", ConstLabels: l,
-			Help: "GLM accepted so far for the whole application."}),
-		perHour: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gcompose_reconcile_glm_per_hour", ConstLabels: l,
-			Help: "The agreed GLM per hour of what runs, at the last refresh."}),
+		spent: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gcompose_reconcile_spent", ConstLabels: l,
+			Help: "What each resource has cost so far, as its adapter reports it (removed resources from the state's ledger), in the currency labelled."}, []string{"resource", "currency"}),
+		spentTotal: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gcompose_reconcile_spent_total", ConstLabels: l,
+			Help: "What the whole application has cost so far, as its adapters report it, in the currency labelled."}, []string{"currency"}),
+		perHour: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gcompose_reconcile_cost_per_hour", ConstLabels: l,
+			Help: "The agreed cost per hour of what runs, at the last refresh, in the currency labelled."}, []string{"currency"}),
 		mismatch: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gcompose_reconcile_intent_mismatch", ConstLabels: l,
 			Help: "1 while the descriptor differs from what was deployed: nothing is repaired until a person deploys it."}),
-		budget: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gcompose_reconcile_budget_glm", ConstLabels: l,
-			Help: "The budget in force, by limit: per_hour, total (absent: none)."}, []string{"limit"}),
+		budget: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gcompose_reconcile_budget", ConstLabels: l,
+			Help: "The budget in force, by limit: per_hour, total (absent: none), in the adapters' currency."}, []string{"limit"}),
 		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gcompose_reconcile_last_cycle_timestamp_seconds", ConstLabels: l,
 			Help: "When the last cycle ended (Unix time)."}),
 	}
@@ -113,10 +113,21 @@ func (m *Metrics) setResources(doc *state.Document, drifted []Drifted) {
 
 func (m *Metrics) setSpend(sp *Spend) {
 	m.spent.Reset()
-	for name, v := range sp.ByResource {
-		m.spent.WithLabelValues(name).Set(v)
+	m.spentTotal.Reset()
+	if sp.Currency == "" {
+		return // no adapter reports spend
 	}
-	m.spentTotal.Set(sp.Total)
+	for name, v := range sp.ByResource {
+		m.spent.WithLabelValues(name, sp.Currency).Set(v)
+	}
+	m.spentTotal.WithLabelValues(sp.Currency).Set(sp.Total)
+}
+
+func (m *Metrics) setPerHour(by map[string]float64) {
+	m.perHour.Reset()
+	for c, v := range by {
+		m.perHour.WithLabelValues(c).Set(v)
+	}
 }
 
 func (m *Metrics) setBudget(b Budget) {

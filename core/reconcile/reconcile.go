@@ -88,7 +88,7 @@ type Config struct {
 	App  string
 	Open Opener
 	// Spender reads what the application spent (metrics, budget.total).
-	// Nil: no spend metrics, and a total budget refuses every rental.
+	// Nil: what its adapters report (AdapterSpend).
 	Spender Spender
 	// Elector elects the leader among reconcilers of the application; nil
 	// leads alone.
@@ -265,12 +265,10 @@ func (r *Reconciler) Cycle(ctx, stop context.Context) (res Result) {
 	mismatches, behind := Compare(in, doc)
 	res.Drifted = withDrift(driftOf(refresh), behind)
 	m.setResources(doc, res.Drifted)
-	m.perHour.Set(priceOf(rates(refresh)))
-	spent := r.spender(doc)
-	if r.cfg.Spender != nil {
-		if sp, err := spent(ctx); err == nil {
-			m.setSpend(sp)
-		}
+	m.setPerHour(priceOf(rates(refresh)))
+	spent := r.spender(doc, refresh)
+	if sp, err := spent(ctx); err == nil {
+		m.setSpend(sp)
 	}
 	r.noteDrift(res.Drifted)
 
@@ -431,17 +429,18 @@ func roughly(d time.Duration) time.Duration {
 }
 
 // spender reads what the application spent, once per cycle at most.
-func (r *Reconciler) spender(doc *state.Document) func(context.Context) (*Spend, error) {
+func (r *Reconciler) spender(doc *state.Document, refresh *plan.Plan) func(context.Context) (*Spend, error) {
 	var once sync.Once
 	var sp *Spend
 	var err error
 	return func(ctx context.Context) (*Spend, error) {
 		once.Do(func() {
 			if r.cfg.Spender == nil {
-				err = errors.New("no payments to read (not a Golem application, or no yagna configured)")
-				return
+				sp, err = AdapterSpend(doc, refresh)
+			} else {
+				sp, err = r.cfg.Spender.Spent(ctx, doc, refresh)
 			}
-			if sp, err = r.cfg.Spender.Spent(ctx, doc); err != nil {
+			if err != nil {
 				r.cfg.Metrics.failures.WithLabelValues("spend").Inc()
 				r.log.Warn("reading what the application spent", "err", err)
 			}

@@ -316,7 +316,9 @@ type spendOf struct {
 	err error
 }
 
-func (s spendOf) Spent(context.Context, *state.Document) (*Spend, error) { return s.sp, s.err }
+func (s spendOf) Spent(context.Context, *state.Document, *plan.Plan) (*Spend, error) {
+	return s.sp, s.err
+}
 
 func TestCycleRefusesAReplacementOverTheBudget(t *testing.T) {
 	for _, tc := range []struct {
@@ -328,29 +330,38 @@ func TestCycleRefusesAReplacementOverTheBudget(t *testing.T) {
 		// golemLike: web is a knock-on that may be rebuilt (and is not:
 		// db keeps its planned address).
 		golemLike bool
+		// spent is what each instance reports spent ("": nothing).
+		spent string
 	}{
 		// Running: web and other at 0.01/h; the replacement's estimate 0.05/h.
 		{"per hour below", Budget{PerHour: 0.06}, Budget{}, nil,
-			"the application would cost 0.07 GLM per hour after the repair (resources.db 0.05/h (rebuild, market estimate), resources.other 0.01/h, resources.web 0.01/h (knock-on, may update: at its current price)), above budget.per_hour 0.06: nothing rented", false},
-		{"per hour enough", Budget{PerHour: 0.07}, Budget{}, nil, "", false},
-		{"a flag wins over the descriptor", Budget{PerHour: 1}, Budget{PerHour: 0.06}, nil, "above budget.per_hour 0.06", false},
+			"the application would cost 0.07 EUR per hour after the repair (resources.db 0.05/h (rebuild, market estimate), resources.other 0.01/h, resources.web 0.01/h (knock-on, may update: at its current price)), above budget.per_hour 0.06: nothing rented", false, ""},
+		{"per hour enough", Budget{PerHour: 0.07}, Budget{}, nil, "", false, ""},
+		{"a flag wins over the descriptor", Budget{PerHour: 1}, Budget{PerHour: 0.06}, nil, "above budget.per_hour 0.06", false, ""},
 		{"total below", Budget{Total: 1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}},
-			"spent 0.9 GLM (0.9 accepted, 0 due) + the new rentals' whole agreements 0.15 (resources.db 0.15 over 3h (rebuild, market estimate)) = 1.05, above budget.total 1: nothing rented", false},
-		{"total enough", Budget{Total: 1.1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}}, "", false},
+			"spent 0.9 EUR (0.9 accepted, 0 due) + the new rentals' whole agreements 0.15 (resources.db 0.15 over 3h (rebuild, market estimate)) = 1.05, above budget.total 1: nothing rented", false, ""},
+		{"total enough", Budget{Total: 1.1}, Budget{}, spendOf{sp: &Spend{Total: 0.9}}, "", false, ""},
 		{"what is due counts as spent", Budget{Total: 1.1}, Budget{}, spendOf{sp: &Spend{Total: 0.9, Due: 0.1}},
-			"spent 1 GLM (0.9 accepted, 0.1 due) + the new rentals' whole agreements 0.15", false},
+			"spent 1 EUR (0.9 accepted, 0.1 due) + the new rentals' whole agreements 0.15", false, ""},
 		// Whether web is rebuilt is known only at apply: the total counts
 		// it at its current agreement, although here it stays.
 		{"a knock-on that may be rebuilt counts against the total", Budget{Total: 1}, Budget{}, spendOf{sp: &Spend{Total: 0.83}},
-			"spent 0.83 GLM (0.83 accepted, 0 due) + the new rentals' whole agreements 0.18 (resources.db 0.15 over 3h (rebuild, market estimate), resources.web 0.03 over 3h (knock-on, may rebuild: at its current price)) = 1.01, above budget.total 1: nothing rented", true},
-		{"a knock-on that may be rebuilt, within the total", Budget{Total: 1.02}, Budget{}, spendOf{sp: &Spend{Total: 0.83}}, "", true},
+			"spent 0.83 EUR (0.83 accepted, 0 due) + the new rentals' whole agreements 0.18 (resources.db 0.15 over 3h (rebuild, market estimate), resources.web 0.03 over 3h (knock-on, may rebuild: at its current price)) = 1.01, above budget.total 1: nothing rented", true, ""},
+		{"a knock-on that may be rebuilt, within the total", Budget{Total: 1.02}, Budget{}, spendOf{sp: &Spend{Total: 0.83}}, "", true, ""},
 		{"total unreadable", Budget{Total: 100}, Budget{}, spendOf{err: errors.New("yagna down")},
-			"budget.total is 100 GLM but what the application has spent cannot be read (yagna down): nothing rented", false},
-		{"total without payments", Budget{Total: 100}, Budget{}, nil, "cannot be read (no payments to read", false},
+			"budget.total is 100 EUR but what the application has spent cannot be read (yagna down): nothing rented", false, ""},
+		// No Spender: what the adapters report (each live instance 0.45,
+		// db's as recorded at deploy), summed by core.
+		{"total from what the adapters report", Budget{Total: 1.4}, Budget{}, nil,
+			"spent 1.35 EUR (1.35 accepted, 0 due) + the new rentals' whole agreements 0.15", false, "0.45"},
+		{"spent in another currency", Budget{Total: 100}, Budget{}, spendOf{sp: &Spend{Currency: "USD", Total: 1}},
+			"what the application has spent is in USD, its rentals cost EUR, and a budget counts one currency: nothing rented", false, ""},
+		{"total from what the adapters report, enough", Budget{Total: 1.5}, Budget{}, nil, "", false, "0.45"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld()
 			w.golemLike = tc.golemLike
+			w.spent = tc.spent
 			b := newBedOf(t, state.NewMemoryStore(), w)
 			in := testIntent()
 			in.Budget = tc.budget

@@ -9,7 +9,6 @@ import (
 	"github.com/gcompose/gcompose/core/graph"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
-	"github.com/gcompose/gcompose/protocol"
 )
 
 // Drifted is a deployed resource that is not what the state recorded.
@@ -128,12 +127,4 @@ func changesOf(pl *plan.Plan) []string {
 		}
 	}
 	return out
-}
-
-// costOf is a step's cost in currency, nil when it has none.
-func costOf(c *protocol.Cost, currency string) *protocol.Cost {
-	if c == nil || !strings.EqualFold(c.Currency, currency) {
-		return nil
-	}
-	return c
 }

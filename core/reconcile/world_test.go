@@ -41,7 +41,14 @@ type world struct {
 	// the address planned for its resource when it is rented again, and a
 	// config change is a rebuild (a rental cannot be changed in place).
 	golemLike bool
+	// spent, when set, is what every live instance reports it has cost
+	// (protocol.Spent, in testCurrency).
+	spent string
 }
+
+// testCurrency is what the world's costs are in: any currency an adapter
+// reports, none that gcompose knows.
+const testCurrency = "EUR"
 
 type instance struct {
 	id, name, ip string
@@ -67,7 +74,7 @@ func (w *world) Check(ctx context.Context, c plan.CheckCall) (*protocol.CheckRes
 }
 
 func (w *world) estimate() *protocol.Cost {
-	return &protocol.Cost{Currency: Currency, PerHour: w.price, Hours: 3, Total: 3 * w.price, Basis: protocol.CostMarket}
+	return &protocol.Cost{Currency: testCurrency, PerHour: w.price, Hours: 3, Total: 3 * w.price, Basis: protocol.CostMarket}
 }
 
 func idOf(p *protocol.Persisted) string {
@@ -107,8 +114,11 @@ func (w *world) State(ctx context.Context, c plan.Call, desired string) (*protoc
 		return &protocol.StateResult{Status: protocol.Stale, Actions: []protocol.ActionSpec{{Name: "update"}},
 			Gcompose: &protocol.StateExt{Change: protocol.ChangeUpdate, Reason: "config changed"}}, nil
 	}
-	return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{"ip": inst.ip},
-		Gcompose: &protocol.StateExt{Cost: &protocol.Cost{Currency: Currency, PerHour: inst.price, Hours: 3, Total: 3 * inst.price, Basis: protocol.CostAgreed}}}, nil
+	ext := &protocol.StateExt{Cost: &protocol.Cost{Currency: testCurrency, PerHour: inst.price, Hours: 3, Total: 3 * inst.price, Basis: protocol.CostAgreed}}
+	if w.spent != "" {
+		ext.Spent = &protocol.Spent{Amount: w.spent, Currency: testCurrency}
+	}
+	return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{"ip": inst.ip}, Gcompose: ext}, nil
 }
 
 func (w *world) Action(ctx context.Context, c plan.Call, a protocol.ActionSpec, stale json.RawMessage) (*plan.ActionOutcome, error) {

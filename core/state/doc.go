@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -66,6 +67,34 @@ type Document struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Resources by name (the resolved node address, e.g. "db" or "web[1]").
 	Resources map[string]*Resource `json:"resources"`
+	// Ledger is what the resources gcompose no longer manages had cost
+	// when they were removed (destroyed, rebuilt anew, forgotten): their
+	// adapters' last Spent, kept so that what the application spent
+	// outlives a destroy. Oldest first.
+	Ledger []Ended `json:"ledger,omitempty"`
+}
+
+// Spent is what a resource has cost so far, as its adapter last reported it
+// (protocol.Spent, for adapters that declared spend): amounts are decimal
+// strings in Currency.
+type Spent struct {
+	Amount   string `json:"amount"`
+	Currency string `json:"currency"`
+	Due      string `json:"due,omitempty"`
+	PerHour  string `json:"per_hour,omitempty"`
+	Covers   string `json:"covers,omitempty"`
+	Items    int    `json:"items,omitempty"`
+	// At is when the adapter reported it.
+	At time.Time `json:"at"`
+}
+
+// Ended is one entry of the ledger: a removed resource and what it had
+// cost.
+type Ended struct {
+	Resource string    `json:"resource"`
+	Type     string    `json:"type,omitempty"`
+	Spent    Spent     `json:"spent"`
+	EndedAt  time.Time `json:"ended_at"`
 }
 
 // Resource is what gcompose knows about one deployed resource.
@@ -101,6 +130,9 @@ type Resource struct {
 	// CreatedAt is when the thing was last created (or rebuilt): the age
 	// gcompose ps shows. Zero in states written before it was recorded.
 	CreatedAt time.Time `json:"created_at,omitzero"`
+	// Spent is what the resource had cost when gcompose last recorded its
+	// adapter's answer (adapters that report spend only).
+	Spent *Spent `json:"spent,omitempty"`
 }
 
 // CalledAs is the name r's adapter receives: the one recorded, else (a
@@ -165,6 +197,7 @@ func (d *Document) Clone() *Document {
 		return nil
 	}
 	c := *d
+	c.Ledger = slices.Clone(d.Ledger)
 	c.Resources = make(map[string]*Resource, len(d.Resources))
 	for k, r := range d.Resources {
 		c.Resources[k] = r.Clone()
@@ -203,6 +236,13 @@ func (d *Document) apply(changes []Change, now time.Time) {
 		if ch.Put != nil {
 			d.Resources[ch.Put.Name] = ch.Put
 		} else {
+			typ := ""
+			if old := d.Resources[ch.Delete]; old != nil {
+				typ = old.Type
+			}
+			if e := ch.Ended(typ, now); e != nil {
+				d.Ledger = append(d.Ledger, *e)
+			}
 			delete(d.Resources, ch.Delete)
 		}
 	}
@@ -220,6 +260,10 @@ func (r *Resource) Clone() *Resource {
 	c.Identity = CloneMap(r.Identity)
 	if r.Dependencies != nil {
 		c.Dependencies = append([]string(nil), r.Dependencies...)
+	}
+	if r.Spent != nil {
+		sp := *r.Spent
+		c.Spent = &sp
 	}
 	if r.Pending != nil {
 		p := *r.Pending
@@ -269,6 +313,20 @@ func cloneValue(v any) any {
 type Change struct {
 	Put    *Resource `json:"put,omitempty"`
 	Delete string    `json:"delete,omitempty"`
+	// Spent, on a delete, is what the resource had cost when it was
+	// removed (its adapter's last answer, else what the state recorded):
+	// the ledger keeps it. The delete carries it, so that a backend that
+	// stores resources apart (etcd) need not read the resource.
+	Spent *Spent `json:"spent,omitempty"`
+}
+
+// Ended is the ledger entry a delete makes, nil when it carries no
+// spend. typ is the removed resource's type, when known.
+func (ch Change) Ended(typ string, now time.Time) *Ended {
+	if ch.Spent == nil {
+		return nil
+	}
+	return &Ended{Resource: ch.Delete, Type: typ, Spent: *ch.Spent, EndedAt: now}
 }
 
 // Put returns a change that stores r (replacing any resource of that name).
@@ -276,6 +334,10 @@ func Put(r *Resource) Change { return Change{Put: r} }
 
 // Delete returns a change that removes the resource name.
 func Delete(name string) Change { return Change{Delete: name} }
+
+// DeleteSpent returns a change that removes the resource name and keeps
+// what it had cost, sp, in the ledger (nil: nothing is kept).
+func DeleteSpent(name string, sp *Spent) Change { return Change{Delete: name, Spent: sp} }
 
 // PrepareChanges validates changes and returns deep copies, puts stamped
 // with now: the one rule every backend (file, memory, etcd) applies before
@@ -293,8 +355,14 @@ func PrepareChanges(changes []Change, now time.Time) ([]Change, error) {
 			r := ch.Put.Clone()
 			r.UpdatedAt = now
 			out[i] = Change{Put: r}
+		case ch.Put == nil && ch.Spent != nil && ch.Delete == "":
+			return nil, fmt.Errorf("change %d: spent without a delete", i)
 		case ch.Delete != "":
 			out[i] = ch
+			if ch.Spent != nil {
+				sp := *ch.Spent
+				out[i].Spent = &sp
+			}
 		default:
 			return nil, fmt.Errorf("change %d: empty (neither put nor delete)", i)
 		}

@@ -472,22 +472,45 @@ func allocationSpent(t *testing.T, ctx context.Context, e *env, doc *state.Docum
 	return f
 }
 
-// costReport is gcompose cost --json.
+// costReport is gcompose cost --json (core/spend.Report).
 type costReport struct {
 	Resources []struct {
-		Resource   string  `json:"resource"`
-		Agreements int     `json:"agreements"`
-		Accepted   float64 `json:"accepted"`
+		Resource string `json:"resource"`
+		Items    int    `json:"items"`
+		Amount   string `json:"amount"`
 	} `json:"resources"`
-	Total struct {
-		Accepted float64 `json:"accepted"`
-		Due      float64 `json:"due"`
-	} `json:"total"`
+	Ended []struct {
+		Resource string `json:"resource"`
+		Amount   string `json:"amount"`
+	} `json:"ended"`
+	Totals []struct {
+		Currency string `json:"currency"`
+		Amount   string `json:"amount"`
+		Due      string `json:"due"`
+	} `json:"totals"`
 }
 
-func (e *env) cost(ctx context.Context) costReport {
+// accepted is the report's total in GLM, 0 when none.
+func (r costReport) accepted(t *testing.T) float64 {
+	for _, tot := range r.Totals {
+		if tot.Currency == "GLM" {
+			f, err := strconv.ParseFloat(tot.Amount, 64)
+			if err != nil {
+				t.Fatalf("cost total %q: %v", tot.Amount, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// cost runs gcompose cost --json with args (none: --app).
+func (e *env) cost(ctx context.Context, args ...string) costReport {
 	e.t.Helper()
-	cmd := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state, "--json")
+	if len(args) == 0 {
+		args = []string{"--app", e.app}
+	}
+	cmd := exec.CommandContext(ctx, e.bin, append(append([]string{"cost"}, args...), "--state", e.state, "--json")...)
 	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	out, err := cmd.Output()
 	if err != nil {
@@ -720,7 +743,7 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 		`gcompose_reconcile_intent_mismatch`:                  0,
 		`gcompose_reconcile_failures_total{stage="spend"}`:    0,
 		`gcompose_reconcile_cycles_total{outcome="repaired"}`: float64(tries),
-		`gcompose_reconcile_glm_per_hour`:                     2 * 1.08,
+		`gcompose_reconcile_cost_per_hour{currency="GLM"}`:    2 * 1.08,
 		`gcompose_reconcile_resources{status="pending"}`:      0,
 		`gcompose_reconcile_failures_total{stage="load"}`:     0,
 		`gcompose_reconcile_failures_total{stage="refresh"}`:  0,
@@ -748,24 +771,24 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 	var rep costReport
 	for deadline := time.Now().Add(time.Minute); ; {
 		m = r.metrics(ctx)
-		spent = m["gcompose_reconcile_glm_spent_total"]
+		spent = m[`gcompose_reconcile_spent_total{currency="GLM"}`]
 		rep = e.cost(ctx)
 		charged = allocationSpent(t, ctx, e, doc)
-		if charged > 0 && math.Abs(spent-charged) < 1e-9 && math.Abs(rep.Total.Accepted-charged) < 1e-9 {
+		if charged > 0 && math.Abs(spent-charged) < 1e-9 && math.Abs(rep.accepted(t)-charged) < 1e-9 {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("GLM spent: metrics %v, gcompose cost %v (%+v), the devnet charged the allocation %v (the other application %v)",
-				spent, rep.Total.Accepted, rep, charged, otherSpent)
+				spent, rep.accepted(t), rep, charged, otherSpent)
 		}
 		time.Sleep(time.Second)
 	}
-	if _, ok := m[`gcompose_reconcile_glm_spent{resource="`+web+`"}`]; !ok || m[`gcompose_reconcile_glm_spent{resource="`+db+`"}`] <= 0 {
+	if _, ok := m[`gcompose_reconcile_spent{currency="GLM",resource="`+web+`"}`]; !ok || m[`gcompose_reconcile_spent{currency="GLM",resource="`+db+`"}`] <= 0 {
 		t.Fatalf("GLM spent by resource: %v", m)
 	}
 	for _, row := range rep.Resources {
-		if row.Resource == db && row.Agreements != tries+1 {
-			t.Fatalf("cost: db has %d agreements, want %d (the first and one per repair)", row.Agreements, tries+1)
+		if row.Resource == db && row.Items != tries+1 {
+			t.Fatalf("cost: db has %d agreements, want %d (the first and one per repair)", row.Items, tries+1)
 		}
 	}
 	t.Logf("GLM spent: %v (metrics, gcompose cost and the allocation agree); the other application on the same yagna: %v", spent, otherSpent)
@@ -900,7 +923,7 @@ func TestReconcileRefusesOverBudget(t *testing.T) {
 	}
 	m := r.metrics(ctx)
 	if m[`gcompose_reconcile_repairs_total{result="refused"}`] < 1 || m[`gcompose_reconcile_repairs_total{result="repaired"}`] != 0 ||
-		m[`gcompose_reconcile_budget_glm{limit="per_hour"}`] != 2 || m[`gcompose_reconcile_resources{status="drifted"}`] != 1 {
+		m[`gcompose_reconcile_budget{limit="per_hour"}`] != 2 || m[`gcompose_reconcile_resources{status="drifted"}`] != 1 {
 		t.Fatalf("metrics while over budget: %v", m)
 	}
 	if s := e.summary(ctx); s.Agreements != 1 {

@@ -445,14 +445,8 @@ func MainKeep(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "usage: keep --app APP --allocation ID [--allocation-timeout 24h] (secrets as JSON on stdin)")
 		return 2
 	}
-	secrets, err := longlived.ReadSecrets(stdin)
+	yc, err := longlived.Connect(stdin, log) // it logs what failed
 	if err != nil {
-		log.Error("no secrets", "err", err)
-		return 1
-	}
-	yc, err := yagna.FromEnvFunc(func(k string) string { return secrets[k] })
-	if err != nil {
-		log.Error("yagna connection", "err", err)
 		return 1
 	}
 	k := &Keeper{YC: yc, App: *app, Allocation: *alloc, TTL: *ttl, Log: log.With("app", *app, "allocation", *alloc)}

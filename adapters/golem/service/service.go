@@ -38,7 +38,7 @@ func AdapterWith(t Timeouts) sdk.Adapter {
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
 			// gcompose ps shows who runs the service and its VPN address.
-			Gcompose: withRegistryEnv(withOutputs(estimates(network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"})))),
+			Gcompose: reportsSpend(withRegistryEnv(withOutputs(estimates(network.InitExt(&protocol.Summary{IP: "/network_node/ip", Provider: "/agreement/provider_name"}))))),
 		}),
 		Check:   network.Check,
 		State:   s.state,
@@ -301,7 +301,13 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		if !o.anything() {
 			why = strayReason(left)
 		}
-		return stale(protocol.ChangeDelete, why, nil, "", staleState{Strays: left}, "delete")
+		res, err := stale(protocol.ChangeDelete, why, nil, "", staleState{Strays: left}, "delete")
+		if err == nil {
+			// What the rentals cost up to their end: the state's ledger
+			// keeps it once the resource is removed.
+			res.Gcompose.Spent = spentOf(ctx, yc, id, false)
+		}
+		return res, err
 	}
 	if err := cfg.ResolveImage(ctx, s.reg.client(req), id.Image, false); err != nil {
 		if id.AgreementID == "" && id.ActivityID == "" {
@@ -351,9 +357,10 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		}
 		return res, err
 	}
-	res := &protocol.StateResult{Status: protocol.Valid, State: outputs(id, o.agreement)}
-	if c := agreedCost(id.Price); c != nil {
-		res.Gcompose = &protocol.StateExt{Cost: c}
+	res := &protocol.StateResult{Status: protocol.Valid, State: outputs(id, o.agreement), Gcompose: &protocol.StateExt{
+		Cost: agreedCost(id.Price), Spent: spentOf(ctx, yc, id, true)}}
+	if res.Gcompose.Cost == nil && res.Gcompose.Spent == nil {
+		res.Gcompose = nil
 	}
 	return res, nil
 }

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -137,6 +138,26 @@ type head struct {
 	// copy: a head pointing at an empty generation is damage, and resource
 	// keys whose head was lost still say their lineage and serial.
 	GenCopy bool `json:"gen_copy,omitempty"`
+	// Ledger is the document's ledger (state.Document.Ledger): what
+	// removed resources had cost. It lives in the head, which every write
+	// rewrites, as it belongs to no resource key.
+	Ledger []state.Ended `json:"ledger,omitempty"`
+}
+
+// withEnded is ledger with the entries changes' deletes make appended (a
+// copy: the held head stays as it was until the write commits).
+func withEnded(ledger []state.Ended, now time.Time, changes ...[]state.Change) []state.Ended {
+	out := slices.Clone(ledger)
+	for _, chs := range changes {
+		for _, ch := range chs {
+			if ch.Put == nil {
+				if e := ch.Ended("", now); e != nil {
+					out = append(out, *e)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // New connects to etcd and checks that it answers (within DialTimeout).

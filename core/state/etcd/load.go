@@ -82,7 +82,7 @@ func (s *Store) load(ctx context.Context, app string) (*state.Document, error) {
 		}
 		return doc, nil
 	}
-	doc.Lineage, doc.Serial, doc.UpdatedAt = hd.Lineage, hd.Serial, hd.UpdatedAt
+	doc.Lineage, doc.Serial, doc.UpdatedAt, doc.Ledger = hd.Lineage, hd.Serial, hd.UpdatedAt, hd.Ledger
 	prefix := s.genKeys(app, hd.Generation)
 	resPrefix := s.resPrefix(app, hd.Generation)
 	end := clientv3.GetPrefixRangeEnd(prefix)

@@ -62,10 +62,10 @@ func (s *Store) Recover(ctx context.Context, app string) (*state.Recovery, error
 	from := fmt.Sprintf("%s: %d resource keys", s.genKeys(app, pick.gen), pick.resources)
 	switch {
 	case pick.head != nil:
-		rec.Doc.Lineage, rec.Doc.Serial, rec.Doc.UpdatedAt = pick.head.Lineage, pick.head.Serial, pick.head.UpdatedAt
+		rec.Doc.Lineage, rec.Doc.Serial, rec.Doc.UpdatedAt, rec.Doc.Ledger = pick.head.Lineage, pick.head.Serial, pick.head.UpdatedAt, pick.head.Ledger
 		from += fmt.Sprintf(" and its copy of the head (serial %d, lineage %s)", pick.head.Serial, pick.head.Lineage)
 	case hd != nil:
-		rec.Doc.Lineage, rec.Doc.Serial, rec.Doc.UpdatedAt = hd.Lineage, hd.Serial, hd.UpdatedAt
+		rec.Doc.Lineage, rec.Doc.Serial, rec.Doc.UpdatedAt, rec.Doc.Ledger = hd.Lineage, hd.Serial, hd.UpdatedAt, hd.Ledger
 		from += fmt.Sprintf(" and the head (serial %d, lineage %s)", hd.Serial, hd.Lineage)
 	default:
 		rec.Doc.Lineage = state.NewID()

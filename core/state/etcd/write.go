@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -346,6 +347,11 @@ func (s *Store) applyBatch(ctx context.Context, l *state.Lock, h *held, batch []
 func (s *Store) commitChunk(ctx context.Context, l *state.Lock, h *held, chunk []*applyReq) error {
 	cur := h.head
 	next := &head{Lineage: cur.Lineage, Serial: cur.Serial + uint64(len(chunk)), Generation: cur.Generation, UpdatedAt: time.Now().UTC()}
+	var chs [][]state.Change
+	for _, r := range chunk {
+		chs = append(chs, r.changes)
+	}
+	next.Ledger = withEnded(cur.Ledger, next.UpdatedAt, chs...)
 	if next.Lineage == "" {
 		next.Lineage = state.NewID()
 	}
@@ -379,6 +385,7 @@ func (s *Store) commitChunk(ctx context.Context, l *state.Lock, h *held, chunk [
 func (s *Store) applyLarge(ctx context.Context, l *state.Lock, h *held, changes []state.Change) error {
 	cur := h.head
 	next := &head{Lineage: cur.Lineage, Serial: cur.Serial + 1, UpdatedAt: time.Now().UTC()}
+	next.Ledger = withEnded(cur.Ledger, next.UpdatedAt, changes)
 	if next.Lineage == "" {
 		next.Lineage = state.NewID()
 	}
@@ -518,7 +525,7 @@ func (s *Store) Replace(ctx context.Context, l *state.Lock, doc *state.Document,
 	if doc.FormatVersion > state.FormatVersion {
 		return fmt.Errorf("state for app %q: the new document has format version %d; this gcompose writes %d", app, doc.FormatVersion, state.FormatVersion)
 	}
-	next := &head{Lineage: doc.Lineage, Serial: max(doc.Serial, cur.Serial+1), UpdatedAt: time.Now().UTC()}
+	next := &head{Lineage: doc.Lineage, Serial: max(doc.Serial, cur.Serial+1), UpdatedAt: time.Now().UTC(), Ledger: slices.Clone(doc.Ledger)}
 	if next.Lineage == "" {
 		next.Lineage = cur.Lineage
 	}

@@ -60,6 +60,7 @@ func RunWith(t *testing.T, open Open, f Features) {
 		{"AcquireTimeout", testAcquireTimeout},
 		{"Replace", testReplace},
 		{"Apps", testApps},
+		{"Ledger", testLedger},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -603,5 +604,39 @@ func testEmptyApply(t *testing.T, s state.Store, _ func(*testing.T) state.Store)
 	}
 	if err := s.Apply(ctx, l); !errors.Is(err, state.ErrLockNotHeld) {
 		t.Fatalf("empty Apply with a released lock: %v", err)
+	}
+}
+
+// testLedger: a removed resource's spend stays in the document's ledger
+// (what the delete carried; a plain delete keeps nothing), across a
+// reopen, and an empty state keeps it: what an application spent outlives
+// its destroy.
+func testLedger(t *testing.T, s state.Store, reopen func(t *testing.T) state.Store) {
+	l := MustLock(t, s, "app")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a, b, c := Res("a", 1), Res("b", 2), Res("c", 3)
+	a.Spent = &state.Spent{Amount: "0.5", Currency: "EUR", At: at}
+	b.Spent = &state.Spent{Amount: "1", Currency: "USD", At: at}
+	MustApply(t, s, l, state.Put(a), state.Put(b), state.Put(c))
+	MustApply(t, s, l, state.DeleteSpent("a", &state.Spent{Amount: "0.75", Currency: "EUR", Due: "0.01", At: at}))
+	MustApply(t, s, l, state.DeleteSpent("b", b.Spent), state.Delete("c"))
+	check := func(d *state.Document) {
+		t.Helper()
+		if len(d.Resources) != 0 || len(d.Ledger) != 2 {
+			t.Fatalf("resources %v, ledger %+v: want none and a, b", d.Names(), d.Ledger)
+		}
+		if e := d.Ledger[0]; e.Resource != "a" || e.Spent.Amount != "0.75" || e.Spent.Due != "0.01" || e.EndedAt.IsZero() {
+			t.Fatalf("ledger[0] = %+v: want a's spend as its delete carried it", e)
+		}
+		if e := d.Ledger[1]; e.Resource != "b" || e.Spent.Amount != "1" || e.Spent.Currency != "USD" || !e.Spent.At.Equal(at) {
+			t.Fatalf("ledger[1] = %+v: want b's spend", e)
+		}
+	}
+	check(MustLoad(t, s, "app"))
+	if err := s.Unlock(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	if reopen != nil {
+		check(MustLoad(t, reopen(t), "app"))
 	}
 }

@@ -7,7 +7,10 @@
 // and then waits until the file /data/<await> exists: a create cancelled
 // meanwhile (gcompose went away) rolls back (removes its file, notes it in
 // /data/<name>.rolled-back); a delete (which says it started in
-// /data/<name>.deleting) goes on to the end.
+// /data/<name>.deleting) goes on to the end. With config.cost (a decimal
+// string), it reports that the resource has cost that much (spent, in
+// USD), as a third-party adapter billing its own cloud would: gcompose
+// cost shows it, and its ledger keeps it after a destroy.
 package main
 
 import (
@@ -27,7 +30,9 @@ func main() {
 	sdk.Main(sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			Plugs:        map[string]protocol.PlugSpec{"data": {ContainerPath: "/data"}},
-			ConfigSchema: []byte(`{"type":"object","required":["content"],"properties":{"content":{"type":"string"},"await":{"type":"string"}}}`),
+			ConfigSchema: []byte(`{"type":"object","required":["content"],"properties":{"content":{"type":"string"},"await":{"type":"string"},"cost":{"type":"string"}}}`),
+			// Its state answers report what the resource cost (spent).
+			Gcompose: &protocol.InitExt{Spend: true},
 		}),
 		State:   state,
 		Actions: map[string]sdk.ActionFunc{"write": write, "delete": remove},
@@ -38,6 +43,16 @@ func main() {
 type config struct {
 	Content string `json:"content"`
 	Await   string `json:"await,omitempty"`
+	Cost    string `json:"cost,omitempty"`
+}
+
+// spent is what a resource with config c reports it cost: nil without a
+// cost.
+func spent(c config) *protocol.Spent {
+	if c.Cost == "" {
+		return nil
+	}
+	return &protocol.Spent{Amount: c.Cost, Currency: "USD", PerHour: "0.01", Covers: "the file's storage", Items: 1}
 }
 
 // await waits until /data/<name> exists or ctx is done.
@@ -65,19 +80,23 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
+	var c config
+	if err := req.DecodeConfig(&c); err != nil {
+		return nil, err
+	}
 	if req.Desired() == protocol.Absent {
 		if !exists {
 			return &protocol.StateResult{Status: protocol.Valid}, nil
 		}
 		return &protocol.StateResult{Status: protocol.Stale, Actions: []protocol.ActionSpec{{Name: "delete"}},
-			Gcompose: &protocol.StateExt{Change: protocol.ChangeDelete}}, nil
-	}
-	var c config
-	if err := req.DecodeConfig(&c); err != nil {
-		return nil, err
+			Gcompose: &protocol.StateExt{Change: protocol.ChangeDelete, Spent: spent(c)}}, nil
 	}
 	if exists && string(got) == c.Content {
-		return &protocol.StateResult{Status: protocol.Valid, State: map[string]any{"content": c.Content}}, nil
+		res := &protocol.StateResult{Status: protocol.Valid, State: map[string]any{"content": c.Content}}
+		if sp := spent(c); sp != nil {
+			res.Gcompose = &protocol.StateExt{Spent: sp}
+		}
+		return res, nil
 	}
 	change := protocol.ChangeCreate
 	if exists {
