@@ -364,12 +364,51 @@ func describeHolder(i *state.LockInfo) string {
 type persister struct {
 	store state.Store
 	lock  *state.Lock
+
+	// Writes recorded without waiting (PutLater) become durable in the
+	// background, as soon as an fsync covers them.
+	later    sync.WaitGroup
+	mu       sync.Mutex
+	laterErr error
 }
 
 // Writes ignore cancellation: what an action did must be recorded even when
 // the user interrupts the run right after it.
 func (p *persister) Put(ctx context.Context, r *state.Resource) error {
 	return p.store.Apply(context.WithoutCancel(ctx), p.lock, state.Put(r))
+}
+
+// PutLater implements apply.LaterPersister with a store that appends
+// (state.Appender), else it is Put.
+func (p *persister) PutLater(ctx context.Context, r *state.Resource) error {
+	a, ok := p.store.(state.Appender)
+	if !ok {
+		return p.Put(ctx, r)
+	}
+	durable, err := a.Append(context.WithoutCancel(ctx), p.lock, state.Put(r))
+	if err != nil {
+		return err
+	}
+	// Asked at once, so that it is durable as soon as it would have been
+	// had the caller waited.
+	p.later.Go(func() {
+		if err := durable(); err != nil {
+			p.mu.Lock()
+			if p.laterErr == nil {
+				p.laterErr = err
+			}
+			p.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// Flush implements apply.LaterPersister.
+func (p *persister) Flush(context.Context) error {
+	p.later.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.laterErr
 }
 
 func (p *persister) Remove(ctx context.Context, name string) error {
