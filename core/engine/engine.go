@@ -130,15 +130,31 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if err != nil {
 		return nil, interruptedOr(req.Stop, err)
 	}
+	// Release once: after an apply, at the same time as the compaction.
+	var (
+		releaseOnce sync.Once
+		releaseErr  error
+	)
+	release := func() {
+		releaseOnce.Do(func() {
+			if e.Release == nil {
+				return
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if rerr := e.Release(rctx); rerr != nil {
+				releaseErr = fmt.Errorf("stopping adapter servers: %w", rerr)
+			}
+		})
+	}
 	defer func() {
+		release()
+		if releaseErr != nil && err == nil {
+			err = releaseErr
+		}
 		// Unlock with a fresh context: a cancelled run must still release.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if e.Release != nil {
-			if rerr := e.Release(uctx); rerr != nil && err == nil {
-				err = fmt.Errorf("stopping adapter servers: %w", rerr)
-			}
-		}
 		if uerr := e.Store.Unlock(uctx, lock); uerr != nil && err == nil {
 			err = fmt.Errorf("releasing the state lock: %w", uerr)
 		}
@@ -300,6 +316,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		applyErr = planErr
 	}
 	out.Result = res
+	// No adapter is asked any more: its servers stop while the state is
+	// compacted (both before the lock is released).
+	warm.wait()
+	go release()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if cerr := e.Store.Compact(cctx, lock); cerr != nil && applyErr == nil {

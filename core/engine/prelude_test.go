@@ -184,3 +184,29 @@ func TestPayloadsAreEstimatedAtOnce(t *testing.T) {
 		t.Fatalf("the %d payloads' state calls were not all in flight at once", k)
 	}
 }
+
+// slowCompact is a store whose Compact waits at a barrier.
+type slowCompact struct {
+	state.Store
+	b  *barrier
+	ok bool
+}
+
+func (s *slowCompact) Compact(ctx context.Context, l *state.Lock) error {
+	s.ok = s.b.wait()
+	return s.Store.Compact(ctx, l)
+}
+
+func TestServersStopWhileTheStateIsCompacted(t *testing.T) {
+	b := newBarrier(2)
+	st := &slowCompact{Store: state.NewMemoryStore(), b: b}
+	releaseOK := false
+	e := &Engine{Adapters: memadapter.New(), Store: st, Parallelism: 4,
+		Release: func(context.Context) error { releaseOK = b.wait(); return nil }}
+	if _, err := e.Run(context.Background(), Request{App: "app", Mode: plan.Deploy, Desired: chain()}); err != nil {
+		t.Fatal(err)
+	}
+	if !st.ok || !releaseOK {
+		t.Fatalf("the compaction and the release did not run at once (compact %v, release %v)", st.ok, releaseOK)
+	}
+}
