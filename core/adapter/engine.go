@@ -100,3 +100,14 @@ func RunnerExisting(r *runner.Runner) func(ctx context.Context, app string) ([]e
 		return out, nil
 	}
 }
+
+// RunnerWarm is Engine.Warm for the protocol client c, whose containers r
+// runs, with the descriptor's plugs: it labels what r starts with the held
+// lock (as RunnerCleanup does: the servers may start before that returns)
+// and starts the type's server.
+func RunnerWarm(r *runner.Runner, c *Client, plugs map[string]Plug) func(ctx context.Context, l *state.Lock, typ, resource string) error {
+	return func(ctx context.Context, l *state.Lock, typ, resource string) error {
+		r.Own(l.App, l.Scope, l.Info.ID)
+		return c.Start(ctx, Target{App: l.App, Name: resource, Image: typ, Plugs: plugs})
+	}
+}

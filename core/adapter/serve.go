@@ -90,16 +90,7 @@ func (c *Client) canServe(info *Info, spec protocol.ActionSpec) bool {
 // serveCall sends one call to the server for (image, network, mounts),
 // starting it (or restarting it once) as needed, and returns the response.
 func (c *Client) serveCall(ctx context.Context, t Target, info *Info, network string, mounts []runner.Mount, sr protocol.ServeRequest, call string, report func(map[string]any)) (*protocol.ServeResponse, string, error) {
-	key := serveKey(info, network, mounts)
-	c.mu.Lock()
-	sl, ok := c.slots[key]
-	if !ok {
-		sl = &slot{}
-		c.slots[key] = sl
-	}
-	c.mu.Unlock()
-
-	srv, err := c.serverOf(ctx, sl, t, info, network, mounts)
+	srv, err := c.serverOf(ctx, c.slotOf(serveKey(info, network, mounts)), t, info, network, mounts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -122,6 +113,18 @@ func (c *Client) serveCall(ctx context.Context, t Target, info *Info, network st
 		}
 	}
 	return resp, srv.sess.StderrTail(), nil
+}
+
+// slotOf is the slot of a server key, made on first use.
+func (c *Client) slotOf(key string) *slot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl, ok := c.slots[key]
+	if !ok {
+		sl = &slot{}
+		c.slots[key] = sl
+	}
+	return sl
 }
 
 // serverOf returns the live server of a slot, starting one if there is none

@@ -29,6 +29,24 @@ type Persister interface {
 	Remove(ctx context.Context, name string, spent *state.Spent) error
 }
 
+// LaterPersister is a Persister that can also record a change without
+// waiting until it is durable: PutLater returns once the change is ordered
+// after every earlier one and would survive the process being killed, and
+// it becomes durable against a crash of the machine with the next Put (a
+// crash keeps a prefix of the changes) or Flush. Apply makes durable at
+// once only what must be before an adapter is asked to act (the pending
+// operation: its ID tags what the action makes); the identity an action
+// reports, its outcome and a failure are recorded later, so that neither
+// the action's answer nor the next resource waits for an fsync, and Apply
+// returns only once they are durable.
+type LaterPersister interface {
+	Persister
+	PutLater(ctx context.Context, r *state.Resource) error
+	// Flush returns once every change is durable, or the first error of
+	// one that did not become durable.
+	Flush(ctx context.Context) error
+}
+
 // Executor carries out plans.
 type Executor struct {
 	Adapters plan.Adapters
@@ -179,13 +197,21 @@ func (e *Executor) Apply(ctx context.Context, pl *plan.Plan) (*Result, error) {
 		})
 		r.collect(errs)
 	}
+	// What was recorded without waiting is durable before the run says
+	// anything happened.
+	var flushErr error
+	if lp, ok := e.Store.(LaterPersister); ok {
+		if err := lp.Flush(context.WithoutCancel(ctx)); err != nil {
+			flushErr = fmt.Errorf("persisting state: %w", err)
+		}
+	}
 	if r.stopped() {
-		return r.res, &InterruptedError{Result: r.res, Aborted: errors.Is(context.Cause(ctx), ErrAborted)}
+		return r.res, errors.Join(&InterruptedError{Result: r.res, Aborted: errors.Is(context.Cause(ctx), ErrAborted)}, flushErr)
 	}
 	if failed := r.res.Failed(); len(failed) > 0 {
-		return r.res, &FailedError{Outcomes: failed}
+		return r.res, errors.Join(&FailedError{Outcomes: failed}, flushErr)
 	}
-	return r.res, nil
+	return r.res, flushErr
 }
 
 // failed records a step that could not be planned as failed, so that what
@@ -294,8 +320,24 @@ func (r *run) current(name string) *state.Resource {
 }
 
 func (r *run) put(ctx context.Context, res *state.Resource) error {
+	return r.write(ctx, res, true)
+}
+
+// record is put, not waiting until the change is durable when the store
+// can do that (LaterPersister): for what no adapter is asked to act on.
+func (r *run) record(ctx context.Context, res *state.Resource) error {
+	return r.write(ctx, res, false)
+}
+
+func (r *run) write(ctx context.Context, res *state.Resource, durable bool) error {
 	res.UpdatedAt = time.Now().UTC()
-	if err := r.e.Store.Put(ctx, res); err != nil {
+	var err error
+	if lp, ok := r.e.Store.(LaterPersister); ok && !durable {
+		err = lp.PutLater(ctx, res)
+	} else {
+		err = r.e.Store.Put(ctx, res)
+	}
+	if err != nil {
 		return fmt.Errorf("persisting state of %s: %w", res.Name, err)
 	}
 	r.mu.Lock()
@@ -365,7 +407,7 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		changed := old == nil || old.Status != state.StatusActive || old.Pending != nil ||
 			!jsonvalue.Equal(old.Config, cfg) || !jsonvalue.Equal(old.State, ans.State)
 		if changed {
-			if err := r.put(ctx, activeResource(want, cfg, ans, old)); err != nil {
+			if err := r.record(ctx, activeResource(want, cfg, ans, old)); err != nil {
 				return false, err
 			}
 		}
@@ -387,7 +429,7 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 	if kind == state.OpCreate || kind == state.OpRebuild {
 		res.CreatedAt = time.Now().UTC()
 	}
-	if err := r.put(ctx, res); err != nil {
+	if err := r.record(ctx, res); err != nil {
 		return true, err
 	}
 	r.setOutputs(want.Name, final.State)
@@ -468,7 +510,7 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 			if len(changed) == 0 {
 				return
 			}
-			if err := r.put(ctx, res); err != nil && perr == nil {
+			if err := r.record(ctx, res); err != nil && perr == nil {
 				perr = err
 			}
 			r.emit(Event{Resource: call.Name, Phase: PhaseIdentity, Message: identityText(changed)})
@@ -519,7 +561,7 @@ func (r *run) recordFailure(ctx context.Context, res *state.Resource, err error)
 	}
 	now := time.Now().UTC()
 	res.Pending.Failed, res.Pending.FailedAt = oneLine(err.Error(), 500), &now
-	if perr := r.put(ctx, res); perr != nil {
+	if perr := r.record(ctx, res); perr != nil {
 		return fmt.Errorf("%w (and recording the failure: %v)", err, perr)
 	}
 	return err

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gcompose/gcompose/core/apply"
@@ -44,6 +46,15 @@ type Engine struct {
 	// the request forces a new state; an object made by an adapter whose
 	// sweep answered is left to that sweep. Nil skips it.
 	Existing func(ctx context.Context, app string) ([]ExistingObject, error)
+	// Warm starts what the calls of adapter type typ will need (its
+	// server), resource being the one whose plugs a call for the whole
+	// type mounts. Once the lock is held, the run calls it for every type
+	// at once, while it removes leftovers and loads the state, so that no
+	// call waits for a server started only when its adapter was first
+	// asked; Release runs after every Warm returned. Its error is only
+	// logged: the type's first call meets it again and reports it with its
+	// resource. Nil: servers start on first use.
+	Warm func(ctx context.Context, lock *state.Lock, typ, resource string) error
 }
 
 // Request is one run.
@@ -119,29 +130,54 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if err != nil {
 		return nil, interruptedOr(req.Stop, err)
 	}
+	// Release once: after an apply, at the same time as the compaction.
+	var (
+		releaseOnce sync.Once
+		releaseErr  error
+	)
+	release := func() {
+		releaseOnce.Do(func() {
+			if e.Release == nil {
+				return
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if rerr := e.Release(rctx); rerr != nil {
+				releaseErr = fmt.Errorf("stopping adapter servers: %w", rerr)
+			}
+		})
+	}
 	defer func() {
+		release()
+		if releaseErr != nil && err == nil {
+			err = releaseErr
+		}
 		// Unlock with a fresh context: a cancelled run must still release.
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if e.Release != nil {
-			if rerr := e.Release(uctx); rerr != nil && err == nil {
-				err = fmt.Errorf("stopping adapter servers: %w", rerr)
-			}
-		}
 		if uerr := e.Store.Unlock(uctx, lock); uerr != nil && err == nil {
 			err = fmt.Errorf("releasing the state lock: %w", uerr)
 		}
 	}()
-	if e.Cleanup != nil {
-		n, err := e.Cleanup(ctx, lock)
-		if err != nil {
-			return nil, fmt.Errorf("removing containers left by an earlier run: %w", err)
-		}
-		if n > 0 && e.Log != nil {
-			e.Log("removed %d adapter container(s) left behind by an earlier, interrupted run", n)
-		}
-	}
+	// The adapters' servers start, leftover containers are removed and the
+	// state loads, all at once: none needs another, and each costs a
+	// Docker Engine or disk round trip or a container start.
+	t0 := time.Now()
+	warm := e.startWarm(ctx, lock)
+	// Deferred after the release above, so it runs before it: no server is
+	// stopped while it still starts.
+	defer warm.wait()
+	warm.types(typesOf(req.Desired, nil))
+	cleaned := make(chan error, 1)
+	go func() { cleaned <- e.cleanup(ctx, lock) }()
 	doc, err := e.Store.Load(ctx, req.App)
+	if err == nil {
+		warm.types(typesOf(nil, doc))
+	}
+	if cerr := <-cleaned; cerr != nil {
+		return nil, cerr
+	}
+	slog.DebugContext(ctx, "engine: lock held, leftovers removed, state loaded", "app", req.App, "took", time.Since(t0))
 	forceNew := false
 	if err != nil {
 		if !errors.Is(err, state.ErrMissingDocument) || !req.ForceNewState || req.Mode != plan.Deploy || req.PlanOnly {
@@ -157,32 +193,54 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 			return out, err
 		}
 	}
-	// Before anything else asks an adapter: can they work at all? One line
-	// per problem, before the state is first written.
-	// Reads only: dropped at an interrupt (soft).
-	if err := e.preflight(soft, req.App, req.Desired, doc); err != nil {
-		return out, interruptedOr(req.Stop, err)
-	}
-	if stopped(req.Stop) {
-		return out, interruptedOr(req.Stop, nil)
-	}
-	// Before planning, find what earlier runs created but never recorded
-	// (report only: nothing changes before the plan is approved). What is
-	// this state's becomes delete steps of a deploy or destroy plan.
+	// Before planning, at once (reads only: dropped at an interrupt): can
+	// the adapters work at all (one line per problem, before the state is
+	// first written); what earlier runs created but never recorded (report
+	// only: nothing changes before the plan is approved; what is this
+	// state's becomes delete steps of a deploy or destroy plan); and, before
+	// a first deploy, what exists of the application already. A problem
+	// the preflight finds is the answer: the sweeps are cut short, and what
+	// they found is not shown.
 	desired := req.Desired
 	if req.Mode != plan.Deploy {
 		desired = nil
 	}
-	var swept map[string]bool
-	if out.Swept, swept, err = e.sweep(soft, req.App, desired, doc, false); err != nil {
-		return out, interruptedOr(req.Stop, err)
+	t1 := time.Now()
+	sweepCtx, cancelSweep := context.WithCancel(soft)
+	defer cancelSweep()
+	var (
+		swept              map[string]bool
+		sweepErr, existErr error
+		existing           []ExistingObject
+		scans              sync.WaitGroup
+	)
+	scans.Go(func() { out.Swept, swept, sweepErr = e.sweep(sweepCtx, req.App, desired, doc, false) })
+	if firstDeploy && req.Mode == plan.Deploy && e.Existing != nil {
+		scans.Go(func() { existing, existErr = e.Existing(sweepCtx, req.App) })
+	}
+	preErr := e.preflight(soft, req.App, req.Desired, doc)
+	if preErr != nil {
+		cancelSweep()
+	}
+	scans.Wait()
+	slog.DebugContext(ctx, "engine: preflight, sweeps and scans done", "app", req.App, "took", time.Since(t1))
+	if preErr != nil {
+		out.Swept = nil
+		return out, interruptedOr(req.Stop, preErr)
 	}
 	if stopped(req.Stop) {
 		return out, interruptedOr(req.Stop, nil)
 	}
+	if sweepErr != nil {
+		return out, interruptedOr(req.Stop, sweepErr)
+	}
+	e.reportSwept(out.Swept, doc.Lineage)
 	if firstDeploy && req.Mode == plan.Deploy {
 		// Before the lineage is written: does the application exist already?
-		if err := e.checkFirstDeploy(soft, req, out.Swept, swept); err != nil {
+		if existErr != nil {
+			return out, interruptedOr(req.Stop, fmt.Errorf("looking for objects of %s that exist already: %w", req.App, existErr))
+		}
+		if err := e.checkFirstDeploy(req, existing, out.Swept, swept); err != nil {
 			return out, interruptedOr(req.Stop, err)
 		}
 		if stopped(req.Stop) {
@@ -208,7 +266,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		in := plan.Input{App: req.App, Mode: req.Mode, Desired: req.Desired, State: doc, Targets: req.Targets, Replace: req.Replace, Outputs: req.Outputs,
 			Leftovers: leftovers(out.Swept, doc, desired, firstDeploy)}
 		planner := &plan.Planner{Adapters: e.Adapters, Walk: e.walk()}
+		t2 := time.Now()
 		pl, planErr = planner.Plan(soft, in)
+		slog.DebugContext(ctx, "engine: planned", "app", req.App, "took", time.Since(t2), "since lock", time.Since(t0))
 	}
 	out.Plan = pl
 	if stopped(req.Stop) {
@@ -256,6 +316,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		applyErr = planErr
 	}
 	out.Result = res
+	// No adapter is asked any more: its servers stop while the state is
+	// compacted (both before the lock is released).
+	warm.wait()
+	go release()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if cerr := e.Store.Compact(cctx, lock); cerr != nil && applyErr == nil {
@@ -320,12 +384,51 @@ func describeHolder(i *state.LockInfo) string {
 type persister struct {
 	store state.Store
 	lock  *state.Lock
+
+	// Writes recorded without waiting (PutLater) become durable in the
+	// background, as soon as an fsync covers them.
+	later    sync.WaitGroup
+	mu       sync.Mutex
+	laterErr error
 }
 
 // Writes ignore cancellation: what an action did must be recorded even when
 // the user interrupts the run right after it.
 func (p *persister) Put(ctx context.Context, r *state.Resource) error {
 	return p.store.Apply(context.WithoutCancel(ctx), p.lock, state.Put(r))
+}
+
+// PutLater implements apply.LaterPersister with a store that appends
+// (state.Appender), else it is Put.
+func (p *persister) PutLater(ctx context.Context, r *state.Resource) error {
+	a, ok := p.store.(state.Appender)
+	if !ok {
+		return p.Put(ctx, r)
+	}
+	durable, err := a.Append(context.WithoutCancel(ctx), p.lock, state.Put(r))
+	if err != nil {
+		return err
+	}
+	// Asked at once, so that it is durable as soon as it would have been
+	// had the caller waited.
+	p.later.Go(func() {
+		if err := durable(); err != nil {
+			p.mu.Lock()
+			if p.laterErr == nil {
+				p.laterErr = err
+			}
+			p.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// Flush implements apply.LaterPersister.
+func (p *persister) Flush(context.Context) error {
+	p.later.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.laterErr
 }
 
 func (p *persister) Remove(ctx context.Context, name string, spent *state.Spent) error {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -40,8 +39,9 @@ type ExistingObject struct {
 }
 
 // checkFirstDeploy runs before a first deploy writes the application's
-// lineage: it gathers what already exists of the application (containers
-// found by their labels, and what the report-only sweep found) and refuses
+// lineage: it gathers what already exists of the application (existing:
+// containers found by their labels, Engine.Existing; and what the
+// report-only sweep found) and refuses
 // unless the request forces a new state. A plan only warns.
 //
 // A container made by an adapter whose sweep answered (sweptTypes) is left
@@ -49,19 +49,13 @@ type ExistingObject struct {
 // this run's (the Golem ones: those of the same yagna node) and reports
 // those; the same app name deployed through another yagna on this machine
 // is no second copy of this one.
-func (e *Engine) checkFirstDeploy(ctx context.Context, req Request, swept []Swept, sweptTypes map[string]bool) error {
+func (e *Engine) checkFirstDeploy(req Request, existing []ExistingObject, swept []Swept, sweptTypes map[string]bool) error {
 	var found []string
-	if e.Existing != nil {
-		objs, err := e.Existing(ctx, req.App)
-		if err != nil {
-			return fmt.Errorf("looking for objects of %s that exist already: %w", req.App, err)
+	for _, o := range existing {
+		if o.Adapter != "" && sweptTypes[o.Adapter] {
+			continue
 		}
-		for _, o := range objs {
-			if o.Adapter != "" && sweptTypes[o.Adapter] {
-				continue
-			}
-			found = append(found, o.Description)
-		}
+		found = append(found, o.Description)
 	}
 	for _, s := range swept {
 		if s.Action == protocol.OrphanReported {

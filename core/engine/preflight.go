@@ -41,7 +41,7 @@ func (e *PreflightError) Error() string {
 
 // typesOf are the adapter types of the desired resources and of the state,
 // sorted, each with one of its resources (the first by name), whose plugs a
-// call for the whole type mounts.
+// call for the whole type mounts. A nil doc has none.
 func typesOf(desired map[string]*plan.Resource, doc *state.Document) ([]string, map[string]string) {
 	first := map[string]string{}
 	note := func(typ, name string) {
@@ -52,8 +52,10 @@ func typesOf(desired map[string]*plan.Resource, doc *state.Document) ([]string, 
 	for name, r := range desired {
 		note(r.Type, name)
 	}
-	for name, r := range doc.Resources {
-		note(r.Type, name)
+	if doc != nil {
+		for name, r := range doc.Resources {
+			note(r.Type, name)
+		}
 	}
 	types := make([]string, 0, len(first))
 	for t := range first {

@@ -115,12 +115,17 @@ func (e *Engine) sweep(ctx context.Context, app string, desired map[string]*plan
 		}
 		out = append(out, results[i]...)
 	}
-	for _, s := range out {
-		if !s.ours(doc.Lineage) {
-			e.emit(apply.Event{Phase: apply.PhaseSwept, Message: s.Describe(doc.Lineage)})
+	return out, swept, firstErr
+}
+
+// reportSwept shows what a sweep found that is not this state's to delete
+// (what is becomes a plan step, shown with the plan).
+func (e *Engine) reportSwept(found []Swept, lineage string) {
+	for _, s := range found {
+		if !s.ours(lineage) {
+			e.emit(apply.Event{Phase: apply.PhaseSwept, Message: s.Describe(lineage)})
 		}
 	}
-	return out, swept, firstErr
 }
 
 // ours says whether the object is tagged with this state's lineage: a

@@ -81,6 +81,7 @@ type Session struct {
 	opts   Options
 	red    *secret.Redactor
 	runner *runner.Runner
+	plugs  map[string]adapter.Plug
 }
 
 // Open assembles a session. Nothing is called yet: the Docker Engine is
@@ -128,7 +129,8 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		rn.Close()
 		return nil, fmt.Errorf("adapter client: %w", err)
 	}
-	var inner plan.Adapters = &adapter.ContainerAdapters{Client: cl, Plugs: plugs(opts.Project, opts.Lowering)}
+	pl := plugs(opts.Project, opts.Lowering)
+	var inner plan.Adapters = &adapter.ContainerAdapters{Client: cl, Plugs: pl}
 	if opts.Wrap != nil {
 		inner = opts.Wrap(inner)
 	}
@@ -141,6 +143,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 		opts:     opts,
 		red:      opts.Redactor,
 		runner:   rn,
+		plugs:    pl,
 	}, nil
 }
 
@@ -232,6 +235,7 @@ func (s *Session) Run(ctx context.Context, r Run) (*Result, error) {
 		Observer:      r.Observer,
 		Cleanup:       adapter.RunnerCleanup(s.runner),
 		Existing:      adapter.RunnerExisting(s.runner),
+		Warm:          adapter.RunnerWarm(s.runner, s.Client, s.plugs),
 		Release:       s.Client.Close,
 		Log: func(format string, args ...any) {
 			if s.opts.Warn != nil {

@@ -122,18 +122,42 @@ func (s *Store) learn(v any) {
 
 // Apply encrypts the secrets of every resource put.
 func (s *Store) Apply(ctx context.Context, lock *state.Lock, changes ...state.Change) error {
+	out, err := s.sealChanges(changes)
+	if err != nil {
+		return err
+	}
+	return s.Store.Apply(ctx, lock, out...)
+}
+
+// Append implements state.Appender, encrypting as Apply does; a backend
+// that cannot append applies at once.
+func (s *Store) Append(ctx context.Context, lock *state.Lock, changes ...state.Change) (func() error, error) {
+	out, err := s.sealChanges(changes)
+	if err != nil {
+		return nil, err
+	}
+	if a, ok := s.Store.(state.Appender); ok {
+		return a.Append(ctx, lock, out...)
+	}
+	if err := s.Store.Apply(ctx, lock, out...); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
+func (s *Store) sealChanges(changes []state.Change) ([]state.Change, error) {
 	out := make([]state.Change, len(changes))
 	for i, ch := range changes {
 		out[i] = ch
 		if ch.Put != nil {
 			r, err := s.seal(ch.Put)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			out[i].Put = r // a change with both put and delete stays invalid
 		}
 	}
-	return s.Store.Apply(ctx, lock, out...)
+	return out, nil
 }
 
 // Replace encrypts the secrets of every resource of doc.

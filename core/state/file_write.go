@@ -19,21 +19,36 @@ import (
 // after its append has finished; one fsync makes every line before it
 // durable.
 func (s *FileStore) Apply(ctx context.Context, l *Lock, changes ...Change) error {
-	if err := ctx.Err(); err != nil {
+	durable, err := s.Append(ctx, l, changes...)
+	if err != nil {
 		return err
+	}
+	return durable()
+}
+
+var synced = func() error { return nil }
+
+// Append implements Appender: Apply's journal line, appended (written to
+// the file, so that a process killed after Append returns loses nothing),
+// and durable against a crash of the machine once durable returns, or
+// once any later Apply of the lock returns: one fsync makes every line
+// before it durable, so a crash keeps a prefix of the lines.
+func (s *FileStore) Append(ctx context.Context, l *Lock, changes ...Change) (durable func() error, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	now := time.Now().UTC()
 	prepared, err := PrepareChanges(changes, now)
 	if err != nil {
-		return fmt.Errorf("state for app %q: %w", lockApp(l), err)
+		return nil, fmt.Errorf("state for app %q: %w", lockApp(l), err)
 	}
 	if len(prepared) == 0 { // nothing to write; still says whether the lock is held
-		return s.fenced(l, func(*session) error { return nil })
+		return synced, s.fenced(l, func(*session) error { return nil })
 	}
 	// Encoded outside the lock: the costly part of a line.
 	encoded, err := json.Marshal(prepared)
 	if err != nil {
-		return fmt.Errorf("state for app %q: encoding change: %w", lockApp(l), err)
+		return nil, fmt.Errorf("state for app %q: encoding change: %w", lockApp(l), err)
 	}
 	var (
 		sess *session
@@ -67,9 +82,9 @@ func (s *FileStore) Apply(ctx context.Context, l *Lock, changes ...Change) error
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.syncJournal(sess, seq)
+	return func() error { return s.syncJournal(sess, seq) }, nil
 }
 
 // syncJournal returns once the journal line numbered seq is durable.

@@ -67,6 +67,17 @@ type Store interface {
 	Close() error
 }
 
+// Appender is a Store whose writes can return before they are durable
+// against a crash of the machine (FileStore): Append does what Apply does,
+// but returns once the changes are ordered after every earlier write and
+// would survive the process being killed (in the operating system's
+// hands); they are durable once durable returns, or once any later Apply
+// of the same lock returns. A crash of the machine keeps a prefix of the
+// writes. durable's error is Apply's: the write did not become durable.
+type Appender interface {
+	Append(ctx context.Context, lock *Lock, changes ...Change) (durable func() error, err error)
+}
+
 // LockInfo says who holds a lock, for what, since when.
 type LockInfo struct {
 	// ID identifies this holding of the lock (gcompose unlock ID).

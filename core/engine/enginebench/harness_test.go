@@ -88,10 +88,11 @@ func (h *harness) plugs() map[string]adapter.Plug {
 	return map[string]adapter.Plug{"files": {Path: h.files}}
 }
 
-// engine is the engine of one run, wired as the CLI wires it.
-func (h *harness) engine(ad plan.Adapters, release func(context.Context) error, parallelism int) *engine.Engine {
+// engine is the engine of one run through client c, wired as the CLI wires
+// it (core/project).
+func (h *harness) engine(c *adapter.Client, ad plan.Adapters, release func(context.Context) error, parallelism int) *engine.Engine {
 	return &engine.Engine{Adapters: ad, Store: h.store, Parallelism: parallelism, Version: "bench",
-		Cleanup: adapter.RunnerCleanup(h.runner), Release: release, LockTimeout: time.Minute}
+		Cleanup: adapter.RunnerCleanup(h.runner), Warm: adapter.RunnerWarm(h.runner, c, h.plugs()), Release: release, LockTimeout: time.Minute}
 }
 
 // run deploys want through a fresh client (one gcompose run) and returns the
@@ -107,7 +108,7 @@ func (h *harness) runWith(app string, want map[string]*plan.Resource, noServe, v
 	if wrap != nil {
 		ad = wrap(ad)
 	}
-	e := h.engine(ad, c.Close, parallelism)
+	e := h.engine(c, ad, c.Close, parallelism)
 	start := time.Now()
 	out, err := e.Run(h.ctx, engine.Request{App: app, Mode: plan.Deploy, Desired: want})
 	return out, time.Since(start), err
@@ -413,7 +414,7 @@ func (r timedRunner) Start(ctx context.Context, s runner.Spec) (*runner.Session,
 func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe, verify bool, parallelism int) (*engine.Outcome, time.Duration, *timing, error) {
 	tm := &timing{}
 	c := h.clientWith(timedRunner{h.count, tm}, noServe, verify)
-	e := h.engine(timedAdapters{Adapters: &adapter.ContainerAdapters{Client: c, Plugs: h.plugs()}, tm: tm}, func(ctx context.Context) error {
+	e := h.engine(c, timedAdapters{Adapters: &adapter.ContainerAdapters{Client: c, Plugs: h.plugs()}, tm: tm}, func(ctx context.Context) error {
 		start := time.Now()
 		err := c.Close(ctx)
 		tm.mu.Lock()
