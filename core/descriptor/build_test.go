@@ -1,6 +1,7 @@
 package descriptor
 
 import (
+	"archive/zip"
 	"context"
 	"os"
 	"path/filepath"
@@ -55,4 +56,21 @@ func TestBuildContext(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("in a package", func(t *testing.T) {
+		pkg := filepath.Join(root, "app.zip")
+		f, err := os.Create(pkg)
+		must(err)
+		zw := zip.NewWriter(f)
+		w, err := zw.Create("app.yaml")
+		must(err)
+		_, err = w.Write([]byte("payloads:\n  counter:\n    runtime: vm\n    build: ./counter\nservices:\n  counter: {payload: counter}\n"))
+		must(err)
+		must(zw.Close())
+		must(f.Close())
+		_, ds := Load(context.Background(), Options{}, pkg)
+		if want := "a relative build context is read from the descriptor file's folder"; !ds.HasErrors() || !strings.Contains(ds.Error(), want) {
+			t.Errorf("diagnostics:\n%v\nwant one containing %q", ds, want)
+		}
+	})
 }

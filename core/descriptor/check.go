@@ -349,7 +349,7 @@ func checkBuilds(a *App, ds *source.Diagnostics) {
 				ds.Errorf(at, "payload %s: build: and params.%s both name the image: keep one (the built image is named by the hash of its context)", name, k)
 			}
 		}
-		if _, err := os.Stat(filepath.Dir(at.File)); err != nil && !filepath.IsAbs(p.Build) {
+		if fi, err := os.Stat(filepath.Dir(at.File)); (err != nil || !fi.IsDir()) && !filepath.IsAbs(p.Build) {
 			ds.Errorf(at, "payload %s: build: %s: a relative build context is read from the descriptor file's folder, and %s is not on disk (a package?): write an absolute path", name, p.Build, at.File)
 			continue
 		}
