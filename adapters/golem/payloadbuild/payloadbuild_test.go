@@ -13,6 +13,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+
+	"github.com/gcompose/gcompose/internal/testimage"
 )
 
 func write(t *testing.T, path, data string, mode os.FileMode) {
@@ -101,5 +106,41 @@ func TestDevnet(t *testing.T) {
 	}
 	if _, err := Devnet(ctx, srv.Client(), srv.URL, "wrong"); err == nil || errors.Is(err, ErrNotDevnet) || !strings.Contains(err.Error(), "401") {
 		t.Errorf("a 401: %v, want an error naming it", err)
+	}
+}
+
+// TestEnsureBuildsOnce: the image of a context is built through the Engine API, labelled with the
+// context's hash, and found instead of built again while the context is unchanged.
+func TestEnsureBuildsOnce(t *testing.T) {
+	testimage.RequireDocker(t)
+	cli := testimage.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY hello /hello\n", 0o644)
+	write(t, filepath.Join(dir, "hello"), t.Name()+time.Now().String(), 0o644) // a context no one built before
+	t.Cleanup(func() {
+		imgs, _ := cli.ImageList(context.Background(), image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", ContextLabel+"="+dir))})
+		for _, img := range imgs {
+			_, _ = cli.ImageRemove(context.Background(), img.ID, image.RemoveOptions{Force: true, PruneChildren: true})
+		}
+	})
+	first, err := Ensure(ctx, cli, "hello", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Hash(dir)
+	if !first.Built || first.Hash != want || first.Ref != Repository+"/hello:"+want[:16] {
+		t.Fatalf("first Ensure: %+v, want built %s", first, want)
+	}
+	insp, err := cli.ImageInspect(ctx, first.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := insp.Config.Labels; l[HashLabel] != want || l[PayloadLabel] != "hello" || l[ContextLabel] != dir {
+		t.Errorf("labels %v", l)
+	}
+	if again, err := Ensure(ctx, cli, "hello", dir); err != nil || again.Built || again.Hash != want {
+		t.Errorf("second Ensure: %+v %v, want found, not built", again, err)
 	}
 }
