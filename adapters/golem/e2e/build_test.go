@@ -102,7 +102,8 @@ func TestBuildPayloadFromSource(t *testing.T) {
 	}
 	goBuild(t, ctx, app, "front")
 	plan := e.must(ctx, "plan", "-f", desc)
-	if !regexp.MustCompile(`(?m)^-/\+ rebuild +services\.front +\(.*image_hash`).MatchString(plan) ||
+	if !regexp.MustCompile(`(?m)^-/\+ rebuild +services\.front `).MatchString(plan) ||
+		!regexp.MustCompile(`(?m)^ +~ /payload/params/image_hash = "[0-9a-f]{56}" -> "[0-9a-f]{56}"$`).MatchString(plan) ||
 		!strings.Contains(plan, "Plan: 0 to create, 0 to update, 1 to rebuild, 0 to delete, 4 unchanged.") {
 		t.Errorf("plan after the front's source changed: want a rebuild of services.front alone:\n%s", plan)
 	}
