@@ -305,8 +305,11 @@ func newSession(t *testing.T, repo string) *session {
 		url := "YAGNA_API_URL=http://127.0.0.1:" + port
 		for _, c := range [][]string{
 			{"env", url, "YAGNA_APPKEY=devnet-appkey", "bin/gcompose", "destroy", "-f", "examples/webapp/webapp.yaml", "--yes"},
+			{"env", url, "YAGNA_APPKEY=devnet-appkey", "bin/gcompose", "destroy", "-f", "examples/counter/gcompose.yaml", "--yes"},
 			{"bin/gcompose", "destroy", "-f", "examples/files/gcompose.yaml", "--yes"},
 			{"docker-compose", "down", "--remove-orphans"},
+			// The images the tutorial's own app built from this copy (labelled with their folders).
+			{"sh", "-c", "for d in counter front; do docker images -q --filter label=gcompose.build.context=$(pwd)/examples/counter/$d | xargs -r docker rmi -f; done"},
 		} {
 			cmd := exec.CommandContext(ctx, c[0], c[1:]...)
 			cmd.Dir, cmd.Env = repo, base

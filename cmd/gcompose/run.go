@@ -191,6 +191,11 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 		return fail(name, err)
 	}
 	defer sess.Close()
+	if mode != plan.Destroy && p != nil {
+		if err := buildPayloads(c.Context, p, func(msg string) { prog.Note(progress.Info, msg) }); err != nil {
+			return fail(name, withCode(exitError, err))
+		}
+	}
 
 	jsonOut := c.Bool("json")
 	// From here on, a first Ctrl-C lets what is under way finish.

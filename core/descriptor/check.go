@@ -1,8 +1,12 @@
 package descriptor
 
 import (
+	"errors"
+	"io/fs"
 	"maps"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,6 +22,7 @@ func checkApp(a *App) source.Diagnostics {
 	var ds source.Diagnostics
 	checkNames(a, &ds)
 	checkAdapterNames(a, &ds)
+	checkBuilds(a, &ds)
 	nets := checkNetworks(a, &ds)
 	checkServices(a, nets, &ds)
 	checkPlugs(a, &ds)
@@ -324,3 +329,44 @@ func checkSecrets(a *App, ds *source.Diagnostics) {
 }
 
 var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// checkBuilds reports, where build: is written, a build context that is not
+// a directory holding a Dockerfile, and a build: beside params that name
+// another image (the built image is the payload's image).
+func checkBuilds(a *App, ds *source.Diagnostics) {
+	for _, name := range slices.Sorted(maps.Keys(a.Payloads)) {
+		p := a.Payloads[name]
+		if p.Build == "" {
+			continue
+		}
+		at := a.Pos(pointer("payloads", name) + "/build")
+		if p.Runtime != "vm" {
+			ds.Errorf(at, "payload %s: build: makes a VM image; runtime %q runs none (use runtime: vm)", name, p.Runtime)
+			continue
+		}
+		for _, k := range []string{"image_hash", "image_tag", "image_url"} {
+			if _, ok := p.Params[k]; ok {
+				ds.Errorf(at, "payload %s: build: and params.%s both name the image: keep one (the built image is named by the hash of its context)", name, k)
+			}
+		}
+		if fi, err := os.Stat(filepath.Dir(at.File)); (err != nil || !fi.IsDir()) && !filepath.IsAbs(p.Build) {
+			ds.Errorf(at, "payload %s: build: %s: a relative build context is read from the descriptor file's folder, and %s is not on disk (a package?): write an absolute path", name, p.Build, at.File)
+			continue
+		}
+		fi, err := os.Stat(p.BuildDir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			ds.Errorf(at, "payload %s: build context %s: no such directory (%s; relative to the descriptor file, as in Compose)", name, p.Build, p.BuildDir)
+			continue
+		case err != nil:
+			ds.Errorf(at, "payload %s: build context %s: %v", name, p.Build, err)
+			continue
+		case !fi.IsDir():
+			ds.Errorf(at, "payload %s: build context %s is a file, not a directory holding a Dockerfile", name, p.Build)
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(p.BuildDir, "Dockerfile")); err != nil || !fi.Mode().IsRegular() {
+			ds.Errorf(at, "payload %s: build context %s has no Dockerfile (%s)", name, p.Build, filepath.Join(p.BuildDir, "Dockerfile"))
+		}
+	}
+}

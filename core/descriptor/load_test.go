@@ -156,7 +156,7 @@ func TestLoadFromDisk(t *testing.T) {
 func TestIgnoreUnknownKeepsWarnings(t *testing.T) {
 	src := Source{Name: "a.yaml", Data: []byte("payloads:\n  p: {runtime: vm, extra: 1}\nservices:\n  s: {payload: p}\n")}
 	app, ds := newTestLoader(t, Options{IgnoreUnknown: true}).LoadSources(context.Background(), src)
-	if ds.HasErrors() || len(app.Warnings) != 1 || app.Warnings[0].String() != `a.yaml:2:20: warning: ignored unknown key "extra"; allowed here: capabilities, constraints, params, runtime` {
+	if ds.HasErrors() || len(app.Warnings) != 1 || app.Warnings[0].String() != `a.yaml:2:20: warning: ignored unknown key "extra"; allowed here: build, capabilities, constraints, params, runtime` {
 		t.Fatalf("diagnostics %v, warnings %v", ds, app.Warnings)
 	}
 	if _, ok := app.Tree()["payloads"].(map[string]any)["p"].(map[string]any)["extra"]; ok {

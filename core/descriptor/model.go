@@ -63,7 +63,12 @@ type Payload struct {
 	Constraints  []string
 	Capabilities []string
 	Params       map[string]any
-	Pos          source.Pos
+	// Build is the payload's build context (build: as written), and
+	// BuildDir the directory it names, relative to the descriptor file
+	// that wrote it, as Compose reads build:. Empty without build:.
+	Build    string
+	BuildDir string
+	Pos      source.Pos
 }
 
 // Network is a VPN the services join.

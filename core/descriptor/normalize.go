@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -163,6 +164,11 @@ func (n *normalizer) payloads(section *value) {
 		if params := v.get("params"); params != nil && params.kind == kindMap {
 			p.Params, _ = params.plain().(map[string]any)
 			n.recTree(ptr+"/params", params)
+		}
+		if b := v.get("build"); b != nil {
+			p.Build = strOf(b)
+			n.rec(ptr+"/build", b)
+			p.BuildDir = buildDir(b.at().File, p.Build)
 		}
 		n.app.Payloads[name] = p
 	}
@@ -437,4 +443,18 @@ func (n *normalizer) flag(ptr string, v *value) bool {
 	n.rec(ptr, v)
 	b, _ := v.scalar.(bool)
 	return b
+}
+
+// buildDir is the directory a build: names: an absolute path as written, a
+// relative one from the folder of the descriptor file that wrote it (as
+// Docker Compose reads build:).
+func buildDir(file, build string) string {
+	if build == "" || filepath.IsAbs(build) {
+		return filepath.Clean(build)
+	}
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return filepath.Join(filepath.Dir(file), build)
+	}
+	return filepath.Join(dir, build)
 }

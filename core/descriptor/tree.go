@@ -44,6 +44,7 @@ func (a *App) Tree() map[string]any {
 			if len(p.Params) > 0 {
 				e["params"] = p.Params
 			}
+			putString(e, "build", p.BuildDir)
 			m[name] = e
 		}
 		t["payloads"] = m

@@ -15,6 +15,7 @@ func (s *Server) routeAdmin(handle func(string, func(http.ResponseWriter, *http.
 	handle("PUT "+AdminPrefix+"/faults", s.putFaults)
 	handle("POST "+AdminPrefix+"/activities/{id}/kill", s.killActivity)
 	handle("GET "+AdminPrefix+"/summary", s.summary)
+	handle("GET "+AdminPrefix+"/info", s.info)
 	handle("GET "+AdminPrefix+"/providers", s.listProviders)
 	handle("PUT "+AdminPrefix+"/providers/{id}", s.putProvider)
 	s.routeKill(handle)
@@ -112,4 +113,26 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, sm)
+}
+
+// Info is the devnet's answer to GET /devnet/v1/info: the explicit sign that the yagna at an URL is this
+// devnet (a real yagna answers 404 there), and the Docker engine whose local images are its payloads, so
+// that a client builds a payload's image (build:) on that very engine or says it cannot.
+type Info struct {
+	// Kind is always "gcompose-devnet".
+	Kind string `json:"kind"`
+	// EngineID is the ID the engine answers in GET /info (docker info's ID).
+	EngineID string `json:"engine_id"`
+}
+
+// InfoKind is Info.Kind.
+const InfoKind = "gcompose-devnet"
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	in, err := s.docker.Info(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "asking the Docker engine who it is: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Info{Kind: InfoKind, EngineID: in.ID})
 }

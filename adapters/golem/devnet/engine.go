@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/internal/enginecall"
@@ -194,6 +195,11 @@ func (e *engine) ContainerExecAttach(ctx context.Context, execID string, o conta
 
 func (e *engine) ImageList(ctx context.Context, o image.ListOptions) ([]image.Summary, error) {
 	return get(ctx, e, "ImageList", "", func(ctx context.Context) ([]image.Summary, error) { return e.cli.ImageList(ctx, o) })
+}
+
+// Info is the engine's own description; its ID names the engine whose local images are the payloads.
+func (e *engine) Info(ctx context.Context) (system.Info, error) {
+	return get(ctx, e, "Info", "", func(ctx context.Context) (system.Info, error) { return e.cli.Info(ctx) })
 }
 
 func (e *engine) NetworkCreate(ctx context.Context, name string, o network.CreateOptions) (network.CreateResponse, error) {

@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/gcompose/gcompose/adapters/golem/payloadbuild"
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/address"
 	"github.com/gcompose/gcompose/core/lower"
@@ -138,6 +139,7 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 		return nil, err
 	}
 	rented := 0
+	hashes := map[string]string{} // build context -> its hash, once per lowering
 	for _, n := range r.Nodes {
 		if n.Kind == resolve.ServiceNode && !isLocalProxy(n) {
 			rented++
@@ -170,6 +172,9 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 			res.Type = img.Service
 			res.Config = maps.Clone(n.Spec)
 			delete(res.Config, "protect")
+			if err := builtImage(res.Config, hashes); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", n.Pos, n.ID, err)
+			}
 			res.Config["name"] = n.Name
 			res.Config["instance"] = n.Index
 			if net, ok := n.Spec["network"].(string); ok && net != "" {
@@ -317,4 +322,35 @@ func localProxy(r *resolve.Resolved, n *resolve.Node, img Images) (*plan.Resourc
 	}
 	return &plan.Resource{Name: n.ID, Type: img.Proxy, Config: cfg,
 		DependsOn: appendDep(appendDep(r.Graph.DependenciesOf(n.ID), t.ID), address.Network(net)), Pos: n.Pos}, nil
+}
+
+// builtImage replaces a payload's build: (its context folder) by the params.image_hash of the image built
+// from it: the hash of the context (adapters/golem/payloadbuild), known from the files alone, so that the
+// plan shows a changed source as a rebuild of the services of that payload. The service adapter never
+// sees build:; the image is built before the plan (cmd/gcompose), on the devnet only.
+func builtImage(cfg map[string]any, hashes map[string]string) error {
+	p, _ := cfg["payload"].(map[string]any)
+	dir, _ := p["build"].(string)
+	if dir == "" {
+		return nil
+	}
+	hash, ok := hashes[dir]
+	if !ok {
+		h, err := payloadbuild.Hash(dir)
+		if err != nil {
+			return fmt.Errorf("payload build: %w", err)
+		}
+		hash, hashes[dir] = h, h
+	}
+	p = maps.Clone(p)
+	delete(p, "build")
+	params, _ := p["params"].(map[string]any)
+	params = maps.Clone(params)
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["image_hash"] = hash
+	p["params"] = params
+	cfg["payload"] = p
+	return nil
 }
