@@ -138,7 +138,7 @@ the void, for up to about 50 s. What nodes send each other with their VPN addres
 macvlan to macvlan and never passes the Docker host's netfilter, where another Docker network's
 masquerading of an overlapping range (Docker's 192.168.64.0/20 holds 192.168.77.0/24) would rewrite it and
 no connection between nodes would complete; this holds whether the devnet runs on the host or in a
-container (see vpn in net.go).
+container (see vpn in vpndocker.go).
 
 As in yagna (core/vpn/src/network.rs), adding a node at an address already taken answers 200 and the holder
 keeps it, a node may hold several addresses, and removing a node removes them all; a requestor address

@@ -2,7 +2,6 @@ package devnet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,10 +13,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/gcompose/gcompose/internal/enginecall"
 )
 
+// netPrefix is the root of the Net API, which this file serves; the Docker networks behind a VPN are
+// vpndocker.go's.
 const netPrefix = "/net-api/v1"
 
 func (s *Server) routeNet(api func(string, http.HandlerFunc)) {
@@ -361,12 +360,9 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	for _, cid := range detach {
-		for _, netID := range []string{v.linkID, v.anchorID} {
-			// Only a hung engine fails the request: the node may be gone already.
-			if err := s.docker.NetworkDisconnect(r.Context(), netID, cid, true); errors.Is(err, enginecall.ErrHung) {
-				writeError(w, http.StatusInternalServerError, "removing node %s from network %s: %v", node, v.id, err)
-				return
-			}
+		if err := s.detachFromVPN(r.Context(), v, cid); err != nil {
+			writeError(w, http.StatusInternalServerError, "removing node %s from network %s: %v", node, v.id, err)
+			return
 		}
 	}
 	writeNull(w)

@@ -217,3 +217,14 @@ func (s *Server) removeNetworks(ctx context.Context, ids []string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// detachFromVPN disconnects a node's container from v's Docker networks. Only a hung engine is an error:
+// the container may be gone already.
+func (s *Server) detachFromVPN(ctx context.Context, v *vpn, containerID string) error {
+	for _, netID := range []string{v.linkID, v.anchorID} {
+		if err := s.docker.NetworkDisconnect(ctx, netID, containerID, true); errors.Is(err, enginecall.ErrHung) {
+			return err
+		}
+	}
+	return nil
+}
