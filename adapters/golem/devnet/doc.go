@@ -15,7 +15,9 @@ API on 127.0.0.1:7465 only; its key is $YAGNA_APPKEY (default devnet-appkey). Ou
 
 The app key comes from YAGNA_APPKEY, -appkey-file or -appkey (visible in process lists) and is never
 logged. SIGTERM/SIGINT stop the devnet and remove every container and network it created; at start it
-removes the leftovers of its own instance (label gcompose.devnet=<instance>).
+removes the leftovers of its own instance (label gcompose.devnet=<instance>). Its start and stop also remove
+what any devnet that is gone (killed, say, in the middle of a VPN's create) left, whatever its instance:
+everything a devnet creates names it (label gcompose.devnet.owner: its container, or its process).
 
 # The API served
 
