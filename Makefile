@@ -7,7 +7,7 @@ GOFLAGS_STATIC := CGO_ENABLED=0 GOOS=linux
 # Build tools (not images), kept out of bin/, which is the images' build context.
 TOOLS     := .tools
 
-.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy nocurrency cross demo clean devnet interrupt-sweep reconcile-sweep clean-test-images
+.PHONY: all build binaries images test test-podman test-podman-rootless test-short bench lint fmt vet tidy nocurrency cross demo clean devnet interrupt-sweep reconcile-sweep size-sweep size-sweep-podman clean-test-images
 
 all: build
 
@@ -105,6 +105,19 @@ test-podman-rootless:
 # every adapter call and inside calls, each followed by a deploy and a destroy. `make test` runs a sample.
 interrupt-sweep:
 	GCOMPOSE_INTERRUPT_SWEEP=1 $(GO) test -count=1 -v -run '^TestInterruptSweep$$' -timeout 240m ./adapters/golem/e2e/
+
+# The devnet at size (docs/performance.md): an app of GCOMPOSE_SIZE_SWEEP_SIZES services (default 30) on one
+# VPN deployed, re-deployed and destroyed GCOMPOSE_SIZE_SWEEP_N times (default 10) against a devnet with
+# devnet.yaml's providers; after each destroy nothing may be left in the engine, which must answer a ping
+# within 10 s throughout. `make test` runs one cycle of 5 services. GCOMPOSE_HEAVY_LOCK=FILE takes that lock
+# (flock) for each cycle rather than for the whole sweep. size-sweep-podman runs it on rootful Podman
+# (GCOMPOSE_PODMAN_HOST: eval "$$(.ci/podman start)").
+size-sweep:
+	GCOMPOSE_SIZE_SWEEP_N=$${GCOMPOSE_SIZE_SWEEP_N:-10} GCOMPOSE_SIZE_SWEEP_SIZES=$${GCOMPOSE_SIZE_SWEEP_SIZES:-30} $(GO) test -count=1 -v -run '^TestSizeSweep$$' -timeout 180m ./adapters/golem/devnet/
+
+size-sweep-podman:
+	@test -n "$$GCOMPOSE_PODMAN_HOST" || { echo 'size-sweep-podman: GCOMPOSE_PODMAN_HOST is unset: eval "$$(.ci/podman start)" first (docs/engines.md)'; exit 1; }
+	DOCKER_HOST=$$GCOMPOSE_PODMAN_HOST $(MAKE) --no-print-directory size-sweep
 
 # The reconciler's healing test (docs/reconcile.md) with 10 provider kills instead of the 3 of make test, and a
 # leader paused (SIGSTOP) past its leases mid-repair, whose late writes the state lock refuses.

@@ -113,3 +113,85 @@ func TestEngineTimeoutMustBePositive(t *testing.T) {
 		}
 	}
 }
+
+// TestSIGKILLMidVPNCreateLeavesNoNetwork kills a devnet (SIGKILL) while it creates a VPN, as soon as the
+// first of the VPN's Docker networks exists, then starts and stops a devnet of another instance: what the
+// killed devnet created must be gone then, though its own instance never starts again.
+func TestSIGKILLMidVPNCreateLeavesNoNetwork(t *testing.T) {
+	testimage.RequireDocker(t)
+	docker := testimage.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin := testimage.Binary(t, ctx, "./cmd/devnet")
+	const key = "sigkill-test-key"
+	instance := "test-sigkill-cmd"
+	cfg := filepath.Join(t.TempDir(), "devnet.yaml")
+	other := filepath.Join(t.TempDir(), "other.yaml")
+	for path, inst := range map[string]string{cfg: instance, other: instance + "-other"} {
+		if err := os.WriteFile(path, []byte("instance: "+inst+"\nlabels:\n  gcompose.test: "+t.Name()+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))
+	networks := func() []string {
+		ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f})
+		if err != nil {
+			t.Fatalf("listing networks: %v", err)
+		}
+		var names []string
+		for _, n := range ns {
+			names = append(names, n.Name)
+		}
+		return names
+	}
+	defer func() {
+		for _, n := range networks() {
+			_ = docker.NetworkRemove(ctx, n)
+		}
+	}()
+	run := func(cfg string) (*exec.Cmd, *syncwriter.Buffer, string) {
+		cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0", "-config", cfg, "-self-container", "none")
+		cmd.Env = append(os.Environ(), "YAGNA_APPKEY="+key)
+		var logs syncwriter.Buffer
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, &logs, listenAddr(t, &logs)
+	}
+	cmd, logs, addr := run(cfg)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/net-api/v1/net", strings.NewReader(`{"ip":"10.213.61.0","mask":"255.255.255.0"}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	for len(networks()) == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("no network of the VPN appeared:\n%s", logs.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	time.Sleep(time.Second) // what dockerd was doing for it finishes
+	killed := networks()
+	t.Logf("left by the killed devnet: %v", killed)
+	if len(killed) == 0 {
+		t.Fatalf("the killed devnet left nothing to remove: the test proves nothing")
+	}
+
+	cmd, logs, _ = run(other)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("devnet exit: %v\n%s", err, logs.String())
+	}
+	if left := networks(); len(left) != 0 {
+		t.Errorf("networks of the devnet killed mid-create after another devnet started and stopped: %v\n%s", left, logs.String())
+	}
+}

@@ -293,7 +293,7 @@ func TestNetAPI(t *testing.T) {
 	if err := e.c.RemoveNode(ctx, n.ID, "0xabc"); err != nil {
 		t.Errorf("RemoveNode twice: %v, want 200", err)
 	}
-	// The Docker networks behind it (see vpn in net.go) have ranges of their own (see TestWebappDemo): a
+	// The Docker networks behind it (see vpn in vpndocker.go) have ranges of their own (see TestWebappDemo): a
 	// macvlan network that carries the VPN, hung off the Linux bridge of an internal network with no way out.
 	link, err := e.docker.NetworkInspect(ctx, "gcompose-devnet-"+e.instance+"-"+n.ID[:12], networkInspectOptions())
 	if err != nil || len(link.IPAM.Config) != 1 || !strings.HasPrefix(link.IPAM.Config[0].Subnet, "10.199.") || link.Driver != "macvlan" || link.Options["macvlan_mode"] != "bridge" {

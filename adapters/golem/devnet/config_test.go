@@ -13,7 +13,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadConfig(devnet.yaml): %v", err)
 	}
-	if c.Instance != "compose" || c.DebitNoteInterval.Duration != time.Minute || len(c.Providers) != 6 || c.Providers[1].Count != 4 || len(c.Providers[3].PriceStep) != 3 || c.Providers[5].Subnet != "edge" {
+	if c.Instance != "compose" || c.DebitNoteInterval.Duration != time.Minute || len(c.Providers) != 6 || c.Providers[1].Count != 30 || len(c.Providers[3].PriceStep) != 3 || c.Providers[5].Subnet != "edge" {
 		t.Errorf("config %+v", c)
 	}
 	d, err := c.withDefaults()

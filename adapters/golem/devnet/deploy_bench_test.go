@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/adapters/golem/devnet/devnettest"
 	"github.com/gcompose/gcompose/internal/benchmetrics"
 	"github.com/gcompose/gcompose/internal/syncwriter"
 	"github.com/gcompose/gcompose/internal/testimage"
@@ -53,7 +54,9 @@ func BenchmarkGolemDeploy(b *testing.B) {
 		}
 	}
 	most := slices.Max(sizes)
-	g := startGolemBench(b, most+2)
+	g := startGolemBench(b, []devnet.ProviderConfig{
+		{Name: "bench", Count: most + 2, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}},
+	})
 	// Warm: the init cache on disk, the images' first start.
 	g.cycle("warm", 1)
 
@@ -94,9 +97,9 @@ func BenchmarkGolemDeploy(b *testing.B) {
 	b.ReportMetric(load1, "load-after")
 }
 
-// golemBench is one devnet, the adapter images and the CLI.
+// golemBench is one devnet, the adapter images and the CLI (the benchmark's and TestSizeSweep's).
 type golemBench struct {
-	b      *testing.B
+	b      testing.TB
 	ctx    context.Context
 	url    string
 	bin    string
@@ -105,10 +108,10 @@ type golemBench struct {
 	images map[string]string
 }
 
-func startGolemBench(b *testing.B, providers int) *golemBench {
+func startGolemBench(b testing.TB, providers []devnet.ProviderConfig) *golemBench {
 	b.Helper()
 	testimage.RequireDocker(b)
-	ctx := ctxT(b, 50*time.Minute)
+	ctx := ctxT(b, 170*time.Minute) // a size sweep waits for the heavy lock between its cycles
 	docker := testimage.Client(b)
 	buildProviderImage(b, docker)
 	g := &golemBench{b: b, ctx: ctx, dir: b.TempDir(), docker: docker, images: map[string]string{}}
@@ -122,10 +125,8 @@ func startGolemBench(b *testing.B, providers int) *golemBench {
 	// measured path (the tests check every exchange).
 	instance := "bench-" + strings.ToLower(unsafeChars.ReplaceAllString(b.Name(), "-"))
 	logs := &syncwriter.Buffer{}
-	cfg := devnet.Config{Instance: instance, Labels: testimage.Labels(b), Providers: []devnet.ProviderConfig{
-		{Name: "bench", Count: providers, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}},
-	}}
-	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	cfg := devnet.Config{Instance: instance, Labels: testimage.Labels(b), Providers: providers}
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: testKey, Docker: docker, Logger: slog.New(slog.NewTextHandler(logs, nil)), Init: devnettest.Init(b)})
 	if err != nil {
 		b.Fatalf("devnet.New: %v", err)
 	}
@@ -175,7 +176,10 @@ func (g *golemBench) cycle(app string, n int) (deploy, redeploy, destroy *golemR
 
 // golemApp is an app of n services on one VPN, each the devnet's db image
 // started by one init command.
-func golemApp(app string, n int) string {
+func golemApp(app string, n int) string { return golemAppOn(app, n, 4001) }
+
+// golemAppOn is golemApp with its services' db listening on port.
+func golemAppOn(app string, n, port int) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `meta:
   name: %q
@@ -196,8 +200,8 @@ services:
     network: default
     init:
       - run:
-          args: ["/bin/sh", "-c", "/devnet-db -listen :4001 > /tmp/db.out 2> /tmp/db.err &"]
-`, i)
+          args: ["/bin/sh", "-c", "/devnet-db -listen :%d > /tmp/db.out 2> /tmp/db.err &"]
+`, i, port)
 	}
 	return sb.String()
 }

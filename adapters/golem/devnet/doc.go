@@ -15,7 +15,9 @@ API on 127.0.0.1:7465 only; its key is $YAGNA_APPKEY (default devnet-appkey). Ou
 
 The app key comes from YAGNA_APPKEY, -appkey-file or -appkey (visible in process lists) and is never
 logged. SIGTERM/SIGINT stop the devnet and remove every container and network it created; at start it
-removes the leftovers of its own instance (label gcompose.devnet=<instance>).
+removes the leftovers of its own instance (label gcompose.devnet=<instance>). Its start and stop also remove
+what any devnet that is gone (killed, say, in the middle of a VPN's create) left, whatever its instance:
+everything a devnet creates names it (label gcompose.devnet.owner: its container, or its process).
 
 # The API served
 
@@ -138,7 +140,7 @@ the void, for up to about 50 s. What nodes send each other with their VPN addres
 macvlan to macvlan and never passes the Docker host's netfilter, where another Docker network's
 masquerading of an overlapping range (Docker's 192.168.64.0/20 holds 192.168.77.0/24) would rewrite it and
 no connection between nodes would complete; this holds whether the devnet runs on the host or in a
-container (see vpn in net.go).
+container (see vpn in vpndocker.go).
 
 As in yagna (core/vpn/src/network.rs), adding a node at an address already taken answers 200 and the holder
 keeps it, a node may hold several addresses, and removing a node removes them all; a requestor address

@@ -59,6 +59,9 @@ func (s *Server) resolveImage(ctx context.Context, hash string) (string, error) 
 // labels returns the labels of everything this instance creates, plus extra ones.
 func (s *Server) labels(extra map[string]string) map[string]string {
 	l := map[string]string{labelInstance: s.cfg.Instance}
+	if s.owner != "" {
+		l[labelOwner] = s.owner
+	}
 	for k, v := range s.cfg.Labels {
 		l[k] = v
 	}

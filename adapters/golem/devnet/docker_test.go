@@ -118,7 +118,7 @@ func TestRentVMWithVPN(t *testing.T) {
 		t.Errorf("failing command: %+v", res)
 	}
 
-	// The container is on the VPN's two Docker networks only (see vpn in net.go), and holds its node IP
+	// The container is on the VPN's two Docker networks only (see vpn in vpndocker.go), and holds its node IP
 	// on its interface to the macvlan one, whose own range is not the VPN's (another app may use the same
 	// VPN range at the same time).
 	cs, err := e.docker.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "gcompose.devnet.activity="+act.ActivityID))})

@@ -47,6 +47,7 @@ type Server struct {
 	docker *engine
 	log    *slog.Logger
 	self   string
+	owner  string // this devnet, as labelOwner names it
 	// initTar is devnet-init archived for the payload containers (payload.go), or initErr why not.
 	initTar []byte
 	initErr error
@@ -95,7 +96,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{
-		cfg: cfg, appKey: o.AppKey, docker: newEngine(o.Docker, o.EngineTimeout), log: log.With("devnet", cfg.Instance), self: o.SelfContainer,
+		cfg: cfg, appKey: o.AppKey, docker: newEngine(o.Docker, o.EngineTimeout), log: log.With("devnet", cfg.Instance), self: o.SelfContainer, owner: ownerOf(o.SelfContainer),
 		changed:     make(chan struct{}),
 		faults:      cfg.Faults,
 		demands:     map[string]*demand{},
@@ -124,6 +125,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err := s.cleanupDocker(ctx); err != nil {
 		return nil, fmt.Errorf("devnet: removing leftovers of instance %s: %w", cfg.Instance, err)
 	}
+	if err := s.sweepOrphans(ctx); err != nil {
+		s.log.Warn("removing what devnets that are gone left", "err", err)
+	}
 	selfNets, err := s.selfNetworks(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("devnet: %w", err)
@@ -136,11 +140,16 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	return s, nil
 }
 
-// Close stops the background work and removes every container and network of this instance.
+// Close stops the background work and removes every container and network of this instance, and what
+// devnets that are gone left (sweepOrphans).
 func (s *Server) Close(ctx context.Context) error {
 	s.bgCancel()
 	s.bg.Wait()
-	return s.cleanupDocker(ctx)
+	err := s.cleanupDocker(ctx)
+	if serr := s.sweepOrphans(ctx); serr != nil {
+		s.log.Warn("removing what devnets that are gone left", "err", serr)
+	}
+	return err
 }
 
 // Identity is the requestor node id served by GET /me.

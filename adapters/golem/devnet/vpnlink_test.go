@@ -62,7 +62,7 @@ func TestWebappBesideAMasqueradedNetworkOnTheHost(t *testing.T) {
 }
 
 // TestVPNNodesAnswerARPOnlyOnTheLink: a node's VPN address is local to it on every interface, its
-// anchor one too (see vpn in net.go), and Linux answers ARP for any local address on any interface. Had
+// anchor one too (see vpn in vpndocker.go), and Linux answers ARP for any local address on any interface. Had
 // the db node answered on the anchor as well, web would reach it through the Linux bridge, where the
 // host's netfilter sees (and may masquerade) VPN traffic; every answer must come from the db's macvlan
 // interface, the one that holds the VPN address.
