@@ -96,9 +96,10 @@ test-podman-rootless:
 	rm -rf $(ROOTLESS_DIR)
 
 # The full devnet interrupt sweep (docs/golem.md): the webapp deploy cut short by SIGKILL and SIGINT after
-# every adapter call and inside calls, each followed by a deploy and a destroy. `make test` runs a sample.
+# every adapter call and inside calls, and a replace of a running service cut short inside it, each followed by
+# a deploy and a destroy. `make test` runs a sample.
 interrupt-sweep:
-	GCOMPOSE_INTERRUPT_SWEEP=1 $(GO) test -count=1 -v -run '^TestInterruptSweep$$' -timeout 240m ./adapters/golem/e2e/
+	GCOMPOSE_INTERRUPT_SWEEP=1 $(GO) test -count=1 -v -run '^(TestInterruptSweep|TestInterruptReplaceSweep)$$' -timeout 240m ./adapters/golem/e2e/
 
 # The reconciler's healing test (docs/reconcile.md) with 10 provider kills instead of the 3 of make test, and a
 # leader paused (SIGSTOP) past its leases mid-repair, whose late writes the state lock refuses.
