@@ -102,9 +102,10 @@ test-podman-rootless:
 	rm -rf $(ROOTLESS_DIR)
 
 # The full devnet interrupt sweep (docs/golem.md): the webapp deploy cut short by SIGKILL and SIGINT after
-# every adapter call and inside calls, each followed by a deploy and a destroy. `make test` runs a sample.
+# every adapter call and inside calls, and a replace of a running service cut short inside it, each followed by
+# a deploy and a destroy. `make test` runs a sample.
 interrupt-sweep:
-	GCOMPOSE_INTERRUPT_SWEEP=1 $(GO) test -count=1 -v -run '^TestInterruptSweep$$' -timeout 240m ./adapters/golem/e2e/
+	GCOMPOSE_INTERRUPT_SWEEP=1 $(GO) test -count=1 -v -run '^(TestInterruptSweep|TestInterruptReplaceSweep)$$' -timeout 240m ./adapters/golem/e2e/
 
 # The devnet at size (docs/performance.md): an app of GCOMPOSE_SIZE_SWEEP_SIZES services (default 30) on one
 # VPN deployed, re-deployed and destroyed GCOMPOSE_SIZE_SWEEP_N times (default 10) against a devnet with

@@ -7,6 +7,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -142,6 +143,13 @@ type SweepRequest struct {
 	// those the approved plan deletes as leftovers. Others found are
 	// reported, not terminated. Empty: every orphan (the rules).
 	Only []string `json:"only,omitempty"`
+}
+
+// Terminates says whether the sweep is to terminate the orphan id (one of
+// this state's lineage): a sweep asked to terminate, and id among Only
+// when Only is given. Everything else found is only reported.
+func (q *SweepRequest) Terminates(id string) bool {
+	return q != nil && q.Terminate && (len(q.Only) == 0 || slices.Contains(q.Only, id))
 }
 
 // KnownResource is one resource of the state, as a sweep sees it.

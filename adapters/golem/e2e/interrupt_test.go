@@ -88,6 +88,9 @@ type sweepResult struct {
 type interruptEnv struct {
 	*env
 	desc string
+	// files are the -f arguments of the interrupted deploy and its
+	// recovery: desc alone, or desc and an override (a replace).
+	files []string
 }
 
 func newInterruptEnv(t *testing.T) *interruptEnv {
@@ -100,7 +103,7 @@ func newInterruptEnv(t *testing.T) *interruptEnv {
 	if err := os.WriteFile(desc, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &interruptEnv{env: e, desc: desc}
+	return &interruptEnv{env: e, desc: desc, files: []string{"-f", desc}}
 }
 
 // interrupt runs the deploy and cuts it short; done says the deploy ended
@@ -118,7 +121,7 @@ func (ie *interruptEnv) interrupt(ctx context.Context, in interruption) (exit st
 		ie.faults(ctx, in.faults)
 		defer ie.faults(ctx, map[string]any{})
 	}
-	cmd := ie.command(ctx, env, "deploy", "-f", ie.desc, "--yes")
+	cmd := ie.command(ctx, env, append(append([]string{"deploy"}, ie.files...), "--yes")...)
 	var out strings.Builder
 	var mu sync.Mutex
 	cmd.Stdout = syncwriter.Writer{Mu: &mu, W: &out}
@@ -205,7 +208,7 @@ func (ie *interruptEnv) recover(ctx context.Context, what, exit string) sweepRes
 			}
 		}
 	}()
-	out, err := ie.gcompose(ctx, "deploy", "-f", ie.desc, "--yes")
+	out, err := ie.gcompose(ctx, append(append([]string{"deploy"}, ie.files...), "--yes")...)
 	close(stop)
 	wg.Wait()
 	if err != nil {
@@ -218,7 +221,7 @@ func (ie *interruptEnv) recover(ctx context.Context, what, exit string) sweepRes
 	if r.maxAgr > max(2, r.left.Agreements) {
 		t.Errorf("%s: %d agreements at once during the re-deploy (2 services, %d left by the interrupted run)\n%s", what, r.maxAgr, r.left.Agreements, out)
 	}
-	if out, err := ie.gcompose(ctx, "destroy", "-f", ie.desc, "--yes"); err != nil {
+	if out, err := ie.gcompose(ctx, append(append([]string{"destroy"}, ie.files...), "--yes")...); err != nil {
 		t.Fatalf("%s: destroy: %v\n%s", what, err, out)
 	}
 	ie.checkEmpty(ctx, what)

@@ -294,3 +294,85 @@ services:
 		t.Fatalf("after destroy: %+v", s)
 	}
 }
+
+// TestSweepOnly: a sweep asked to terminate with sweep.only (one call per
+// leftover step the user approved) ends only the objects it lists; every
+// other orphan of this lineage is reported and left running. Fails before
+// the adapters read sweep.only: the first call ended both agreements and
+// both demands, and released the allocation.
+func TestSweepOnly(t *testing.T) {
+	e := startDevnet(t, devnet.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const lineage = "lineage-only"
+	demandA, agreementA := e.tagged(ctx, lineage, "op-a", "services.a")
+	demandB, agreementB := e.tagged(ctx, lineage, "op-b", "services.b")
+	timeout := tag.Timeout(time.Now().Add(time.Hour), lineage, "op-a")
+	alloc, err := e.yc.CreateAllocation(ctx, yagna.NewAllocation{TotalAmount: "1", PaymentPlatform: &yagna.PaymentPlatform{Name: payments.FundedDefault}, Timeout: &timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := func(a sdk.Adapter, typ string, only ...string) map[string]string {
+		t.Helper()
+		req := protocol.Request{Type: typ, Gcompose: &protocol.RequestExt{Call: protocol.CallSweep, Lineage: lineage,
+			Sweep: &protocol.SweepRequest{Known: []protocol.KnownResource{}, Terminate: true, Only: only}}}
+		var res protocol.SweepResult
+		if err := json.Unmarshal([]byte(e.call(ctx, a, []string{"sweep"}, req)), &res); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, o := range res.Found {
+			got[o.ID] = o.Action
+		}
+		return got
+	}
+	state := func(id string) yagna.AgreementState {
+		a, err := e.yc.GetAgreement(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.State
+	}
+
+	got := sweep(service.Adapter(), adapterNames["service"], agreementA)
+	if got[agreementA] != protocol.OrphanTerminated || got[agreementB] != protocol.OrphanReported ||
+		got[demandA] != protocol.OrphanReported || got[demandB] != protocol.OrphanReported {
+		t.Errorf("service sweep only %s answered %v", agreementA, got)
+	}
+	if s := state(agreementA); s != yagna.AgreementTerminated {
+		t.Errorf("the listed agreement is %s", s)
+	}
+	if s := state(agreementB); s != yagna.AgreementApproved {
+		t.Errorf("the agreement the sweep was not asked to end is %s", s)
+	}
+	if s := e.summary(ctx); s.Demands != 2 {
+		t.Errorf("demands after the sweep of one agreement: %+v", s)
+	}
+	// The next approved step: demand B alone.
+	if got := sweep(service.Adapter(), adapterNames["service"], demandB); got[demandB] != protocol.OrphanTerminated || got[agreementB] != protocol.OrphanReported || got[demandA] != protocol.OrphanReported {
+		t.Errorf("service sweep only %s answered %v", demandB, got)
+	}
+	if s := e.summary(ctx); s.Demands != 1 {
+		t.Errorf("demands after the sweep of demand B: %+v", s)
+	}
+
+	// payments: an allocation is released only when listed.
+	if got := sweep(payments.Adapter(), adapterNames["payments"], "another-id"); got[alloc.AllocationID] != protocol.OrphanReported {
+		t.Errorf("payments sweep only another id answered %v", got)
+	}
+	if _, err := e.yc.GetAllocation(ctx, alloc.AllocationID); err != nil {
+		t.Errorf("the allocation the sweep was not asked to release: %v", err)
+	}
+	if got := sweep(payments.Adapter(), adapterNames["payments"], alloc.AllocationID); got[alloc.AllocationID] != protocol.OrphanTerminated {
+		t.Errorf("payments sweep only %s answered %v", alloc.AllocationID, got)
+	}
+
+	// Without only, every orphan of the lineage goes.
+	got = sweep(service.Adapter(), adapterNames["service"])
+	if got[agreementB] != protocol.OrphanTerminated || got[demandA] != protocol.OrphanTerminated {
+		t.Errorf("service sweep of every orphan answered %v", got)
+	}
+	if s := e.summary(ctx); s.Agreements != 0 || s.Demands != 0 || s.Allocations != 0 {
+		t.Fatalf("left: %+v", s)
+	}
+}

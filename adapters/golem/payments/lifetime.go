@@ -110,7 +110,7 @@ func adopt(ctx context.Context, yc *yagna.Client, req *sdk.Request) (*yagna.Allo
 // keeper containers of payments resources the state does not have
 // (CONTRACT-10). An allocation carries only its tagged timeout: another
 // state's allocations cannot be told from anybody else's, so they are not
-// reported.
+// reported. With sweep.only, only the listed ones are released or removed.
 func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error) {
 	q := req.SweepRequest()
 	app, lineage := req.App(), req.Lineage()
@@ -151,7 +151,7 @@ func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error)
 			}
 			o := protocol.Orphan{Kind: "allocation", ID: a.AllocationID, Lineage: lineage, Action: protocol.OrphanReported,
 				Detail: fmt.Sprintf("%s GLM on %s, %s spent, created %s", a.TotalAmount, platformOf(a), a.SpentAmount, a.Timestamp.UTC().Format(time.RFC3339))}
-			if q.Terminate {
+			if q.Terminates(a.AllocationID) {
 				if err := yc.ReleaseAllocation(ctx, a.AllocationID); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
 					return nil, fmt.Errorf("releasing allocation %s: %w", a.AllocationID, err)
 				}
@@ -169,7 +169,7 @@ func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := longlived.Sweep(ctx, d, app, lineage, req.Type, "keeper", node, names, q.Terminate)
+	cs, err := longlived.Sweep(ctx, d, app, lineage, req.Type, "keeper", node, names, q.Terminates)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,7 @@ func sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error)
 		return nil, err
 	}
 	defer d.Close()
-	found, err := longlived.Sweep(ctx, d, req.App(), req.Lineage(), req.Type, "proxy", node, names, q.Terminate)
+	found, err := longlived.Sweep(ctx, d, req.App(), req.Lineage(), req.Type, "proxy", node, names, q.Terminates)
 	if err != nil {
 		return nil, err
 	}

@@ -192,7 +192,9 @@ func (s *svc) cleanup(ctx context.Context, req *sdk.Request) error {
 // (CONTRACT-10): this lineage's are ended when asked to (their activities
 // end with them, and their nodes leave the known VPNs), another lineage's
 // are only reported, and those of a known resource's pending operation are
-// left to that resource's next state call.
+// left to that resource's next state call. With sweep.only, only the listed
+// ones are ended (the leftover steps the user approved, one per call); the
+// others are reported, as in a plan.
 func (s *svc) sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResult, error) {
 	q := req.SweepRequest()
 	app, lineage := req.App(), req.Lineage()
@@ -232,7 +234,7 @@ func (s *svc) sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResul
 			continue
 		}
 		o := protocol.Orphan{Kind: t.Kind, ID: t.ID, Lineage: t.Lineage, Resource: t.Resource, Action: protocol.OrphanReported, Detail: t.detail()}
-		if q.Terminate && lineage != "" && t.Lineage == lineage {
+		if q.Terminates(t.ID) && lineage != "" && t.Lineage == lineage {
 			if err := removeTagged(ctx, yc, t, "gcompose: no state names it (swept)"); err != nil {
 				// An agreement whose provider yagna cannot reach cannot be
 				// ended (500/408: core/market/src/rest_api/error.rs); that

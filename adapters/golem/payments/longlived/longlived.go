@@ -162,12 +162,14 @@ func Find(ctx context.Context, d *client.Client, app, lineage, resource string) 
 // each runs its adapter's image) for the yagna node (Node) that no state
 // names: those whose resource is not among known (every resource of the
 // adapter type in the state). A container of this lineage is removed when
-// terminate is set, one of another lineage (or none) is only reported
+// terminate says so for its id (protocol SweepRequest.Terminates: a sweep
+// asked to terminate, and the id in its only list when it has one), one of
+// another lineage (or none) is only reported
 // (CONTRACT-10). One labelled with another node works for another yagna:
 // no state of this one can own it, nor a deploy through this one collide
 // with it, so it is not listed; one without the label (an older gcompose)
 // is. kind names the object ("keeper", "proxy") in the answer.
-func Sweep(ctx context.Context, d *client.Client, app, lineage, image, kind, node string, known map[string]bool, terminate bool) ([]protocol.Orphan, error) {
+func Sweep(ctx context.Context, d *client.Client, app, lineage, image, kind, node string, known map[string]bool, terminate func(id string) bool) ([]protocol.Orphan, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelApp+"="+app), filters.Arg("label", LabelLongLived+"=true"))
 	list, err := d.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
@@ -189,7 +191,7 @@ func Sweep(ctx context.Context, d *client.Client, app, lineage, image, kind, nod
 		}
 		o := protocol.Orphan{Kind: kind + " container", ID: c.ID[:12], Lineage: c.Labels[LabelLineage], Resource: res, Action: protocol.OrphanReported,
 			Detail: fmt.Sprintf("%s, %s", strings.TrimPrefix(firstName(c.Names), "/"), c.State)}
-		if terminate && lineage != "" && c.Labels[LabelLineage] == lineage {
+		if terminate(o.ID) && lineage != "" && c.Labels[LabelLineage] == lineage {
 			timeout := 10
 			_ = d.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &timeout})
 			if err := d.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil && !client.IsErrNotFound(err) {

@@ -67,15 +67,17 @@ func TestSweepSeesItsOwnYagnaNodeOnly(t *testing.T) {
 	for _, tc := range []struct {
 		name, node, lineage string
 		terminate           bool
+		only                []string
 		want                []string
 	}{
-		{"a first deploy through A", nodeA, "", false, []string{"resources.a:reported", "resources.old:reported"}},
-		{"a first deploy through B", nodeB, "", false, []string{"resources.b:reported", "resources.old:reported"}},
-		{"a yagna with no such app", "0x3333333333333333333333333333333333333333", "", false, []string{"resources.old:reported"}},
-		{"A's own state terminates its orphan", nodeA, "lineage-a", true, []string{"resources.a:terminated", "resources.old:reported"}},
+		{"a first deploy through A", nodeA, "", false, nil, []string{"resources.a:reported", "resources.old:reported"}},
+		{"a first deploy through B", nodeB, "", false, nil, []string{"resources.b:reported", "resources.old:reported"}},
+		{"a yagna with no such app", "0x3333333333333333333333333333333333333333", "", false, nil, []string{"resources.old:reported"}},
+		{"only another id: nothing terminated", nodeA, "lineage-a", true, []string{"0123456789ab"}, []string{"resources.a:reported", "resources.old:reported"}},
+		{"A's own state terminates its orphan", nodeA, "lineage-a", true, nil, []string{"resources.a:terminated", "resources.old:reported"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			found, err := longlived.Sweep(ctx, d, app, tc.lineage, img, "keeper", tc.node, map[string]bool{}, tc.terminate)
+			found, err := longlived.Sweep(ctx, d, app, tc.lineage, img, "keeper", tc.node, map[string]bool{}, (&protocol.SweepRequest{Terminate: tc.terminate, Only: tc.only}).Terminates)
 			if err != nil {
 				t.Fatal(err)
 			}
