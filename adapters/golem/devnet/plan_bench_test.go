@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +111,10 @@ func (g *golemBench) plan(app, desc string) time.Duration {
 	d := time.Since(start)
 	if err != nil {
 		g.b.Fatalf("gcompose plan %s: %v\n%s\n%s", app, err, tail(stdout.String(), 4000), tail(stderr.String(), 8000))
+	}
+	// A plan leaves no demand behind: the next plan's sweep would find it.
+	if strings.Contains(stderr.String(), "found demand") {
+		g.b.Fatalf("gcompose plan %s found a demand a plan before it left:\n%s", app, tail(stderr.String(), 4000))
 	}
 	if os.Getenv("GCOMPOSE_BENCH_PLAN_SHOW") != "" {
 		fmt.Printf("%s\n%s\n", stdout.String(), tail(stderr.String(), 6000))
