@@ -57,6 +57,9 @@ type page struct {
 	offers  map[string]*yagna.Proposal // by provider: its latest offer
 	err     error                      // why collecting stopped, nil while it runs
 	lastUse time.Time
+	// waiting counts the reads waiting out the window: the page is not
+	// idle while one waits, however long its window.
+	waiting int
 }
 
 // bookDemand is a page's broad demand and the key of the page it belongs to.
@@ -112,6 +115,15 @@ func (b *book) read(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd 
 		return nil, 0, err
 	}
 	start := time.Now()
+	p.mu.Lock()
+	p.waiting++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.waiting--
+		p.lastUse = time.Now()
+		p.mu.Unlock()
+	}()
 	if wait := time.Until(p.began.Add(window)); wait > 0 {
 		if progress != nil {
 			progress(fmt.Sprintf("gathering offers for the %s offer window (%s left; one window for every estimate of this plan)", window, wait.Round(100*time.Millisecond)))
@@ -128,7 +140,6 @@ func (b *book) read(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lastUse = time.Now()
 	if p.err != nil && len(p.offers) == 0 {
 		return nil, time.Since(start), p.err
 	}
@@ -196,9 +207,9 @@ func (p *page) collect(ctx context.Context, yc *yagna.Client, log *slog.Logger, 
 	}()
 	for ctx.Err() == nil {
 		p.mu.Lock()
-		unused := time.Since(p.lastUse)
+		unused, waiting := time.Since(p.lastUse), p.waiting
 		p.mu.Unlock()
-		if unused > idle {
+		if unused > idle && waiting == 0 {
 			log.Debug("offer book: page idle, unsubscribed", "subscription", sub, "idle", unused.Round(time.Second))
 			return
 		}

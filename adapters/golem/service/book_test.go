@@ -192,3 +192,41 @@ func TestBookSubscribesAgain(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestBookIdle: a page no estimate reads is unsubscribed after the idle
+// time, not while a read waits out a window longer than that; the next
+// read subscribes again.
+func TestBookIdle(t *testing.T) {
+	f := &fakeMarket{live: map[string]bool{}, sent: map[string]int{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	yc := yagna.New(srv.URL, "k")
+	yc.Retries = -1
+	f.offer("0xa", 0.0002, nil)
+	b := &book{idle: 100 * time.Millisecond}
+	defer b.close()
+	if got, waited := bookRead(t, b, yc, bookConfig(), 400*time.Millisecond); len(got) != 1 || waited < 300*time.Millisecond {
+		t.Fatalf("a read with a window longer than the idle time: %d offers after %s", len(got), waited)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		live := len(f.live)
+		f.mu.Unlock()
+		if live == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an idle page was never unsubscribed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got, _ := bookRead(t, b, yc, bookConfig(), 50*time.Millisecond); len(got) != 1 {
+		t.Errorf("after the idle page ended, a read got %d offers, want 1 (subscribed again)", len(got))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.subscribed) != 2 {
+		t.Errorf("%d subscriptions, want 2", len(f.subscribed))
+	}
+}
