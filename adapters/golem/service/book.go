@@ -54,6 +54,7 @@ type page struct {
 	done  chan struct{}
 
 	mu      sync.Mutex
+	sub     string                     // the demand's subscription id
 	offers  map[string]*yagna.Proposal // by provider: its latest offer
 	err     error                      // why collecting stopped, nil while it runs
 	lastUse time.Time
@@ -176,7 +177,7 @@ func (b *book) page(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd 
 	// The page outlives the request that opened it: it is stopped by
 	// idleness or by close, not by that request's end.
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p := &page{key: bd.key, began: time.Now(), stop: stop, done: make(chan struct{}), offers: map[string]*yagna.Proposal{}, lastUse: time.Now()}
+	p := &page{key: bd.key, began: time.Now(), stop: stop, done: make(chan struct{}), sub: sub, offers: map[string]*yagna.Proposal{}, lastUse: time.Now()}
 	if b.pages == nil {
 		b.pages = map[string]*page{}
 	}
@@ -225,6 +226,9 @@ func (p *page) collect(ctx context.Context, yc *yagna.Client, log *slog.Logger, 
 				return
 			}
 			sub = ns
+			p.mu.Lock()
+			p.sub = ns
+			p.mu.Unlock()
 			continue
 		default:
 			p.fail(fmt.Errorf("collecting offers: %w", err))
@@ -244,6 +248,28 @@ func (p *page) fail(err error) {
 	p.mu.Lock()
 	p.err = err
 	p.mu.Unlock()
+}
+
+// owns says whether subscription is a live page's demand: the sweep of the
+// same adapter leaves it alone (it is no leftover while this adapter runs;
+// once the adapter is gone, the next sweep ends it like any other).
+func (b *book) owns(subscription string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.pages {
+		p.mu.Lock()
+		sub := p.sub
+		p.mu.Unlock()
+		select {
+		case <-p.done:
+			continue
+		default:
+		}
+		if sub == subscription {
+			return true
+		}
+	}
+	return false
 }
 
 // close stops every page and waits until their demands are unsubscribed.

@@ -151,7 +151,13 @@ func TestBookOneWindowForEveryPayload(t *testing.T) {
 	if strings.Join(who, ",") != "0xbig,0xmem" {
 		t.Errorf("web offers %v, want 0xbig (offered again with 8 GiB) and 0xmem", who)
 	}
+	if !b.owns("sub-1") || b.owns("sub-2") {
+		t.Errorf("owns: the live page's subscription sub-1 is not told apart")
+	}
 	b.close()
+	if b.owns("sub-1") {
+		t.Errorf("owns a closed page's subscription")
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.subscribed) != 1 {
