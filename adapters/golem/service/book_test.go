@@ -90,19 +90,31 @@ func bookConfig(constraints ...string) Config {
 
 func bookRead(t *testing.T, b *book, yc *yagna.Client, cfg Config, window time.Duration) ([]*yagna.Proposal, time.Duration) {
 	t.Helper()
-	cons, err := cfg.ConstraintsIn("public")
+	return bookReadIn(t, b, yc, cfg, "public", window, false)
+}
+
+// bookReadIn reads cfg's offers in subnet; open only opens the page.
+func bookReadIn(t *testing.T, b *book, yc *yagna.Client, cfg Config, subnet string, window time.Duration, open bool) ([]*yagna.Proposal, time.Duration) {
+	t.Helper()
+	cons, err := cfg.ConstraintsIn(subnet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As rental.demand makes it for the estimate.
 	d := yagna.DemandOfferBase{Constraints: cons, Properties: map[string]any{
-		"golem.srv.comp.expiration": time.Now().Add(time.Hour).UnixMilli(), "golem.node.debug.subnet": "public",
+		"golem.srv.comp.expiration": time.Now().Add(time.Hour).UnixMilli(), "golem.node.debug.subnet": subnet,
 		"golem.srv.comp.task_package": "hash:sha3:" + cfg.Payload.Params["image_hash"].(string) + ":http://x",
 		tag.App:                       cfg.App, tag.Resource: "services." + cfg.Name,
 	}}
-	bd, err := broadDemand(yc.BaseURL, cfg, "public", d)
+	bd, err := broadDemand(yc.BaseURL, cfg, subnet, d)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if open {
+		if _, err := b.page(t.Context(), yc, slog.New(slog.DiscardHandler), bd); err != nil {
+			t.Fatal(err)
+		}
+		return nil, 0
 	}
 	got, waited, err := b.read(t.Context(), yc, slog.New(slog.DiscardHandler), bd, d, window, nil)
 	if err != nil {
@@ -234,5 +246,33 @@ func TestBookIdle(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.subscribed) != 2 {
 		t.Errorf("%d subscriptions, want 2", len(f.subscribed))
+	}
+}
+
+// TestBookSubnetsAtOnce: the pages of a preferred and a fallback subnet
+// opened together (as the estimate opens them) cost one window: the
+// fallback's read after the preferred one's waits nothing more.
+func TestBookSubnetsAtOnce(t *testing.T) {
+	f := &fakeMarket{live: map[string]bool{}, sent: map[string]int{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	yc := yagna.New(srv.URL, "k")
+	yc.Retries = -1
+	b := &book{}
+	defer b.close()
+	window := 300 * time.Millisecond
+	cfg := bookConfig()
+	bookReadIn(t, b, yc, cfg, "mine", window, true)
+	bookReadIn(t, b, yc, cfg, "public", window, true)
+	if _, waited := bookReadIn(t, b, yc, cfg, "mine", window, false); waited < window/2 {
+		t.Errorf("the preferred subnet's read waited %s, want its window", waited)
+	}
+	if _, waited := bookReadIn(t, b, yc, cfg, "public", window, false); waited > window/2 {
+		t.Errorf("the fallback subnet's read waited %s more: a second window", waited)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.subscribed) != 2 {
+		t.Errorf("%d subscriptions, want one per subnet", len(f.subscribed))
 	}
 }

@@ -57,6 +57,16 @@ func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, 
 	if cfg.Network != nil {
 		cfg.Network = &NetRef{Name: cfg.Network.Name}
 	}
+	// Every subnet's page opens at once: the fallback subnet's window runs
+	// while the preferred one's does, so the estimate waits one window,
+	// not one per subnet. What fails here fails again below, said there.
+	if subnets := cfg.Subnets(); len(subnets) > 1 {
+		for _, subnet := range subnets {
+			if _, bd, err := bookDemandOf(ctx, yc, req, cfg, subnet); err == nil {
+				_, _ = b.page(ctx, yc, req.Log, bd)
+			}
+		}
+	}
 	var offers []Offer
 	why, conflicted := "", ""
 	for _, subnet := range cfg.Subnets() {
@@ -217,12 +227,7 @@ func agreedCost(a *Agreed) *protocol.Cost {
 // the offer book (one window for every estimate of the adapter's life, see
 // book.go) and judges them.
 func marketOffers(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, cfg Config, subnet string, m Market, exp time.Duration) ([]Offer, error) {
-	r := &rental{yc: yc, req: req, cfg: cfg}
-	d, _, err := r.demand(ctx, subnet)
-	if err != nil {
-		return nil, err
-	}
-	bd, err := broadDemand(yc.BaseURL+"|"+keyOf(yc.AppKey), cfg, subnet, d)
+	d, bd, err := bookDemandOf(ctx, yc, req, cfg, subnet)
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +247,18 @@ func marketOffers(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Reque
 	}
 	req.Log.Debug("market asked for the plan's estimate", "subnet", subnet, "offers", len(offers), "waited", waited.Round(time.Millisecond), "explain", strings.TrimSpace(Explain(offers, m, exp)))
 	return offers, nil
+}
+
+// bookDemandOf is the estimate's demand in subnet and its book page's
+// demand.
+func bookDemandOf(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Config, subnet string) (yagna.DemandOfferBase, bookDemand, error) {
+	r := &rental{yc: yc, req: req, cfg: cfg}
+	d, _, err := r.demand(ctx, subnet)
+	if err != nil {
+		return d, bookDemand{}, err
+	}
+	bd, err := broadDemand(yc.BaseURL+"|"+keyOf(yc.AppKey), cfg, subnet, d)
+	return d, bd, err
 }
 
 // keyOf stands for an app key in a book key: the requestor identity,
