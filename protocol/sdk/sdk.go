@@ -97,6 +97,12 @@ type Adapter struct {
 	// cancels them too; every other call is cancelled at once, so that a
 	// create rolls back. 0: DefaultDeleteGrace.
 	DeleteGrace time.Duration
+	// Stop, when set, is called once the adapter has answered its last
+	// call (serve: its stdin closed and every call ended; otherwise after
+	// the one call), before Run returns: what the adapter keeps across
+	// calls (a market subscription) is ended there rather than left to
+	// expire with the process gone.
+	Stop func(ctx context.Context)
 }
 
 // DefaultDeleteGrace bounds how long deletes run on after gcompose left.
@@ -141,6 +147,9 @@ func Run(ctx context.Context, a Adapter, args []string, stdin io.Reader, stdout,
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 2
+	}
+	if a.Stop != nil {
+		defer a.Stop(context.WithoutCancel(ctx))
 	}
 	if inv.call == ServeArg {
 		if err := a.serve(ctx, stdin, stdout, stderr); err != nil {

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,7 +24,7 @@ import (
 // agreed to when it is not avoided: the delete frees it before the create
 // asks the market (a provider busy with our rental offers nothing now). So
 // the estimate is the offer the create will try first.
-func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Config) (*protocol.Cost, string, error) {
+func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, cfg Config) (*protocol.Cost, string, error) {
 	m, err := cfg.Market()
 	if err != nil {
 		return nil, "", err
@@ -55,10 +57,20 @@ func estimate(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Confi
 	if cfg.Network != nil {
 		cfg.Network = &NetRef{Name: cfg.Network.Name}
 	}
+	// Every subnet's page opens at once: the fallback subnet's window runs
+	// while the preferred one's does, so the estimate waits one window,
+	// not one per subnet. What fails here fails again below, said there.
+	if subnets := cfg.Subnets(); len(subnets) > 1 {
+		for _, subnet := range subnets {
+			if _, bd, err := bookDemandOf(ctx, yc, req, cfg, subnet); err == nil {
+				_, _ = b.page(ctx, yc, req.Log, bd)
+			}
+		}
+	}
 	var offers []Offer
 	why, conflicted := "", ""
 	for _, subnet := range cfg.Subnets() {
-		got, err := marketOffers(ctx, yc, req, cfg, subnet, m, exp)
+		got, err := marketOffers(ctx, b, yc, req, cfg, subnet, m, exp)
 		if err != nil {
 			why = "market not asked: " + err.Error()
 			break
@@ -211,44 +223,49 @@ func agreedCost(a *Agreed) *protocol.Cost {
 		Basis: protocol.CostAgreed, Note: a.Price.String()}
 }
 
-// marketOffers subscribes the demand for one subnet for the offer window
-// and judges what comes.
-func marketOffers(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Config, subnet string, m Market, exp time.Duration) ([]Offer, error) {
-	r := &rental{yc: yc, req: req, cfg: cfg}
-	d, _, err := r.demand(ctx, subnet)
+// marketOffers reads the offers of the payload's demand in one subnet from
+// the offer book (one window for every estimate of the adapter's life, see
+// book.go) and judges them.
+func marketOffers(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, cfg Config, subnet string, m Market, exp time.Duration) ([]Offer, error) {
+	d, bd, err := bookDemandOf(ctx, yc, req, cfg, subnet)
 	if err != nil {
 		return nil, err
 	}
-	sub, err := yc.SubscribeDemand(ctx, d)
+	props, waited, err := b.read(ctx, yc, req.Log, bd, d, m.Window, func(s string) { req.Printf("service %s: %s", req.Name, s) })
 	if err != nil {
-		return nil, fmt.Errorf("subscribing a demand: %w", err)
+		return nil, err
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = yc.UnsubscribeDemand(uctx, sub)
-	}()
 	var offers []Offer
-	end := time.Now().Add(m.Window)
-	for time.Now().Before(end) {
-		evs, err := yc.CollectOffers(ctx, sub, max(min(3*time.Second, time.Until(end)), time.Second), 50)
-		if err != nil && !yagna.IsTimeout(err) {
-			return offers, fmt.Errorf("collecting offers: %w", err)
-		}
-		for _, ev := range evs {
-			if ev.EventType == yagna.EventProposal && ev.Proposal != nil && ev.Proposal.State == yagna.ProposalInitial {
-				o := m.Judge(ev.Proposal, exp)
-				if o.Skip == "" {
-					if _, err := Terms(ev.Proposal.Properties, exp); err != nil {
-						o.Skip = err.Error()
-					}
-				}
-				offers = append(offers, o)
+	for _, p := range props {
+		o := m.Judge(p, exp)
+		if o.Skip == "" {
+			if _, err := Terms(p.Properties, exp); err != nil {
+				o.Skip = err.Error()
 			}
 		}
+		offers = append(offers, o)
 	}
-	req.Log.Debug("market asked for the plan's estimate", "subnet", subnet, "offers", len(offers), "explain", strings.TrimSpace(Explain(offers, m, exp)))
+	req.Log.Debug("market asked for the plan's estimate", "subnet", subnet, "offers", len(offers), "waited", waited.Round(time.Millisecond), "explain", strings.TrimSpace(Explain(offers, m, exp)))
 	return offers, nil
+}
+
+// bookDemandOf is the estimate's demand in subnet and its book page's
+// demand.
+func bookDemandOf(ctx context.Context, yc *yagna.Client, req *sdk.Request, cfg Config, subnet string) (yagna.DemandOfferBase, bookDemand, error) {
+	r := &rental{yc: yc, req: req, cfg: cfg}
+	d, _, err := r.demand(ctx, subnet)
+	if err != nil {
+		return d, bookDemand{}, err
+	}
+	bd, err := broadDemand(yc.BaseURL+"|"+keyOf(yc.AppKey), cfg, subnet, d)
+	return d, bd, err
+}
+
+// keyOf stands for an app key in a book key: the requestor identity,
+// without the secret itself.
+func keyOf(appKey string) string {
+	sum := sha256.Sum256([]byte(appKey))
+	return hex.EncodeToString(sum[:8])
 }
 
 // rebuilt is what the create that follows a plan will make of the rental it

@@ -33,7 +33,7 @@ func Adapter() sdk.Adapter { return AdapterWith(DefaultTimeouts()) }
 
 // AdapterWith is the adapter with other timeouts (tests shorten them).
 func AdapterWith(t Timeouts) sdk.Adapter {
-	s := &svc{t: t, reg: &registries{}}
+	s := &svc{t: t, reg: &registries{}, book: &book{}}
 	return sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
@@ -44,12 +44,17 @@ func AdapterWith(t Timeouts) sdk.Adapter {
 		State:   s.state,
 		Actions: map[string]sdk.ActionFunc{"create": s.create, "delete": s.remove, "cleanup": s.cleanup, "replace": s.replace},
 		Sweep:   s.sweep,
+		// The offer book's subscriptions end with the adapter.
+		Stop: func(context.Context) { s.book.close() },
 	}
 }
 
 type svc struct {
 	t   Timeouts
 	reg *registries
+	// book holds the market's offers for the estimates of the adapter's
+	// life (book.go).
+	book *book
 }
 
 // estimates says the state call estimates costs before the config is known
@@ -265,7 +270,7 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		if err := cfg.ResolveImage(ctx, s.reg.client(req), identityOf(req.Persisted().Identity).Image, false); err != nil {
 			return refusedCreate("", err)
 		}
-		cost, refusal, err := estimate(ctx, yc, req, cfg)
+		cost, refusal, err := estimate(ctx, s.book, yc, req, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", req.Name, err)
 		}

@@ -230,7 +230,7 @@ func (s *svc) sweep(ctx context.Context, req *sdk.Request) (*protocol.SweepResul
 		return nil, err
 	}
 	for _, t := range found {
-		if known[t.ID] || (t.Operation != "" && pending[t.Operation]) {
+		if known[t.ID] || (t.Operation != "" && pending[t.Operation]) || (t.Kind == "demand" && s.book.owns(t.ID)) {
 			continue
 		}
 		o := protocol.Orphan{Kind: t.Kind, ID: t.ID, Lineage: t.Lineage, Resource: t.Resource, Action: protocol.OrphanReported, Detail: t.detail()}

@@ -1,0 +1,123 @@
+package devnet_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gcompose/gcompose/internal/benchmetrics"
+)
+
+// BenchmarkGolemPlan times `gcompose plan` of an app shaped as
+// examples/webapp (two payloads of different constraints, the web service's
+// init reading the database's VPN address) before its first deploy,
+// against the devnet over HTTP with the adapter images of this tree. Each
+// payload's estimate gathers offers for its offer window (5 s by
+// default): the plan costs one window when the estimates share it, one
+// per payload when they wait one after the other.
+// GCOMPOSE_BENCH_PLAN_RUNS sets how many plans are timed (3).
+func BenchmarkGolemPlan(b *testing.B) {
+	runs := 3
+	if v := os.Getenv("GCOMPOSE_BENCH_PLAN_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("GCOMPOSE_BENCH_PLAN_RUNS=%q: want a count", v)
+		}
+		runs = n
+	}
+	g := startGolemBench(b, 4)
+	desc := filepath.Join(g.dir, "webapp.yaml")
+	if err := os.WriteFile(desc, []byte(webappLike("bench-plan")), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	g.b.Cleanup(func() { g.removeApp("bench-plan") })
+	// Warm: the init cache on disk, the images' first start.
+	g.plan("bench-plan", desc)
+
+	load0 := benchmetrics.LoadAvg()
+	var times []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for range runs {
+			times = append(times, g.plan("bench-plan", desc))
+		}
+	}
+	b.StopTimer()
+	load1 := benchmetrics.LoadAvg()
+	show := func(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
+	show("%s: plan of a webapp-shaped app (2 payloads, 2 services, one VPN) before its first deploy, load %.2f -> %.2f", b.Name(), load0, load1)
+	s := spreadOf(append([]time.Duration(nil), times...))
+	show("plan: %d runs, fastest/median/slowest %s (each: %v)", len(times), s, times)
+	b.ReportMetric(s.median.Seconds(), "plan-s")
+}
+
+// webappLike is examples/webapp with the devnet's test image for both
+// payloads.
+func webappLike(app string) string {
+	return fmt.Sprintf(`meta:
+  name: %q
+payloads:
+  db-server:
+    runtime: vm
+    constraints: ["golem.inf.storage.gib>10"]
+    capabilities: [vpn]
+    params:
+      image_hash: %q
+  web-server:
+    runtime: vm
+    constraints: ["golem.inf.mem.gib>=4"]
+    capabilities: [vpn]
+    params:
+      image_hash: %q
+networks:
+  default:
+    ip: "192.168.77.1/24"
+services:
+  db-service:
+    payload: db-server
+    network: default
+    init:
+      - run:
+          args: ["/bin/sh", "-c", "/devnet-db -listen :4001 > /tmp/db.out 2> /tmp/db.err &"]
+  web-service:
+    payload: web-server
+    network: default
+    init:
+      - run:
+          args: ["/bin/sh", "-c", "echo ${services.db-service.network_node.ip}"]
+`, app, testHash, testHash)
+}
+
+// plan runs `gcompose plan` and returns how long it took.
+func (g *golemBench) plan(app, desc string) time.Duration {
+	g.b.Helper()
+	g.settle(app)
+	args := []string{"plan", "-f", desc, "--app", app, "--state", filepath.Join(g.dir, "state"), "--verbose",
+		"--network-image", g.images["network"], "--service-image", g.images["service"],
+		"--payments-image", g.images["payments"], "--proxy-image", g.images["proxy"]}
+	cmd := exec.CommandContext(g.ctx, g.bin, args...)
+	cmd.Dir = g.dir
+	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+g.url, "GOLEM_REGISTRY_URL="+g.url, "YAGNA_APPKEY="+testKey, "XDG_CACHE_HOME="+filepath.Join(g.dir, "cache"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	if err != nil {
+		g.b.Fatalf("gcompose plan %s: %v\n%s\n%s", app, err, tail(stdout.String(), 4000), tail(stderr.String(), 8000))
+	}
+	// A plan leaves no demand behind: the next plan's sweep would find it.
+	if strings.Contains(stderr.String(), "found demand") {
+		g.b.Fatalf("gcompose plan %s found a demand a plan before it left:\n%s", app, tail(stderr.String(), 4000))
+	}
+	if os.Getenv("GCOMPOSE_BENCH_PLAN_SHOW") != "" {
+		fmt.Printf("%s\n%s\n", stdout.String(), tail(stderr.String(), 6000))
+	}
+	return d
+}

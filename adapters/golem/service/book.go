@@ -1,0 +1,283 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gcompose/gcompose/adapters/golem/constraint"
+	"github.com/gcompose/gcompose/adapters/golem/tag"
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+)
+
+// The offer book: what the market offers, gathered once for every estimate
+// of the adapter's life. The plan estimates each service by the offers of
+// its payload's demand over the offer window; asking anew per payload made a
+// plan wait one window per payload when gcompose plans them one after the
+// other (a service that reads another's output is planned after it), and
+// more offers do not come by asking again: yagna sends a subscription the
+// offers that match it as they arrive (core/market/src/matcher), as golem-js
+// keeps one subscription collecting while it runs.
+//
+// So the book subscribes one broad demand per page (yagna, app, subnet,
+// runtime, capabilities, expiration: what an offer's own constraints may
+// test of a demand), keeps collecting on it, and each estimate picks from
+// the page the offers its own demand would match, with the constraint
+// language yagna's matcher evaluates (adapters/golem/constraint Matches: the
+// payload's constraints on the offer, the offer's on the payload's demand).
+// The first estimate of a page waits the window; the next ones wait what is
+// left of it, nothing once it has passed.
+
+// bookIdle is how long a page is kept without a reader before its demand is
+// unsubscribed: long enough for a deploy's plan and apply, short enough
+// that an adapter left serving does not hold a subscription for nothing.
+const bookIdle = 2 * time.Minute
+
+// book is the served adapter's offer pages by key.
+type book struct {
+	mu    sync.Mutex
+	pages map[string]*page
+	wg    sync.WaitGroup
+	// idle overrides bookIdle (tests).
+	idle time.Duration
+}
+
+// page is one broad demand's subscription and the offers it collected.
+type page struct {
+	key   string
+	began time.Time
+	stop  context.CancelFunc
+	done  chan struct{}
+
+	mu      sync.Mutex
+	sub     string                     // the demand's subscription id
+	offers  map[string]*yagna.Proposal // by provider: its latest offer
+	err     error                      // why collecting stopped, nil while it runs
+	lastUse time.Time
+	// waiting counts the reads waiting out the window: the page is not
+	// idle while one waits, however long its window.
+	waiting int
+}
+
+// bookDemand is a page's broad demand and the key of the page it belongs to.
+type bookDemand struct {
+	key    string
+	demand yagna.DemandOfferBase
+}
+
+// broadDemand is the page demand for d, the payload's own demand in subnet:
+// its properties less what names one resource or operation, its
+// constraints only the runtime, the subnet and the capabilities. The
+// payload's own constraints are applied by pick.
+func broadDemand(url string, cfg Config, subnet string, d yagna.DemandOfferBase) (bookDemand, error) {
+	props := make(map[string]any, len(d.Properties))
+	for k, v := range d.Properties {
+		switch k {
+		case tag.Resource, tag.Operation:
+			continue
+		}
+		props[k] = v
+	}
+	caps := slices.Clone(cfg.Capabilities())
+	slices.Sort(caps)
+	cons, err := constraint.FromGAP16([]string{"golem.runtime.name=" + cfg.Runtime(), "golem.node.debug.subnet=" + subnet}, caps)
+	if err != nil {
+		return bookDemand{}, fmt.Errorf("payload %s: %w", cfg.Payload.Name, err)
+	}
+	exp, err := cfg.Expiration()
+	if err != nil {
+		return bookDemand{}, err
+	}
+	// What an offer's constraints may test of the demand and differs per
+	// payload: the task package (a VM image), a manifest. Pages are shared
+	// only by payloads that agree on them, or differ only in the image.
+	var payload []string
+	for k, v := range props {
+		if strings.HasPrefix(k, "golem.srv.comp.payload") {
+			payload = append(payload, fmt.Sprintf("%s=%v", k, v))
+		}
+	}
+	slices.Sort(payload)
+	key := strings.Join([]string{url, fmt.Sprint(props[tag.App]), fmt.Sprint(props[tag.Lineage]), subnet, cfg.Runtime(),
+		strings.Join(caps, ","), exp.String(), strings.Join(payload, ",")}, "|")
+	return bookDemand{key: key, demand: yagna.DemandOfferBase{Properties: props, Constraints: cons}}, nil
+}
+
+// read returns the offers of bd's page that the payload's demand d
+// matches, once window has passed since the page began; it opens the page
+// (subscribes) when there is none. waited is how long it waited.
+func (b *book) read(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd bookDemand, d yagna.DemandOfferBase, window time.Duration, progress func(string)) (offers []*yagna.Proposal, waited time.Duration, err error) {
+	p, err := b.page(ctx, yc, log, bd)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	p.mu.Lock()
+	p.waiting++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.waiting--
+		p.lastUse = time.Now()
+		p.mu.Unlock()
+	}()
+	if wait := time.Until(p.began.Add(window)); wait > 0 {
+		if progress != nil {
+			progress(fmt.Sprintf("gathering offers for the %s offer window (%s left; one window for every estimate of this plan)", window, wait.Round(100*time.Millisecond)))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, time.Since(start), ctx.Err()
+		case <-t.C:
+		case <-p.done:
+			t.Stop()
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil && len(p.offers) == 0 {
+		return nil, time.Since(start), p.err
+	}
+	for _, o := range p.offers {
+		ok, err := constraint.Matches(d.Properties, d.Constraints, o.Properties, o.Constraints)
+		if err != nil {
+			log.Debug("offer book: an offer's constraints do not parse, left out", "provider", o.IssuerID, "err", err)
+			continue
+		}
+		if ok {
+			offers = append(offers, o)
+		}
+	}
+	slices.SortFunc(offers, func(a, b *yagna.Proposal) int { return strings.Compare(a.IssuerID, b.IssuerID) })
+	return offers, time.Since(start), nil
+}
+
+// page returns bd's page, subscribing its demand when there is none (or
+// the last one stopped).
+func (b *book) page(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd bookDemand) (*page, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p, ok := b.pages[bd.key]; ok {
+		select {
+		case <-p.done:
+		default:
+			return p, nil
+		}
+	}
+	sub, err := yc.SubscribeDemand(ctx, bd.demand)
+	if err != nil {
+		return nil, fmt.Errorf("subscribing the offer book's demand: %w", err)
+	}
+	// The page outlives the request that opened it: it is stopped by
+	// idleness or by close, not by that request's end.
+	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p := &page{key: bd.key, began: time.Now(), stop: stop, done: make(chan struct{}), sub: sub, offers: map[string]*yagna.Proposal{}, lastUse: time.Now()}
+	if b.pages == nil {
+		b.pages = map[string]*page{}
+	}
+	b.pages[bd.key] = p
+	idle := b.idle
+	if idle <= 0 {
+		idle = bookIdle
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		p.collect(pctx, yc, log, bd.demand, sub, idle)
+	}()
+	return p, nil
+}
+
+// collect gathers the page's offers until it is stopped or idle, then
+// unsubscribes. A subscription yagna no longer knows (expired, 404/410) is
+// made again.
+func (p *page) collect(ctx context.Context, yc *yagna.Client, log *slog.Logger, d yagna.DemandOfferBase, sub string, idle time.Duration) {
+	defer close(p.done)
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := yc.UnsubscribeDemand(uctx, sub); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
+			log.Warn("offer book: unsubscribing its demand", "subscription", sub, "err", err)
+		}
+	}()
+	for ctx.Err() == nil {
+		p.mu.Lock()
+		unused, waiting := time.Since(p.lastUse), p.waiting
+		p.mu.Unlock()
+		if unused > idle && waiting == 0 {
+			log.Debug("offer book: page idle, unsubscribed", "subscription", sub, "idle", unused.Round(time.Second))
+			return
+		}
+		evs, err := yc.CollectOffers(ctx, sub, 2*time.Second, 100)
+		switch {
+		case err == nil || yagna.IsTimeout(err):
+		case ctx.Err() != nil:
+			return
+		case yagna.IsNotFound(err) || yagna.IsGone(err):
+			ns, serr := yc.SubscribeDemand(ctx, d)
+			if serr != nil {
+				p.fail(fmt.Errorf("subscribing the offer book's demand again: %w", serr))
+				return
+			}
+			sub = ns
+			p.mu.Lock()
+			p.sub = ns
+			p.mu.Unlock()
+			continue
+		default:
+			p.fail(fmt.Errorf("collecting offers: %w", err))
+			return
+		}
+		p.mu.Lock()
+		for _, ev := range evs {
+			if ev.EventType == yagna.EventProposal && ev.Proposal != nil && ev.Proposal.State == yagna.ProposalInitial {
+				p.offers[ev.Proposal.IssuerID] = ev.Proposal
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *page) fail(err error) {
+	p.mu.Lock()
+	p.err = err
+	p.mu.Unlock()
+}
+
+// owns says whether subscription is a live page's demand: the sweep of the
+// same adapter leaves it alone (it is no leftover while this adapter runs;
+// once the adapter is gone, the next sweep ends it like any other).
+func (b *book) owns(subscription string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.pages {
+		p.mu.Lock()
+		sub := p.sub
+		p.mu.Unlock()
+		select {
+		case <-p.done:
+			continue
+		default:
+		}
+		if sub == subscription {
+			return true
+		}
+	}
+	return false
+}
+
+// close stops every page and waits until their demands are unsubscribed.
+func (b *book) close() {
+	b.mu.Lock()
+	for _, p := range b.pages {
+		p.stop()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
