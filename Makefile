@@ -107,7 +107,7 @@ reconcile-sweep:
 
 # The golem e2e suite's long tail (docs/golem.md): tests that `make test` skips (golemSweep in
 # adapters/golem/e2e) because a faster test it runs proves the same capability; this runs them. A test moved
-# here gets golemSweep(t) and its name in GOLEM_SWEEP.
+# here gets golemSweep(t) and its name in GOLEM_SWEEP (TestGolemSweepListsEveryGatedTest checks both agree).
 .PHONY: golem-sweep
 GOLEM_SWEEP := TestExpiredAgreementIsRentedAgain|TestReconcileLeaderKilledMidRepair|TestReconcileRefusesOverBudget|TestMarketCapsAndDeny|TestMarketPlanEstimate|TestMarketPreferSubnet
 golem-sweep:
