@@ -24,6 +24,7 @@ const expiryClock = 24
 // refresh says so and blames no one, deploy rents it again, and the
 // reconciler repairs the next expiry without a person.
 func TestExpiredAgreementIsRentedAgain(t *testing.T) {
+	golemSweep(t)
 	e := start(t, devnet.Config{Providers: reconcileProviders(3), AgreementClock: expiryClock})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -836,6 +836,7 @@ func leaderMidRepair(t *testing.T, ctx context.Context) (e *env, st state.Store,
 // made and recorded; the other leads within the lease's TTL, finishes the
 // repair, and nothing is rented twice.
 func TestReconcileLeaderKilledMidRepair(t *testing.T) {
+	golemSweep(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e, st, doc, a, b, _ := leaderMidRepair(t, ctx)
@@ -892,6 +893,7 @@ func TestReconcileLeaderKilledMidRepair(t *testing.T) {
 // so, and rents nothing, cycle after cycle; a budget raised in the
 // descriptor is read on the next cycle and the repair goes ahead.
 func TestReconcileRefusesOverBudget(t *testing.T) {
+	golemSweep(t)
 	e := start(t, devnet.Config{Providers: reconcileProviders(5)})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -187,6 +187,7 @@ func TestMarketCheapestEveryTime(t *testing.T) {
 // and caps below every offer fail the deploy naming the cheapest offer and
 // its price, leaving nothing rented.
 func TestMarketCapsAndDeny(t *testing.T) {
+	golemSweep(t)
 	e := start(t, devnet.Config{Providers: marketProviders()[:4]})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -243,6 +244,7 @@ type planCost struct {
 // 10% of the estimate times the wall-clock run (the activity starts a
 // moment before the deploy returns).
 func TestMarketPlanEstimate(t *testing.T) {
+	golemSweep(t)
 	e := start(t, devnet.Config{Providers: marketProviders()[:4], DebitNoteInterval: devnet.Duration{Duration: time.Second},
 		DebitNoteAcceptTimeout: devnet.Duration{Duration: 5 * time.Second}})
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -369,6 +371,7 @@ func TestMarketPlanEstimate(t *testing.T) {
 // usable provider denied, the other above the caps) the create falls back
 // to subnet_tag's subnet and says so.
 func TestMarketPreferSubnet(t *testing.T) {
+	golemSweep(t)
 	caps := []string{"vpn", "inet"}
 	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{
 		{Name: "cheap", Capabilities: caps, Coeffs: []float64{0.00002, 0.00002, 0}},
