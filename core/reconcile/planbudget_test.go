@@ -17,7 +17,7 @@ import (
 // counts only in the reconciler).
 func TestPlanOverBudget(t *testing.T) {
 	glm := func(perHour, hours float64, basis string) *protocol.Cost {
-		return &protocol.Cost{Currency: Currency, PerHour: perHour, Hours: hours, Total: perHour * hours, Basis: basis}
+		return &protocol.Cost{Currency: "XTS", PerHour: perHour, Hours: hours, Total: perHour * hours, Basis: basis}
 	}
 	// db runs at 0.5/h and stays; web is created (1/h over 3h); api is
 	// rebuilt (its running price 2/h no longer counts, its estimate 0.25/h
@@ -35,9 +35,9 @@ func TestPlanOverBudget(t *testing.T) {
 	}{
 		{"no budget", Budget{}, ""},
 		{"per hour enough", Budget{PerHour: 1.75}, ""},
-		{"per hour below", Budget{PerHour: 1.7}, "the application would cost 1.75 GLM per hour after the deploy (services.api 0.25/h (rebuild, market estimate), services.db 0.5/h, services.web 1/h (create, market estimate)), above budget.per_hour 1.7: nothing rented"},
+		{"per hour below", Budget{PerHour: 1.7}, "the application would cost 1.75 XTS per hour after the deploy (services.api 0.25/h (rebuild, market estimate), services.db 0.5/h, services.web 1/h (create, market estimate)), above budget.per_hour 1.7: nothing rented"},
 		{"total enough", Budget{Total: 4}, ""},
-		{"total below", Budget{Total: 3.9}, "the new rentals' whole agreements cost 4 GLM (services.api 1 over 4h (rebuild, market estimate), services.web 3 over 3h (create, market estimate)), above budget.total 3.9: nothing rented"},
+		{"total below", Budget{Total: 3.9}, "the new rentals' whole agreements cost 4 XTS (services.api 1 over 4h (rebuild, market estimate), services.web 3 over 3h (create, market estimate)), above budget.total 3.9: nothing rented"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := PlanOverBudget(context.Background(), tc.budget, pl)

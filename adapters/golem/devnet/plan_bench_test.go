@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gcompose/gcompose/adapters/golem/devnet"
 	"github.com/gcompose/gcompose/internal/benchmetrics"
 )
 
@@ -31,7 +32,9 @@ func BenchmarkGolemPlan(b *testing.B) {
 		}
 		runs = n
 	}
-	g := startGolemBench(b, 4)
+	g := startGolemBench(b, []devnet.ProviderConfig{
+		{Name: "bench", Count: 4, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}},
+	})
 	desc := filepath.Join(g.dir, "webapp.yaml")
 	if err := os.WriteFile(desc, []byte(webappLike("bench-plan")), 0o644); err != nil {
 		b.Fatal(err)
