@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gcompose/gcompose/adapters/golem/lowering"
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/engine"
@@ -192,7 +193,7 @@ func runEngine(c *cli.Context, mode plan.Mode, planOnly bool) (*engine.Outcome, 
 	}
 	defer sess.Close()
 	if mode != plan.Destroy && p != nil {
-		if err := buildPayloads(c.Context, p, func(msg string) { prog.Note(progress.Info, msg) }); err != nil {
+		if err := lowering.BuildPayloads(c.Context, p.App, func(msg string) { prog.Note(progress.Info, msg) }); err != nil {
 			return fail(name, withCode(exitError, err))
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package lowering
 
 import (
 	"context"
@@ -15,26 +15,28 @@ import (
 
 	"github.com/gcompose/gcompose/adapters/golem/payloadbuild"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
-	"github.com/gcompose/gcompose/core/project"
+	"github.com/gcompose/gcompose/core/descriptor"
 )
 
-// buildPayloads builds the images of the payloads that name a build context (build:), before anything
+// BuildPayloads builds the images of the payloads that name a build context (build:), before anything
 // is planned: every plan resolves a payload's image hash through the registry, and the devnet's registry
 // answers from the local images of its engine. The hash is the context's (adapters/golem/payloadbuild),
 // so an unchanged source is not built again. Only the devnet runs such an image; on another yagna,
 // build: is refused with what to do instead. info reports each image built.
-func buildPayloads(ctx context.Context, p *project.Project, info func(string)) error {
+// The CLI calls it before planning; it lives here, beside the lowering that
+// turns build: into the image hash, as Golem knowledge.
+func BuildPayloads(ctx context.Context, app *descriptor.App, info func(string)) error {
 	var names []string
-	for _, name := range slices.Sorted(maps.Keys(p.App.Payloads)) {
-		if p.App.Payloads[name].BuildDir != "" {
+	for _, name := range slices.Sorted(maps.Keys(app.Payloads)) {
+		if app.Payloads[name].BuildDir != "" {
 			names = append(names, name)
 		}
 	}
 	if len(names) == 0 {
 		return nil
 	}
-	first := p.App.Payloads[names[0]]
-	where := fmt.Sprintf("payload %s: build: %s (%s)", first.Name, first.Build, p.App.Pos("/payloads/"+first.Name+"/build"))
+	first := app.Payloads[names[0]]
+	where := fmt.Sprintf("payload %s: build: %s (%s)", first.Name, first.Build, app.Pos("/payloads/"+first.Name+"/build"))
 	apiURL := strings.TrimSpace(os.Getenv("YAGNA_API_URL"))
 	if apiURL == "" {
 		apiURL = yagna.DefaultURL
@@ -68,10 +70,10 @@ func buildPayloads(ctx context.Context, p *project.Project, info func(string)) e
 			"point DOCKER_HOST at the devnet's engine, where the image must be built", where, apiURL, devnetEngine, ours.ID)
 	}
 	for _, name := range names {
-		pl := p.App.Payloads[name]
+		pl := app.Payloads[name]
 		res, err := payloadbuild.Ensure(ctx, cli, name, pl.BuildDir)
 		if err != nil {
-			return fmt.Errorf("payload %s: build: %s (%s): %w", name, pl.Build, p.App.Pos("/payloads/"+name+"/build"), err)
+			return fmt.Errorf("payload %s: build: %s (%s): %w", name, pl.Build, app.Pos("/payloads/"+name+"/build"), err)
 		}
 		if res.Built {
 			info(fmt.Sprintf("payload %s: built image %s from %s (hash %s)", name, res.Ref, pl.Build, res.Hash))
