@@ -129,7 +129,7 @@ reconcile-sweep:
 # adapters/golem/e2e) because a faster test it runs proves the same capability; this runs them. A test moved
 # here gets golemSweep(t) and its name in GOLEM_SWEEP (TestGolemSweepListsEveryGatedTest checks both agree).
 .PHONY: golem-sweep
-GOLEM_SWEEP := TestExpiredAgreementIsRentedAgain|TestReconcileLeaderKilledMidRepair|TestReconcileRefusesOverBudget|TestMarketCapsAndDeny|TestMarketPlanEstimate|TestMarketPreferSubnet
+GOLEM_SWEEP := TestExpiredAgreementIsRentedAgain|TestReconcileLeaderKilledMidRepair|TestReconcileRefusesOverBudget|TestMarketCapsAndDeny|TestMarketPlanEstimate|TestMarketPreferSubnet|TestBuildPayloadFromSource
 golem-sweep:
 	GCOMPOSE_GOLEM_SWEEP=1 $(GO) test -race -count=1 -v -run '^($(GOLEM_SWEEP))$$' -timeout 60m ./adapters/golem/e2e/
 

@@ -52,10 +52,37 @@ func goBuild(t *testing.T, ctx context.Context, app, which string) {
 	}
 }
 
+// TestBuildRefusedOffTheDevnet: a yagna that is not the devnet refuses build: before anything is built or
+// planned, naming the build: value and what to do instead.
+func TestBuildRefusedOffTheDevnet(t *testing.T) {
+	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{
+		{Name: "vm", Count: 1, Cores: 2, MemGib: 4, StorageGib: 20, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.00005, 0.0001, 0}},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	app := copyExample(t, e.dir)
+	t.Cleanup(func() { removeBuilt(t, e, app) })
+	desc := filepath.Join(app, "gcompose.yaml")
+	// A yagna that does not answer /devnet/v1/info (404, as yagna for a path it does not serve).
+	notDevnet := httptest.NewServer(http.NotFoundHandler())
+	defer notDevnet.Close()
+	cmd := e.command(ctx, []string{"YAGNA_API_URL=" + notDevnet.URL}, "plan", "-f", desc)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is not the gcompose devnet") || !strings.Contains(string(out), "gvmkit-build <image> --push") ||
+		!strings.Contains(string(out), "gcompose.yaml:15:12") {
+		t.Fatalf("plan against a yagna that is not the devnet: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "built image") {
+		t.Fatalf("the refused plan built an image:\n%s", out)
+	}
+}
+
 // TestBuildPayloadFromSource: examples/counter deployed from source on the devnet (build:), then its
 // front page's source edited: the plan rebuilds the front alone, the deploy builds and rents the new image,
-// and the page changes. A yagna that is not the devnet refuses build: before anything is built or planned.
+// and the page changes. make test runs the same path through the tutorial's "Your own app" (the docs
+// test), so this one is in make golem-sweep.
 func TestBuildPayloadFromSource(t *testing.T) {
+	golemSweep(t)
 	caps := []string{"vpn", "inet", "manifest-support", "start-entrypoint"}
 	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{
 		{Name: "vm", Count: 3, Cores: 2, MemGib: 4, StorageGib: 20, Capabilities: caps, Coeffs: []float64{0.00005, 0.0001, 0}},
@@ -67,16 +94,6 @@ func TestBuildPayloadFromSource(t *testing.T) {
 	goBuild(t, ctx, app, "counter")
 	goBuild(t, ctx, app, "front")
 	desc := filepath.Join(app, "gcompose.yaml")
-
-	// A yagna that does not answer /devnet/v1/info (404, as yagna for a path it does not serve).
-	notDevnet := httptest.NewServer(http.NotFoundHandler())
-	defer notDevnet.Close()
-	cmd := e.command(ctx, []string{"YAGNA_API_URL=" + notDevnet.URL}, "plan", "-f", desc)
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "is not the gcompose devnet") || !strings.Contains(string(out), "gvmkit-build <image> --push") ||
-		!strings.Contains(string(out), "gcompose.yaml:15:12") {
-		t.Fatalf("plan against a yagna that is not the devnet: %v\n%s", err, out)
-	}
 
 	out1 := e.must(ctx, "deploy", "-f", desc, "--yes")
 	if !strings.Contains(out1, "payload counter: built image gcompose-build/counter:") || !strings.Contains(out1, "payload front: built image gcompose-build/front:") {
