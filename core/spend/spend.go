@@ -118,7 +118,14 @@ func Of(doc *state.Document, live map[string]*state.Spent) (*Report, error) {
 	return rep, nil
 }
 
+// rowOf is a resource's row; a removed one (ended) runs no more, so its
+// last rate is not a rate.
 func rowOf(name, typ string, sp *state.Spent, ended *time.Time) Row {
+	if ended != nil {
+		c := *sp
+		c.PerHour = ""
+		sp = &c
+	}
 	return Row{Resource: name, Type: typ, Currency: sp.Currency, Amount: sp.Amount, Due: sp.Due, PerHour: sp.PerHour,
 		Covers: sp.Covers, Items: sp.Items, At: sp.At, Ended: ended}
 }

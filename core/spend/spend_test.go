@@ -15,7 +15,8 @@ func TestOfSumsByCurrencyWithTheLedger(t *testing.T) {
 	doc.Resources["db"] = &state.Resource{Name: "db", Spent: &state.Spent{Amount: "0.1", Due: "0.02", PerHour: "0.36", Currency: "EUR", At: at}}
 	doc.Resources["web"] = &state.Resource{Name: "web", Spent: &state.Spent{Amount: "0.000000000000000001", Currency: "EUR", At: at}}
 	doc.Resources["file"] = &state.Resource{Name: "file"} // reports nothing
-	doc.Ledger = []state.Ended{{Resource: "old", Spent: state.Spent{Amount: "0.9", Currency: "EUR"}, EndedAt: at}}
+	// A removed resource runs no more: its last rate does not count.
+	doc.Ledger = []state.Ended{{Resource: "old", Spent: state.Spent{Amount: "0.9", PerHour: "5", Currency: "EUR"}, EndedAt: at}}
 	// A refresh's answer is fresher than what the state recorded.
 	live := map[string]*state.Spent{"db": {Amount: "0.2", Due: "0", PerHour: "0.36", Currency: "EUR", At: at}}
 	rep, err := spend.Of(doc, live)

@@ -14,9 +14,7 @@ import (
 // estimate goes over it exits 1 naming the budget and the figures, and a
 // deploy refuses before anything is made (no allocation, VPN or agreement);
 // within the budget the same app deploys. The old plan exited 0 and the
-// deploy rented over the budget (only the reconciler read it). Then what
-// the services spent, as golem-service reports it, outlives the destroy:
-// gcompose cost after it shows the same spend from the state's ledger.
+// deploy rented over the budget (only the reconciler read it).
 func TestDeployHeldToTheBudget(t *testing.T) {
 	e := start(t, devnet.Config{Providers: reconcileProviders(5)})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -45,23 +43,5 @@ func TestDeployHeldToTheBudget(t *testing.T) {
 	if s := e.summary(ctx); s.Agreements != 2 {
 		t.Fatalf("within the budget: %+v, want 2 agreements", s)
 	}
-	// Wait for the first accepted debit note (the devnet's interval), as
-	// gcompose cost reads it through the adapters.
-	var before float64
-	for deadline := time.Now().Add(time.Minute); before <= 0; time.Sleep(time.Second) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no spend reported a minute after the deploy: %s", e.must(ctx, "cost", "-f", desc))
-		}
-		before = e.cost(ctx, "-f", desc).accepted(t)
-	}
 	e.must(ctx, "destroy", "-f", desc, "--yes")
-	after := e.cost(ctx, "--app", e.app)
-	if len(after.Resources) != 0 || len(after.Ended) != 2 || after.accepted(t) < before {
-		t.Fatalf("gcompose cost after destroy: %+v: want no resource, the 2 services ended, at least the %v GLM spent before", after, before)
-	}
-	table := e.must(ctx, "cost", "--app", e.app, "--all")
-	if !strings.Contains(table, "total (with 2 removed)") || !strings.Contains(table, "(removed ") {
-		t.Fatalf("gcompose cost --all after destroy:\n%s", table)
-	}
-	t.Logf("spent %v GLM before the destroy; after it gcompose cost --all says:\n%s", before, table)
 }

@@ -479,10 +479,6 @@ type costReport struct {
 		Items    int    `json:"items"`
 		Amount   string `json:"amount"`
 	} `json:"resources"`
-	Ended []struct {
-		Resource string `json:"resource"`
-		Amount   string `json:"amount"`
-	} `json:"ended"`
 	Totals []struct {
 		Currency string `json:"currency"`
 		Amount   string `json:"amount"`
@@ -504,13 +500,9 @@ func (r costReport) accepted(t *testing.T) float64 {
 	return 0
 }
 
-// cost runs gcompose cost --json with args (none: --app).
-func (e *env) cost(ctx context.Context, args ...string) costReport {
+func (e *env) cost(ctx context.Context) costReport {
 	e.t.Helper()
-	if len(args) == 0 {
-		args = []string{"--app", e.app}
-	}
-	cmd := exec.CommandContext(ctx, e.bin, append(append([]string{"cost"}, args...), "--state", e.state, "--json")...)
+	cmd := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state, "--json")
 	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	out, err := cmd.Output()
 	if err != nil {

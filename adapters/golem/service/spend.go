@@ -55,7 +55,9 @@ func spentOf(ctx context.Context, yc *yagna.Client, id Identity, running bool) *
 			var sp *protocol.Spent
 			if sp, err = tally(mine, notes, invoices); err == nil {
 				if running && id.Price != nil && id.Price.GLMPerHour > 0 {
-					sp.PerHour = decimal(new(big.Rat).SetFloat64(id.Price.GLMPerHour))
+					// The shortest decimal that reads back as the agreed
+					// float: 1.08, not its binary 1.080000000000000071.
+					sp.PerHour = strconv.FormatFloat(id.Price.GLMPerHour, 'f', -1, 64)
 				}
 				return sp
 			}
