@@ -26,21 +26,25 @@ import (
 // replacePoints are moments inside the replace, seen on the devnet from a
 // running webapp (two agreements, two activities). Each makes a fresh
 // predicate: the last one remembers what it saw. On the devnet the steps
-// of a replace take milliseconds, so the interrupted run has its yagna
-// answers slowed (the devnet's slow knob) or the new activity's image
-// download stretched: the signal then lands inside the step named, not
-// in the next.
+// of a replace take milliseconds, so a signal sent once the replacement is
+// agreed may land after the old activity is ended (the result table's
+// "left" columns say where it landed). The devnet's slow knob would hold
+// it before, but an answer it delays for a client the kill took away is
+// recorded by the OpenAPI checker as an undocumented 200 (devnet slow()
+// returns without writing), failing the test: not used. The new
+// activity's image download is stretched so that the last point lands in
+// its deploy.
 var replacePoints = []struct {
 	name   string
 	when   func() func(devnet.Summary) bool
 	faults map[string]any
 }{
-	{"once the replacement's agreement is approved (the old one still runs)", func() func(devnet.Summary) bool {
+	{"once the replacement's agreement is approved", func() func(devnet.Summary) bool {
 		return func(s devnet.Summary) bool { return s.Agreements >= 3 }
-	}, map[string]any{"slow": "300ms"}},
+	}, nil},
 	{"once the old activity is ended (before the new one exists)", func() func(devnet.Summary) bool {
 		return func(s devnet.Summary) bool { return s.Activities <= 1 }
-	}, map[string]any{"slow": "300ms"}},
+	}, nil},
 	{"once the new activity exists (its deploy and start under way)", func() func(devnet.Summary) bool {
 		ended := false
 		return func(s devnet.Summary) bool {
@@ -72,8 +76,7 @@ func newReplaceEnv(t *testing.T) (ie *interruptEnv, base func(context.Context)) 
 }
 
 // TestInterruptReplaceSample: SIGKILL once the replacement's agreement is
-// approved, while the old rental still runs (the point where two rentals
-// of the web service exist).
+// approved (the point where two rentals of the web service exist).
 func TestInterruptReplaceSample(t *testing.T) {
 	ie, base := newReplaceEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
