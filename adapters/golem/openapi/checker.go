@@ -127,6 +127,13 @@ func (c *Checker) Handler(next http.Handler) http.Handler {
 		}
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
+		if r.Context().Err() != nil {
+			// The client went away before the answer: nobody reads it, and a
+			// handler that stops on the request's context writes none (net/http
+			// would report the 200 it never chose).
+			c.record(r.Method, target, reqErr, nil)
+			return
+		}
 		res := rec.Result()
 		respBody := rec.Body.Bytes()
 		var respErr error

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -291,6 +292,30 @@ func TestCheckerHandlerAndTransport(t *testing.T) {
 		t.Fatalf("violations:\n%s", joined)
 	}
 	if c.Seen()["getIdentity"] != 2 || c.Seen()["getNetworks"] != 2 {
+		t.Fatalf("seen = %v", c.Seen())
+	}
+}
+
+// A client that goes away before the answer (a killed gcompose) sees none:
+// a handler that stops on the request's context writes nothing, and the
+// handler side must not report net/http's implicit 200 as an undocumented
+// answer (waitForApproval documents 204 and 410, never 200).
+func TestCheckerHandlerClientGone(t *testing.T) {
+	c, err := NewChecker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequest("POST", "/market-api/v1/agreements/a/wait?timeout=5", nil).WithContext(ctx)
+	cancel()
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if errs := c.Errors(); len(errs) != 0 {
+		t.Fatalf("a request whose client went away was checked as answered: %v", errs)
+	}
+	if c.Seen()["waitForApproval"] != 1 {
 		t.Fatalf("seen = %v", c.Seen())
 	}
 }
