@@ -24,8 +24,9 @@ func costCommand() *cli.Command {
    destroy. Only adapters that report spend appear (docs/protocol.md: spent); for Golem services,
    the invoices and debit notes accepted for their agreements.
    SPENT is what was paid or accepted so far, DUE what was asked and not accepted yet, PER HOUR the
-   rate of what runs now. --all lists each removed resource of the ledger; --cached prints what
-   the state recorded at the last deploy without asking the adapters.`,
+   rate of what runs now. --all lists each removed resource of the ledger; --cached, or no
+   descriptor named (--app), prints what the state recorded at the last deploy without asking the
+   adapters (they run with the plugs the descriptor allows).`,
 		// engineFlags: the refresh that asks the adapters runs them.
 		Flags: append(append(descriptorFlags(), engineFlags()...),
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
@@ -50,7 +51,14 @@ func runCost(c *cli.Context) error {
 		return withCode(exitError, err)
 	}
 	var rep *spend.Report
-	if len(doc.Resources) > 0 && !c.Bool("cached") {
+	live := len(doc.Resources) > 0 && !c.Bool("cached")
+	if live && p == nil {
+		// Asking the adapters runs them with the plugs the descriptor allows:
+		// without it, what the state recorded is all there is.
+		fmt.Fprintf(c.App.ErrWriter, "note: no descriptor named: this is what the state recorded for %s at its last deploy or refresh; name the descriptor (gcompose cost FILE) to ask the adapters\n", name)
+		live = false
+	}
+	if live {
 		if rep, err = askSpent(c, name, p, st); err != nil {
 			return withCode(exitError, fmt.Errorf("asking the adapters what %s cost (--cached prints what the state recorded at the last deploy): %w", name, err))
 		}

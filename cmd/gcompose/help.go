@@ -31,7 +31,7 @@ func flagCategory(name string) string {
 	case "yes", "parallelism", "verbose", "destroy", "follow", "interval", "interrupt-grace", "target", "replace", "out",
 		"cycles", "grace", "max-backoff", "listen", "max-glm-per-hour", "max-glm-total":
 		return catRun
-	case "json", "progress", "format", "detailed-exitcode", "deployed", "exit-code", "from", "status", "outputs", "identity", "all":
+	case "json", "progress", "format", "detailed-exitcode", "deployed", "exit-code", "from", "status", "outputs", "identity", "all", "cached":
 		return catOutput
 	}
 	if strings.HasPrefix(name, "etcd-") || strings.HasSuffix(name, "-image") || name == "call-timeout" || name == "output-timeout" {

@@ -500,13 +500,15 @@ func (r costReport) accepted(t *testing.T) float64 {
 	return 0
 }
 
-func (e *env) cost(ctx context.Context) costReport {
+func (e *env) cost(ctx context.Context, desc string) costReport {
 	e.t.Helper()
-	cmd := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state, "--json")
+	cmd := exec.CommandContext(ctx, e.bin, "cost", "-f", desc, "--app", e.app, "--state", e.state, "--json")
 	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		e.t.Fatalf("gcompose cost: %v\n%s", err, out)
+		e.t.Fatalf("gcompose cost: %v\n%s%s", err, out, stderr.Bytes())
 	}
 	var rep costReport
 	if err := json.Unmarshal(out, &rep); err != nil {
@@ -764,7 +766,7 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 	for deadline := time.Now().Add(time.Minute); ; {
 		m = r.metrics(ctx)
 		spent = m[`gcompose_reconcile_spent_total{currency="GLM"}`]
-		rep = e.cost(ctx)
+		rep = e.cost(ctx, desc)
 		charged = allocationSpent(t, ctx, e, doc)
 		if charged > 0 && math.Abs(spent-charged) < 1e-9 && math.Abs(rep.accepted(t)-charged) < 1e-9 {
 			break
@@ -784,7 +786,7 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 		}
 	}
 	t.Logf("GLM spent: %v (metrics, gcompose cost and the allocation agree); the other application on the same yagna: %v", spent, otherSpent)
-	table := exec.CommandContext(ctx, e.bin, "cost", "--app", e.app, "--state", e.state)
+	table := exec.CommandContext(ctx, e.bin, "cost", "-f", desc, "--app", e.app, "--state", e.state)
 	table.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
 	if out, err := table.CombinedOutput(); err != nil || !strings.Contains(string(out), "RESOURCE") || !strings.Contains(string(out), db) {
 		t.Fatalf("gcompose cost: %v\n%s", err, out)
