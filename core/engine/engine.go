@@ -199,8 +199,11 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	// only: nothing changes before the plan is approved; what is this
 	// state's becomes delete steps of a deploy or destroy plan); and, before
 	// a first deploy, what exists of the application already. A problem
-	// the preflight finds is the answer: the sweeps are cut short, and what
-	// they found is not shown.
+	// the preflight finds is the answer: what the sweeps found is not
+	// shown. They are not cut short for it: a call cancelled while the
+	// engine creates its container leaves that container to the next run's
+	// clean-up ("removed 1 adapter container(s) left behind"), and the
+	// sweeps are reads that end on their own.
 	desired := req.Desired
 	if req.Mode != plan.Deploy {
 		desired = nil
@@ -219,9 +222,6 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 		scans.Go(func() { existing, existErr = e.Existing(sweepCtx, req.App) })
 	}
 	preErr := e.preflight(soft, req.App, req.Desired, doc)
-	if preErr != nil {
-		cancelSweep()
-	}
 	scans.Wait()
 	slog.DebugContext(ctx, "engine: preflight, sweeps and scans done", "app", req.App, "took", time.Since(t1))
 	if preErr != nil {

@@ -502,11 +502,13 @@ func (r costReport) accepted(t *testing.T) float64 {
 
 func (e *env) cost(ctx context.Context, desc string) costReport {
 	e.t.Helper()
-	cmd := exec.CommandContext(ctx, e.bin, "cost", "-f", desc, "--app", e.app, "--state", e.state, "--json")
-	cmd.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	// With the descriptor and the adapter images: cost asks the adapters,
+	// which run with the plugs the lowering offers those images.
+	cmd := e.command(ctx, nil, "cost", "-f", desc, "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	out := stdout.Bytes()
 	if err != nil {
 		e.t.Fatalf("gcompose cost: %v\n%s%s", err, out, stderr.Bytes())
 	}
@@ -786,9 +788,7 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 		}
 	}
 	t.Logf("GLM spent: %v (metrics, gcompose cost and the allocation agree); the other application on the same yagna: %v", spent, otherSpent)
-	table := exec.CommandContext(ctx, e.bin, "cost", "-f", desc, "--app", e.app, "--state", e.state)
-	table.Env = append(os.Environ(), "YAGNA_API_URL="+e.url, "GOLEM_REGISTRY_URL="+e.url, "YAGNA_APPKEY="+appKey)
-	if out, err := table.CombinedOutput(); err != nil || !strings.Contains(string(out), "RESOURCE") || !strings.Contains(string(out), db) {
+	if out, err := e.gcompose(ctx, "cost", "-f", desc); err != nil || !strings.Contains(out, "RESOURCE") || !strings.Contains(out, db) {
 		t.Fatalf("gcompose cost: %v\n%s", err, out)
 	} else {
 		t.Logf("gcompose cost:\n%s", out)
