@@ -504,7 +504,9 @@ func (e *env) cost(ctx context.Context, desc string) costReport {
 	e.t.Helper()
 	// With the descriptor and the adapter images: cost asks the adapters,
 	// which run with the plugs the lowering offers those images.
-	cmd := e.command(ctx, nil, "cost", "-f", desc, "--json")
+	// It asks through a refresh, which takes the state lock: the reconciler
+	// holds it during its cycles, so it waits for its turn.
+	cmd := e.command(ctx, nil, "cost", "-f", desc, "--json", "--lock-timeout", "1m")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -788,7 +790,7 @@ func TestReconcileHealsAKilledProvider(t *testing.T) {
 		}
 	}
 	t.Logf("GLM spent: %v (metrics, gcompose cost and the allocation agree); the other application on the same yagna: %v", spent, otherSpent)
-	if out, err := e.gcompose(ctx, "cost", "-f", desc); err != nil || !strings.Contains(out, "RESOURCE") || !strings.Contains(out, db) {
+	if out, err := e.gcompose(ctx, "cost", "-f", desc, "--lock-timeout", "1m"); err != nil || !strings.Contains(out, "RESOURCE") || !strings.Contains(out, db) {
 		t.Fatalf("gcompose cost: %v\n%s", err, out)
 	} else {
 		t.Logf("gcompose cost:\n%s", out)
