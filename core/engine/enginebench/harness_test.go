@@ -410,8 +410,9 @@ func (r timedRunner) Start(ctx context.Context, s runner.Spec) (*runner.Session,
 	return sess, err
 }
 
-// timedRun is run with the time of each part measured.
-func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe, verify bool, parallelism int) (*engine.Outcome, time.Duration, *timing, error) {
+// timedEngine is the engine of one run through a fresh client whose container
+// starts, adapter calls and release are timed into the returned timing.
+func (h *harness) timedEngine(noServe, verify bool, parallelism int) (*engine.Engine, *timing) {
 	tm := &timing{}
 	c := h.clientWith(timedRunner{h.count, tm}, noServe, verify)
 	e := h.engine(c, timedAdapters{Adapters: &adapter.ContainerAdapters{Client: c, Plugs: h.plugs()}, tm: tm}, func(ctx context.Context) error {
@@ -422,6 +423,12 @@ func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe, 
 		tm.mu.Unlock()
 		return err
 	}, parallelism)
+	return e, tm
+}
+
+// timedRun is run with the time of each part measured.
+func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe, verify bool, parallelism int) (*engine.Outcome, time.Duration, *timing, error) {
+	e, tm := h.timedEngine(noServe, verify, parallelism)
 	e.Store = timedStore{Store: h.store, tm: tm}
 	cleanup := e.Cleanup
 	e.Cleanup = func(ctx context.Context, l *state.Lock) (int, error) {

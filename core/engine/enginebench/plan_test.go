@@ -7,7 +7,6 @@ import (
 
 	"testing"
 
-	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/state"
@@ -49,16 +48,7 @@ func BenchmarkPlanUnchanged(b *testing.B) {
 
 // planRun is one gcompose plan of want, timed.
 func (h *harness) planRun(app string, want map[string]*plan.Resource, parallelism int) (time.Duration, *timing, error) {
-	tm := &timing{}
-	c := h.clientWith(timedRunner{h.count, tm}, false, false)
-	e := h.engine(c, timedAdapters{Adapters: &adapter.ContainerAdapters{Client: c, Plugs: h.plugs()}, tm: tm}, func(ctx context.Context) error {
-		start := time.Now()
-		err := c.Close(ctx)
-		tm.mu.Lock()
-		tm.release = time.Since(start)
-		tm.mu.Unlock()
-		return err
-	}, parallelism)
+	e, tm := h.timedEngine(false, false, parallelism)
 	cleanup := e.Cleanup
 	e.Cleanup = func(ctx context.Context, l *state.Lock) (int, error) {
 		start := time.Now()
