@@ -182,7 +182,10 @@ var ErrNotDevnet = errors.New("not the gcompose devnet")
 
 // Devnet asks the yagna at apiURL whether it is the gcompose devnet (GET /devnet/v1/info, with the app
 // key), and returns the ID of the Docker engine whose images it runs. A yagna that answers 404 there is
-// not the devnet (ErrNotDevnet); one that does not answer is an error.
+// not the devnet (ErrNotDevnet); one that does not answer is an error. /devnet/v1/info is the devnet's own
+// path, not a yagna one: yagna serves its API with actix-web and no route there (core/serv/src/main.rs, as
+// the devnet's exactPaths notes), so a real yagna answers a valid key's request for it with actix's 404, and
+// a wrong key with its auth middleware's 401, which is an error here, not "not the devnet".
 func Devnet(ctx context.Context, hc *http.Client, apiURL, appKey string) (string, error) {
 	url := strings.TrimRight(apiURL, "/") + "/devnet/v1/info"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
