@@ -16,6 +16,19 @@ type KeepOpen struct{ state.Store }
 // Close leaves the store open.
 func (KeepOpen) Close() error { return nil }
 
+// Append implements state.Appender as the store does: without it a
+// reconciler's apply (and cost's) waited for an fsync of every write, not
+// only of the pending operations, as a deploy's apply does.
+func (k KeepOpen) Append(ctx context.Context, lock *state.Lock, changes ...state.Change) (func() error, error) {
+	if a, ok := k.Store.(state.Appender); ok {
+		return a.Append(ctx, lock, changes...)
+	}
+	if err := k.Store.Apply(ctx, lock, changes...); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
 // Intent is what a reconciler of app keeps running from this project: what
 // it lowers to, its outputs, its budget.
 func (p *Project) Intent(app string) (*reconcile.Intent, error) {
