@@ -92,7 +92,8 @@ func (h *harness) plugs() map[string]adapter.Plug {
 // it (core/project).
 func (h *harness) engine(c *adapter.Client, ad plan.Adapters, release func(context.Context) error, parallelism int) *engine.Engine {
 	return &engine.Engine{Adapters: ad, Store: h.store, Parallelism: parallelism, Version: "bench",
-		Cleanup: adapter.RunnerCleanup(h.runner), Warm: adapter.RunnerWarm(h.runner, c, h.plugs()), Release: release, LockTimeout: time.Minute}
+		Cleanup: adapter.RunnerCleanup(h.runner), Existing: adapter.RunnerExisting(h.runner), Warm: adapter.RunnerWarm(h.runner, c, h.plugs()),
+		Release: release, LockTimeout: time.Minute}
 }
 
 // run deploys want through a fresh client (one gcompose run) and returns the
@@ -296,9 +297,11 @@ func (d *deploysterLike) Action(ctx context.Context, c plan.Call, a protocol.Act
 	return d.of(c.Name).Action(ctx, c, a, stale)
 }
 
-// timing measures where a run's time goes: the mean state call, action and
-// state write (one journal line, fsynced), when the first state answer came
-// (it starts the server), when the first action started and the last one
+// timing measures where a run's time goes: when the lock was held, the
+// leftover scan, the scan for existing objects (a first deploy), the state
+// load and the servers' start ran; the mean state call, action and state
+// write (one journal line, fsynced); when the first state answer came (it
+// waits for the server), when the first action started and the last one
 // ended, and the compaction and the release of the servers at the end.
 type timing struct {
 	t0 time.Time
@@ -308,8 +311,30 @@ type timing struct {
 	appends                 stat // written, durable later (state.Appender)
 	firstAsk, firstAnswer   time.Duration
 	firstAction, lastAction time.Duration
-	serverStart, cleanup    time.Duration
+	serverStart             time.Duration // the servers' starts, added up
+	locked                  time.Duration
+	cleanup, existing, load span
+	servers                 span // from the first server's start to the last one's end
 	compact, release        time.Duration
+}
+
+// span is when something ran, since t0.
+type span struct{ from, to time.Duration }
+
+func (s span) String() string {
+	return fmt.Sprintf("%.1f–%.1f ms", float64(s.from.Microseconds())/1000, float64(s.to.Microseconds())/1000)
+}
+
+// ran records into sp that something ran from start until now; the first
+// start and the last end when it runs more than once.
+func (tm *timing) ran(sp *span, start time.Time) {
+	from, to := start.Sub(tm.t0), time.Since(tm.t0)
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if sp.to == 0 || from < sp.from {
+		sp.from = from
+	}
+	sp.to = max(sp.to, to)
 }
 
 type stat struct {
@@ -330,8 +355,8 @@ func (tm *timing) String() string {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	return fmt.Sprintf("cleanup %s; first state call at %s, answered at %s (served: server start %s); actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d), append %s (%d); compact %s, release %s",
-		ms(tm.cleanup), ms(tm.firstAsk), ms(tm.firstAnswer), ms(tm.serverStart), ms(tm.firstAction), ms(tm.lastAction), ms(tm.states.mean()), tm.states.n,
+	return fmt.Sprintf("locked at %s; leftover scan %s, existing objects %s, state load %s, servers starting %s; first state call at %s, answered at %s (served: server start %s); actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d), append %s (%d); compact %s, release %s",
+		ms(tm.locked), tm.cleanup, tm.existing, tm.load, tm.servers, ms(tm.firstAsk), ms(tm.firstAnswer), ms(tm.serverStart), ms(tm.firstAction), ms(tm.lastAction), ms(tm.states.mean()), tm.states.n,
 		ms(tm.actions.mean()), tm.actions.n, ms(tm.writes.mean()), tm.writes.n, ms(tm.appends.mean()), tm.appends.n, ms(tm.compact), ms(tm.release))
 }
 
@@ -403,6 +428,19 @@ func (s timedStore) Apply(ctx context.Context, l *state.Lock, changes ...state.C
 	return err
 }
 
+func (s timedStore) Lock(ctx context.Context, app string, info state.LockInfo) (*state.Lock, error) {
+	l, err := s.Store.Lock(ctx, app, info)
+	s.tm.mu.Lock()
+	s.tm.locked = time.Since(s.tm.t0)
+	s.tm.mu.Unlock()
+	return l, err
+}
+
+func (s timedStore) Load(ctx context.Context, app string) (*state.Document, error) {
+	defer s.tm.ran(&s.tm.load, time.Now())
+	return s.Store.Load(ctx, app)
+}
+
 func (s timedStore) Compact(ctx context.Context, l *state.Lock) error {
 	start := time.Now()
 	err := s.Store.Compact(ctx, l)
@@ -421,6 +459,7 @@ type timedRunner struct {
 func (r timedRunner) Start(ctx context.Context, s runner.Spec) (*runner.Session, error) {
 	start := time.Now()
 	sess, err := r.countingRunner.Start(ctx, s)
+	r.tm.ran(&r.tm.servers, start)
 	r.tm.mu.Lock()
 	r.tm.serverStart += time.Since(start)
 	r.tm.mu.Unlock()
@@ -440,22 +479,22 @@ func (h *harness) timedEngine(noServe, verify bool, parallelism int) (*engine.En
 		tm.mu.Unlock()
 		return err
 	}, parallelism)
+	e.Store = timedStore{Store: h.store, tm: tm}
+	cleanup, existing := e.Cleanup, e.Existing
+	e.Cleanup = func(ctx context.Context, l *state.Lock) (int, error) {
+		defer tm.ran(&tm.cleanup, time.Now())
+		return cleanup(ctx, l)
+	}
+	e.Existing = func(ctx context.Context, app string) ([]engine.ExistingObject, error) {
+		defer tm.ran(&tm.existing, time.Now())
+		return existing(ctx, app)
+	}
 	return e, tm
 }
 
 // timedRun is run with the time of each part measured.
 func (h *harness) timedRun(app string, want map[string]*plan.Resource, noServe, verify bool, parallelism int) (*engine.Outcome, time.Duration, *timing, error) {
 	e, tm := h.timedEngine(noServe, verify, parallelism)
-	e.Store = timedStore{Store: h.store, tm: tm}
-	cleanup := e.Cleanup
-	e.Cleanup = func(ctx context.Context, l *state.Lock) (int, error) {
-		start := time.Now()
-		n, err := cleanup(ctx, l)
-		tm.mu.Lock()
-		tm.cleanup = time.Since(start)
-		tm.mu.Unlock()
-		return n, err
-	}
 	tm.t0 = time.Now()
 	out, err := e.Run(h.ctx, engine.Request{App: app, Mode: plan.Deploy, Desired: want})
 	return out, time.Since(tm.t0), tm, err

@@ -1,7 +1,6 @@
 package enginebench
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 
 	"github.com/gcompose/gcompose/core/engine"
 	"github.com/gcompose/gcompose/core/plan"
-	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/benchmetrics"
 )
 
@@ -49,15 +47,6 @@ func BenchmarkPlanUnchanged(b *testing.B) {
 // planRun is one gcompose plan of want, timed.
 func (h *harness) planRun(app string, want map[string]*plan.Resource, parallelism int) (time.Duration, *timing, error) {
 	e, tm := h.timedEngine(false, false, parallelism)
-	cleanup := e.Cleanup
-	e.Cleanup = func(ctx context.Context, l *state.Lock) (int, error) {
-		start := time.Now()
-		n, err := cleanup(ctx, l)
-		tm.mu.Lock()
-		tm.cleanup = time.Since(start)
-		tm.mu.Unlock()
-		return n, err
-	}
 	tm.t0 = time.Now()
 	out, err := e.Run(h.ctx, engine.Request{App: app, Mode: plan.Deploy, Desired: want, PlanOnly: true})
 	d := time.Since(tm.t0)
