@@ -16,6 +16,7 @@ import (
 // within the budget the same app deploys. The old plan exited 0 and the
 // deploy rented over the budget (only the reconciler read it).
 func TestDeployHeldToTheBudget(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{Providers: reconcileProviders(5)})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

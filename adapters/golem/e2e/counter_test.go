@@ -18,6 +18,7 @@ import (
 // provider's draft is taken once the better-ranked ones have had their few
 // seconds, and the create rents it.
 func TestDeadProvidersDoNotUseUpTheNegotiation(t *testing.T) {
+	parallel(t)
 	caps := []string{"vpn", "inet"}
 	e := startDevnet(t, devnet.Config{Providers: []devnet.ProviderConfig{
 		{Name: "dead", Count: 2, Capabilities: caps, Coeffs: []float64{0.00005, 0.0001, 0}, NoCounterAnswer: true},

@@ -35,6 +35,7 @@ services:
 // cleans up the rest. (The provider that failed is reported in the failing
 // action's identity, which the engine drops today: see docs/golem.md.)
 func TestInitFailure(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -383,3 +383,16 @@ func demoImages(t *testing.T, ctx context.Context) map[string]string {
 	}
 	return refs
 }
+
+// parallel lets a test run beside the package's other parallel tests (go
+// test -parallel, GOMAXPROCS by default) once its serial ones are done: the
+// package is CI's longest, and most of its time is waiting on offer windows
+// and containers. Only for a test whose checks hold on a loaded machine: no
+// measured gap or deadline tighter than minutes, no kill at a chosen moment,
+// no debit-note acceptance raced against a timeout. Each test has a devnet and
+// an app of its own (start), and gcompose cleans up only its own app's
+// containers, so the tests share nothing else.
+func parallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}

@@ -18,6 +18,7 @@ import (
 // after three tries it reported the service STALE and avoided its healthy
 // provider for good.
 func TestLocalYagnaErrorIsNotAProviderGone(t *testing.T) {
+	parallel(t)
 	e := startDevnet(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

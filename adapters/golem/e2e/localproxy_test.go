@@ -52,6 +52,7 @@ services:
 // runtime is not rented; it is a local proxy in front of the service it
 // depends on, and its outputs carry the URL.
 func TestLocalHTTPProxyRuntime(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

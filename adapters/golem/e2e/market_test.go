@@ -49,6 +49,7 @@ services:
 // that names no capabilities lands on a provider with vpn (it used to land
 // on the first provider, whose VM then joined no network).
 func TestRuntimeAndCapabilities(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{
 		{Name: "novpn", Count: 2, Capabilities: []string{"inet"}},
 		{Name: "nomanifest", Count: 1, Capabilities: []string{"inet", "vpn"}},
@@ -77,6 +78,7 @@ func TestRuntimeAndCapabilities(t *testing.T) {
 // fails with yagna's explanation in full (the RFC 7807 detail and amounts)
 // and what to do, and destroy leaves nothing.
 func TestPaymentsWithoutFunds(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{Accounts: map[string]string{"erc20-hoodi-tglm": "1", "erc20-polygon-glm": "1000"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

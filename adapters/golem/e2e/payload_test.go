@@ -73,6 +73,7 @@ func shellLessImages(t *testing.T) map[string]string {
 // payload that asks for start-entrypoint. On the devnet that exec'd /bin/sh in the payload to join the
 // VPN, the start failed ("exec: /bin/sh: no such file").
 func TestShellLessPayloadWithItsEntrypoint(t *testing.T) {
+	parallel(t)
 	caps := []string{"vpn", "inet", "manifest-support", "start-entrypoint"}
 	e := start(t, devnet.Config{Images: shellLessImages(t), Providers: []devnet.ProviderConfig{
 		{Name: "vm", Count: 3, Cores: 2, MemGib: 4, StorageGib: 20, Capabilities: caps, Coeffs: []float64{0.00005, 0.0001, 0}},

@@ -18,6 +18,7 @@ import (
 // put all three healthy providers on the failed list for good. The
 // agreement it ends last says why (golem.requestor.code PayloadFailure).
 func TestPayloadThatCannotStartBlamesNoProvider(t *testing.T) {
+	parallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	testimage.RequireDocker(t)

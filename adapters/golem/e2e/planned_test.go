@@ -101,6 +101,7 @@ func TestPlanAgreesWithDeployOnARebuildAtAPlannedAddress(t *testing.T) {
 // same app name deployed through another yagna on this machine (another
 // devnet here) is no second copy of it: the first deploy there goes ahead.
 func TestFirstDeployPerYagna(t *testing.T) {
+	parallel(t)
 	a := start(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

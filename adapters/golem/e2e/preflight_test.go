@@ -19,6 +19,7 @@ import (
 // Golem adapters once, not each resource's calls), exits 1 and writes no
 // state; a plan with nothing deployed does not pass with a wrong key.
 func TestPreflight(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

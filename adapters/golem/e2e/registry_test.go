@@ -41,6 +41,7 @@ services:
 // re-plan of the unchanged app changes nothing, and a tag the registry now
 // points at another image plans a rebuild.
 func TestDeployByImageTag(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -102,6 +102,7 @@ func (e *env) cleanupService(r *resource) {
 // Rule: exec-result polls get GSB 500s, 504s and 408s on a real network
 // (yapapi/rest/activity.py, golem-js exe-script-executor.ts retry them).
 func TestCreateRidesOutExecPollErrors(t *testing.T) {
+	parallel(t)
 	e := startDevnet(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -145,6 +146,7 @@ func TestCreateAllowsImageDownloadTime(t *testing.T) {
 // Rule: when a provider fails after the agreement (here: its image download
 // fails), the create tries the next provider instead of failing the deploy.
 func TestCreateTriesTheNextProvider(t *testing.T) {
+	parallel(t)
 	e := startDevnet(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -240,6 +242,7 @@ func TestOfflineProviderIsDrift(t *testing.T) {
 // (terminate answers 409/410: core/market/src/db/model/agreement.rs); left
 // Pending it holds the provider until it expires.
 func TestUnapprovedAgreementsCancelled(t *testing.T) {
+	parallel(t)
 	e := startDevnet(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -335,6 +338,7 @@ func TestDestroyWaitsForFinalInvoices(t *testing.T) {
 // 200 to an add at a taken address and keeps the holder
 // (core/vpn/src/network.rs); the adapter checks the node map after adding.
 func TestParallelCreatesGetTheirPlannedAddresses(t *testing.T) {
+	parallel(t)
 	e := startDevnet(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -426,6 +430,7 @@ services:
 // cannot reach cannot be ended, so the sweep reports it instead of failing
 // the deploy or destroy it runs before.
 func TestSweepReportsUnreachableProviders(t *testing.T) {
+	parallel(t)
 	e := startDevnet(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

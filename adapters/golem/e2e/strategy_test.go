@@ -124,6 +124,7 @@ func agreedPrice(t *testing.T, st map[string]any) map[string]any {
 // second window; when that is dearer than the plan's estimate (drift asks
 // more than it did from the plan's demand) the create says so and why.
 func TestMarketCheapestEveryTime(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{Providers: marketProviders()})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

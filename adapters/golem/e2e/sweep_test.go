@@ -205,6 +205,7 @@ func TestInterruptedCreates(t *testing.T) {
 // and terminated by deploy when they carry this state's lineage; another
 // state's are only ever reported.
 func TestSweep(t *testing.T) {
+	parallel(t)
 	e := start(t, devnet.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -240,6 +242,7 @@ var imageHashIn = regexp.MustCompile(`image_hash:\s*"?(?:sha3:)?([0-9a-f]{56})`)
 // GCOMPOSE_CONFORMANCE names. Finding none is a failure: a glob that matches
 // nothing must not turn the test into a pass.
 func TestConformancePlans(t *testing.T) {
+	parallel(t)
 	dir := filepath.Join("..", "..", "..", "core", "descriptor", "testdata", "conformance")
 	if d := os.Getenv("GCOMPOSE_CONFORMANCE"); d != "" {
 		dir = d
@@ -277,9 +280,33 @@ func TestConformancePlans(t *testing.T) {
 		{Name: "small", Count: 3, Cores: 2, MemGib: 4, StorageGib: 20, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.00005, 0.0001, 0}},
 		{Name: "large", Count: 3, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}},
 	}})
-	for _, f := range files {
+	// The plans run four at a time, each as an app of its own with a state of
+	// its own (a plan takes its app's state lock): each waits out an offer
+	// window, one after the other they took two minutes.
+	type result struct {
+		out string
+		err error
+	}
+	results := make([]result, len(files))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, f := range files {
+		own := *e
+		own.app = fmt.Sprintf("%s-%d", e.app, i)
+		own.state = filepath.Join(t.TempDir(), "state")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out, err := own.gcompose(ctx, "plan", "-f", f)
+			results[i] = result{out, err}
+		}()
+	}
+	wg.Wait()
+	for i, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) {
-			out, err := e.gcompose(ctx, "plan", "-f", f)
+			out, err := results[i].out, results[i].err
 			if err != nil {
 				t.Fatalf("gcompose plan %s: %v\n%s", f, err, out)
 			}
