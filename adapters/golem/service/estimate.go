@@ -86,6 +86,9 @@ func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, 
 			conflicted = conflict(j.network, as, j.me)
 			continue
 		}
+		// Ranked as the member judged them: with the providers freed for
+		// it by the rebuilds it is created after.
+		ranked = mine.Within
 		best := mine.Offer
 		note := fmt.Sprintf("cheapest of %d offer(s) within the caps in subnet %s: %s", len(ranked), subnet, best.Who())
 		if best.Provider != ranked[0].Provider {
