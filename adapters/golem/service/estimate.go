@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -191,7 +192,10 @@ func jointOf(ctx context.Context, yc *yagna.Client, name, app, lineage string, c
 	}
 	rentals, err := memberRentals(ctx, yc, app, lineage, members, held, me)
 	if err != nil {
-		return j, err
+		// As when the node map cannot be read: the members that run are
+		// counted as keeping their providers, as before the fingerprints.
+		slog.Warn("the VPN's members that this deploy rebuilds are not known: counted as keeping their providers", "network", j.network, "err", err)
+		rentals = nil
 	}
 	j.claimants = nil
 	freed := map[string]Offer{} // by the service whose rebuild frees it

@@ -176,9 +176,12 @@ func TestJointOfRebuiltMember(t *testing.T) {
 		agreed("0xdb", "db", "other", "another-app", dear),  // another app's: says nothing
 	}
 	var asked []string
+	failList := false
 	yagnaSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked = append(asked, r.URL.Path+"?"+r.URL.RawQuery)
 		switch {
+		case failList && r.URL.Path == yagna.MarketPrefix+"/agreements":
+			http.Error(w, "down", http.StatusBadRequest)
 		case strings.HasSuffix(r.URL.Path, "/net/n-1/nodes"):
 			_ = json.NewEncoder(w).Encode([]map[string]string{{"id": "0xdb", "ip": "192.168.0.2"}, {"id": "0xcache", "ip": "192.168.0.4"}})
 		case r.URL.Path == yagna.MarketPrefix+"/agreements":
@@ -262,5 +265,13 @@ func TestJointOfRebuiltMember(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "services.web,services.api" || len(j.claimants[1].Freed) != 0 {
 		t.Fatalf("claimants %v, want web and api, nothing freed: %+v", names, j.claimants)
+	}
+
+	// The agreements cannot be listed: the members that run are counted
+	// as keeping their providers (the estimate goes on, as before).
+	members[0].Config, failList = "cache-v2", true
+	j, err = jointOf(t.Context(), yc, "web", app, "", cfg, members, m, exp)
+	if err != nil || len(j.claimants) != 2 || j.claimants[0].Service != "services.web" {
+		t.Fatalf("agreements not listed: %+v, %v: want web and api, cache kept", j.claimants, err)
 	}
 }
