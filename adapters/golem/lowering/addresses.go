@@ -1,6 +1,9 @@
 package lowering
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"net/netip"
@@ -8,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/gcompose/gcompose/adapters/golem/network"
+	"github.com/gcompose/gcompose/core/address"
+	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/resolve"
 )
 
@@ -179,9 +184,12 @@ var marketParams = []string{"max_start_price", "max_cpu_per_hour", "max_env_per_
 
 // vpnMembers lists the rented instances on n's network that have a planned
 // address, in the order apply creates them (a member after those it depends
-// on, directly or not; by id otherwise): {"service", "node_ip", "params",
-// "after"}. The planned address identifies a member in the VPN's node map;
-// "after" names the members created before it for certain.
+// on, directly or not; by id otherwise): {"service", "name", "node_ip",
+// "params", "after"}, and "config" once every resource is lowered
+// (fingerprintMembers). The planned address identifies a member in the
+// VPN's node map, its name (what its adapter receives) and config the
+// rental that runs there; "after" names the members created before it for
+// certain.
 func vpnMembers(r *resolve.Resolved, n *resolve.Node, nodeIPs map[string]string) []any {
 	net, _ := n.Spec["network"].(string)
 	var ids []string
@@ -256,7 +264,7 @@ func vpnMembers(r *resolve.Resolved, n *resolve.Node, nodeIPs map[string]string)
 				params[k] = v
 			}
 		}
-		m := map[string]any{"service": id, "node_ip": nodeIPs[id], "params": params}
+		m := map[string]any{"service": id, "name": address.AdapterName(id), "node_ip": nodeIPs[id], "params": params}
 		if len(after[id]) > 0 {
 			a := make([]any, len(after[id]))
 			for i, x := range after[id] {
@@ -267,4 +275,42 @@ func vpnMembers(r *resolve.Resolved, n *resolve.Node, nodeIPs map[string]string)
 		out = append(out, m)
 	}
 	return out
+}
+
+// memberConfigFields are what decides a member's rebuild in its lowered
+// config: the service adapter's rebuild fields (adapters/golem/service
+// rebuildFields) and the planned address (a node elsewhere is moved).
+var memberConfigFields = []string{"payload", "init", "ip", NodeIPKey, "network"}
+
+// ConfigFingerprint is a lowered service config's fingerprint in
+// vpn_members: 16 hex digits of the SHA-256 of its memberConfigFields as
+// JSON (keys sorted). References are hashed as written: a member whose
+// config changes only through a value known at apply time keeps its
+// fingerprint.
+func ConfigFingerprint(cfg map[string]any) string {
+	m := make(map[string]any, len(memberConfigFields))
+	for _, k := range memberConfigFields {
+		m[k] = cfg[k]
+	}
+	b, _ := json.Marshal(m) // map keys are sorted: canonical
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// fingerprintMembers gives every vpn_members entry of the lowered
+// resources the fingerprint of its member's lowered config (a payload's
+// build already replaced by its image_hash), which the member's create
+// tags its demand with: a later plan sees which running members the
+// deploy rebuilds.
+func fingerprintMembers(out map[string]*plan.Resource) {
+	for _, res := range out {
+		list, _ := res.Config[VPNMembersKey].([]any)
+		for _, e := range list {
+			m, _ := e.(map[string]any)
+			id, _ := m["service"].(string)
+			if r := out[id]; r != nil && m != nil {
+				m["config"] = ConfigFingerprint(r.Config)
+			}
+		}
+	}
 }

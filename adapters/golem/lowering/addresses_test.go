@@ -93,8 +93,10 @@ func TestPlannedNodeIPsFull(t *testing.T) {
 
 // The services of one VPN each carry the list of its members for the plan's
 // joint estimate: in the order apply creates them (web reads db's address,
-// so db first, and web "after" it), each with its planned address and only
-// its market params.
+// so db first, and web "after" it), each with its adapter's name, planned
+// address, config fingerprint and only its market params. A change that
+// rebuilds one member (web's init: hello.yaml) changes its fingerprint
+// only.
 func TestVPNMembers(t *testing.T) {
 	res, err := Resources(load(t, "../../../examples/webapp/webapp.yaml", "testdata/vpn-members.yaml"), Images{})
 	if err != nil {
@@ -106,10 +108,42 @@ func TestVPNMembers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := `[{"node_ip":"` + db[NodeIPKey].(string) + `","params":{"max_cpu_per_hour":0.5},"service":"services.db-service"},` +
-			`{"after":["services.db-service"],"node_ip":"` + web[NodeIPKey].(string) + `","params":{"providers_deny":["x"]},"service":"services.web-service"}]`
+		want := `[{"config":"` + ConfigFingerprint(db) + `","name":"db-service","node_ip":"` + db[NodeIPKey].(string) + `","params":{"max_cpu_per_hour":0.5},"service":"services.db-service"},` +
+			`{"after":["services.db-service"],"config":"` + ConfigFingerprint(web) + `","name":"web-service","node_ip":"` + web[NodeIPKey].(string) + `","params":{"providers_deny":["x"]},"service":"services.web-service"}]`
 		if string(got) != want {
 			t.Errorf("%s: vpn_members\n%s\nwant\n%s", name, got, want)
+		}
+	}
+	if f := ConfigFingerprint(web); len(f) != 16 || f == ConfigFingerprint(db) {
+		t.Errorf("fingerprints db %s, web %s: want 16 hex digits each, distinct", ConfigFingerprint(db), f)
+	}
+	hello, err := Resources(load(t, "../../../examples/webapp/webapp.yaml", "testdata/vpn-members.yaml", "../../../examples/webapp/hello.yaml"), Images{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := func(cfg map[string]any) map[string]string {
+		out := map[string]string{}
+		for _, e := range cfg[VPNMembersKey].([]any) {
+			m := e.(map[string]any)
+			out[m["service"].(string)] = m["config"].(string)
+		}
+		return out
+	}
+	was, now := members(db), members(hello["services.db-service"].Config)
+	if now["services.db-service"] != was["services.db-service"] || now["services.web-service"] == was["services.web-service"] {
+		t.Errorf("web's init changed: fingerprints %v, were %v; want web's only changed", now, was)
+	}
+	// What the plan's state call compares for a rebuild changes the
+	// fingerprint; what it does not (the market params) leaves it.
+	for _, tc := range []struct {
+		field string
+		value any
+		same  bool
+	}{{"init", []any{}, false}, {"ip", []any{"10.0.0.9"}, false}, {NodeIPKey, "10.0.0.9", false}, {"network", map[string]any{"name": "other"}, false}, {"payload", map[string]any{"runtime": "vm"}, false}, {"instance", 3, true}, {VPNMembersKey, []any{}, true}} {
+		c := maps.Clone(web)
+		c[tc.field] = tc.value
+		if same := ConfigFingerprint(c) == ConfigFingerprint(web); same != tc.same {
+			t.Errorf("%s changed: fingerprint the same %v, want %v", tc.field, same, tc.same)
 		}
 	}
 	if _, ok := res["resources.golem-proxy-web-service"].Config[VPNMembersKey]; ok {

@@ -204,6 +204,7 @@ func Resources(r *resolve.Resolved, img Images) (map[string]*plan.Resource, erro
 		}
 		out[n.ID] = res
 	}
+	fingerprintMembers(out)
 	if own, ok := out[PaymentsResource]; ok {
 		// The descriptor may write the payments resource itself to set the
 		// budget or the platform; it must be of the payments image.

@@ -77,7 +77,7 @@ func broadDemand(url string, cfg Config, subnet string, d yagna.DemandOfferBase)
 	props := make(map[string]any, len(d.Properties))
 	for k, v := range d.Properties {
 		switch k {
-		case tag.Resource, tag.Operation:
+		case tag.Resource, tag.Operation, tag.Config:
 			continue
 		}
 		props[k] = v

@@ -36,6 +36,10 @@ type Config struct {
 	// App tags the demand (property gcompose.app) so the app's payments
 	// keeper accepts only its own debit notes.
 	App string `json:"app,omitempty"`
+	// VPNMembers are the rented instances on the service's VPN, itself
+	// included (adapters/golem/lowering vpn_members): the plan's joint
+	// estimate, and the fingerprint the create tags its demand with.
+	VPNMembers []VPNMember `json:"vpn_members,omitempty"`
 
 	// image is the payload's image as ResolveImage found it.
 	image *Image
@@ -254,6 +258,22 @@ func (c Config) ConstraintsIn(subnet string, extra ...string) (string, error) {
 	return f, nil
 }
 
+// Fingerprint is the lowering's fingerprint of this instance's config (its
+// vpn_members entry's "config"), "" when it is on no VPN with others or
+// the lowering gave none.
+func (c Config) Fingerprint() string {
+	me := c.PlannedIP()
+	if me == "" {
+		return ""
+	}
+	for _, v := range c.VPNMembers {
+		if v.NodeIP == me {
+			return v.Config
+		}
+	}
+	return ""
+}
+
 // rebuildFields are the config fields whose change needs another rental
 // (the image and demand, the init commands, the address, the VPN).
 var rebuildFields = []string{"payload", "init", "ip", "network"}
@@ -303,6 +323,10 @@ const configSchema = `{
     "node_ip": {"type": "string"},
     "init": {"type": "array", "items": {"type": "object"}},
     "allocation_id": {"type": "string"},
-    "app": {"type": "string"}
+    "app": {"type": "string"},
+    "vpn_members": {"type": "array", "items": {"type": "object", "properties": {
+      "service": {"type": "string"}, "name": {"type": "string"}, "node_ip": {"type": "string"},
+      "config": {"type": "string"}, "params": {"type": "object"}, "after": {"type": "array", "items": {"type": "string"}}
+    }}}
   }
 }`

@@ -2,11 +2,17 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gcompose/gcompose/adapters/golem/tag"
+	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/protocol"
+	"github.com/gcompose/gcompose/protocol/sdk"
 )
 
 func TestDemandOfPayload(t *testing.T) {
@@ -156,5 +162,63 @@ func TestTerms(t *testing.T) {
 				t.Fatalf("Terms = %v, %v; want %v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// A VPN member's create tags its demand with the config fingerprint the
+// lowering gave it in vpn_members (its own entry: the one at its planned
+// address), so that a later plan tells it kept from rebuilt (jointOf); the
+// offer book's page leaves the tag out, so members of one app still share
+// a page. A service on no VPN with others carries no tag. On the code
+// before, the demand had no gcompose.config.
+func TestDemandTagsConfigFingerprint(t *testing.T) {
+	raw := `{"name": "web", "app": "shop", "node_ip": "192.168.0.3",
+	  "payload": {"runtime": "vm", "capabilities": ["vpn"], "params": {"image_hash": "6dae7f268c5ae29ffa06386915da1d7f5bc2ea26b6834fd66638747b", "image_url": "http://images.example/web.gvmi"}},
+	  "vpn_members": [
+	    {"service": "services.db", "name": "db", "node_ip": "192.168.0.2", "config": "0123456789abcdef"},
+	    {"service": "services.web", "name": "web", "node_ip": "192.168.0.3", "config": "fedcba9876543210", "after": ["services.db"]}]}`
+	demand := func(raw string) (yagna.DemandOfferBase, bookDemand) {
+		t.Helper()
+		var cfg Config
+		if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.ResolveImage(context.Background(), noRegistry(t), nil, false); err != nil {
+			t.Fatal(err)
+		}
+		r := &rental{req: &sdk.Request{Request: protocol.Request{Name: cfg.Name}}, cfg: cfg}
+		d, _, err := r.demand(context.Background(), "public")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bd, err := broadDemand("http://yagna|k", cfg, "public", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, bd
+	}
+	web, webPage := demand(raw)
+	if got := web.Properties[tag.Config]; got != "fedcba9876543210" {
+		t.Fatalf("demand tag %s = %v, want web's own vpn_members fingerprint", tag.Config, got)
+	}
+	if web.Properties[tag.Resource] != "web" {
+		t.Errorf("demand tag %s = %v, want the adapter's name", tag.Resource, web.Properties[tag.Resource])
+	}
+	if _, ok := webPage.demand.Properties[tag.Config]; ok {
+		t.Errorf("the book's page demand carries %s: %v", tag.Config, webPage.demand.Properties)
+	}
+	// db's demand: its own fingerprint, the same page.
+	db := strings.NewReplacer(`"name": "web"`, `"name": "db"`, `"node_ip": "192.168.0.3",`, `"node_ip": "192.168.0.2",`).Replace(raw)
+	dbDemand, dbPage := demand(db)
+	if dbDemand.Properties[tag.Config] != "0123456789abcdef" {
+		t.Errorf("db's demand tag %v, want db's fingerprint", dbDemand.Properties[tag.Config])
+	}
+	if dbPage.key != webPage.key || !reflect.DeepEqual(dbPage.demand.Properties, webPage.demand.Properties) {
+		t.Errorf("db and web have different pages:\n%s %v\n%s %v", dbPage.key, dbPage.demand.Properties, webPage.key, webPage.demand.Properties)
+	}
+	// Alone on no VPN: no tag.
+	alone, _ := demand(`{"name": "web", "app": "shop", "payload": {"runtime": "vm", "params": {"image_hash": "6dae7f268c5ae29ffa06386915da1d7f5bc2ea26b6834fd66638747b", "image_url": "http://images.example/web.gvmi"}}}`)
+	if _, ok := alone.Properties[tag.Config]; ok {
+		t.Errorf("a service on no VPN tags its demand: %v", alone.Properties)
 	}
 }

@@ -307,6 +307,11 @@ func (r *rental) demand(ctx context.Context, subnet string) (yagna.DemandOfferBa
 		if op := r.req.Operation(); op != nil {
 			props[tag.Operation] = op.ID
 		}
+		// A member of a VPN: the plan of a later deploy compares it with
+		// the member's fingerprint then (jointOf).
+		if f := r.cfg.Fingerprint(); f != "" {
+			props[tag.Config] = f
+		}
 	}
 	switch r.cfg.Payload.Runtime {
 	case "vm":

@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/gcompose/gcompose/adapters/golem/tag"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 	"github.com/gcompose/gcompose/protocol"
 	"github.com/gcompose/gcompose/protocol/sdk"
@@ -37,13 +39,11 @@ func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, 
 	if err != nil {
 		return nil, "", err
 	}
-	var members struct {
-		List []VPNMember `json:"vpn_members"`
+	app := cfg.App
+	if a := req.App(); a != "" {
+		app = a
 	}
-	if err := req.DecodeConfig(&members); err != nil {
-		return nil, "", err
-	}
-	j, err := jointOf(ctx, yc, req.Name, cfg, members.List, m)
+	j, err := jointOf(ctx, yc, req.Name, app, req.Lineage(), cfg, cfg.VPNMembers, m, exp)
 	if err != nil {
 		return nil, "", err
 	}
@@ -87,6 +87,9 @@ func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, 
 			conflicted = conflict(j.network, as, j.me)
 			continue
 		}
+		// Ranked as the member judged them: with the providers freed for
+		// it by the rebuilds it is created after.
+		ranked = mine.Within
 		best := mine.Offer
 		note := fmt.Sprintf("cheapest of %d offer(s) within the caps in subnet %s: %s", len(ranked), subnet, best.Who())
 		if best.Provider != ranked[0].Provider {
@@ -94,6 +97,8 @@ func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, 
 		}
 		if left.freed != nil && best.Provider == left.freed.Provider && best.ProposalID == "" {
 			note += ", at the price of the rental the rebuild ends (it offers again once freed)"
+		} else if by, ok := j.freedBy[best.Provider]; ok && best.ProposalID == "" {
+			note += ", at the price of " + by + "'s rental, which " + by + "'s rebuild ends before this is rented"
 		}
 		if left.running != "" {
 			note += "; rented before the running one on " + left.running + " ends"
@@ -135,24 +140,30 @@ func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, 
 }
 
 // joint is how one service's estimate is planned with the other members of
-// its VPN: the claimants in order (itself at me), and the providers that
-// are nodes of the VPN already at another address (the create skips them).
+// its VPN: the claimants in order (itself at me), the providers that are
+// nodes of the VPN already at another address (the create skips them), and
+// of those, the ones a member's rebuild frees, by that member.
 type joint struct {
 	network   string
 	claimants []claimant
 	me        int
 	inVPN     map[string]string
+	freedBy   map[string]string
 }
 
 // jointOf reads the VPN's node map (when the VPN exists) and lists the
-// claimants: the members that rent now, i.e. this service and every other
-// member whose planned address no node holds. A member that runs holds its
-// provider, which the market then does not offer for this one; one that
-// runs and is rebuilt in the same deploy is counted as running (its
-// replacement may take an offer this estimate counted on: said in
-// docs/golem.md).
-func jointOf(ctx context.Context, yc *yagna.Client, name string, cfg Config, members []VPNMember, m Market) (joint, error) {
-	j := joint{claimants: []claimant{{Service: name, Market: m}}, inVPN: map[string]string{}}
+// claimants: the members that rent now, i.e. this service, every other
+// member whose planned address no node holds, and every member that runs
+// but this deploy rebuilds: its rental's agreement (the app's, on the
+// node's provider, tagged with the member's name) was made for another
+// config fingerprint than the member's now. Such a member's replacement
+// rents anew while it runs, and its old provider is free only once that
+// rebuild is done: the members created after it for certain are offered
+// it at its agreed price (Freed); the others are not. A member that runs
+// and keeps its config holds its provider, which the market then does not
+// offer for this one.
+func jointOf(ctx context.Context, yc *yagna.Client, name, app, lineage string, cfg Config, members []VPNMember, m Market, exp time.Duration) (joint, error) {
+	j := joint{claimants: []claimant{{Service: name, Market: m}}, inVPN: map[string]string{}, freedBy: map[string]string{}}
 	if cfg.Network == nil {
 		return j, nil
 	}
@@ -179,14 +190,23 @@ func jointOf(ctx context.Context, yc *yagna.Client, name string, cfg Config, mem
 	if me == "" || !slices.ContainsFunc(members, func(v VPNMember) bool { return v.NodeIP == me }) {
 		return j, nil
 	}
+	rentals, err := memberRentals(ctx, yc, app, lineage, members, held, me)
+	if err != nil {
+		// As when the node map cannot be read: the members that run are
+		// counted as keeping their providers, as before the fingerprints.
+		slog.Warn("the VPN's members that this deploy rebuilds are not known: counted as keeping their providers", "network", j.network, "err", err)
+		rentals = nil
+	}
 	j.claimants = nil
+	freed := map[string]Offer{} // by the service whose rebuild frees it
 	for _, v := range members {
 		if v.NodeIP == me {
 			j.me = len(j.claimants)
 			j.claimants = append(j.claimants, claimant{Service: v.Service, Market: m, After: v.After})
 			continue
 		}
-		if _, runs := held[v.NodeIP]; runs {
+		a, rebuilt := rentals[v.Service]
+		if _, runs := held[v.NodeIP]; runs && !rebuilt {
 			continue
 		}
 		vm, err := v.market(cfg)
@@ -194,8 +214,65 @@ func jointOf(ctx context.Context, yc *yagna.Client, name string, cfg Config, mem
 			return j, err
 		}
 		j.claimants = append(j.claimants, claimant{Service: v.Service, Market: vm, After: v.After})
+		if rebuilt {
+			f := vm.Judge(&yagna.Proposal{IssuerID: a.Offer.ProviderID, Properties: a.Offer.Properties}, exp)
+			freed[v.Service] = f
+			j.freedBy[f.Provider] = v.Service
+		}
+	}
+	for i, c := range j.claimants {
+		for _, dep := range c.After {
+			if f, ok := freed[dep]; ok {
+				j.claimants[i].Freed = append(j.claimants[i].Freed, f)
+			}
+		}
 	}
 	return j, nil
+}
+
+// memberRentals finds, for the members other than the one at me that run
+// (a node holds their planned address), the app's approved agreement on
+// that node's provider tagged with the member's name, and keeps those made
+// for another config fingerprint than the member's now (tag.Config): the
+// members this deploy rebuilds, by service. A rental without the tag (made
+// before it existed) or a member without a fingerprint counts as kept.
+func memberRentals(ctx context.Context, yc *yagna.Client, app, lineage string, members []VPNMember, held map[string]string, me string) (map[string]yagna.Agreement, error) {
+	want := map[string]VPNMember{} // by provider
+	for _, v := range members {
+		if p, runs := held[v.NodeIP]; runs && v.NodeIP != me && v.Config != "" && v.Name != "" {
+			want[p] = v
+		}
+	}
+	out := map[string]yagna.Agreement{}
+	if app == "" || len(want) == 0 {
+		return out, nil
+	}
+	list, err := yc.ListAgreements(ctx, tag.SessionID(app), yagna.AgreementApproved)
+	if err != nil {
+		return nil, fmt.Errorf("listing the app's agreements for the VPN's members: %w", err)
+	}
+	for _, e := range list {
+		a, err := yc.GetAgreement(ctx, e.ID)
+		if yagna.IsNotFound(err) || yagna.IsGone(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading agreement %s of a VPN member: %w", e.ID, err)
+		}
+		v, ok := want[a.Offer.ProviderID]
+		if !ok || a.State != yagna.AgreementApproved {
+			continue
+		}
+		p := a.Demand.Properties
+		a2, l, _, res := tagsOf(p)
+		if a2 != app || (lineage != "" && l != "" && l != lineage) || res != v.Name {
+			continue
+		}
+		if f, _ := p[tag.Config].(string); f != "" && f != v.Config {
+			out[v.Service] = a
+		}
+	}
+	return out, nil
 }
 
 // skip marks the offers of providers that are nodes of the VPN at another

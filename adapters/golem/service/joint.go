@@ -15,9 +15,17 @@ import (
 // create skips a provider that is a node already), so the plan's estimate
 // plans them together.
 type VPNMember struct {
-	Service string         `json:"service"`
-	NodeIP  string         `json:"node_ip"`
-	Params  map[string]any `json:"params,omitempty"`
+	Service string `json:"service"`
+	// Name is the name the member's adapter receives (its demand's
+	// gcompose.resource tag): "db", "web-1", not the address
+	// "services.db".
+	Name   string `json:"name,omitempty"`
+	NodeIP string `json:"node_ip"`
+	// Config fingerprints what decides the member's rebuild (its lowered
+	// payload, init, ip, node_ip and network); its rental's demand carries
+	// the one it was made for (tag.Config).
+	Config string         `json:"config,omitempty"`
+	Params map[string]any `json:"params,omitempty"`
 	// After are the members created before it for certain (it depends on
 	// them); the list is in that order.
 	After []string `json:"after,omitempty"`
@@ -50,6 +58,10 @@ type claimant struct {
 	Service string
 	Market  Market
 	After   []string
+	// Freed are the offers, at their agreed prices, of the providers that
+	// members it is created after leave when they are rebuilt: free for it
+	// only, once those rebuilds are done.
+	Freed []Offer
 }
 
 // assignment is what a joint plan gives one claimant.
@@ -72,7 +84,7 @@ func assign(offers []Offer, claimants []claimant, exp time.Duration) []assignmen
 	out := make([]assignment, 0, len(claimants))
 	for _, c := range claimants {
 		var judged []Offer
-		for _, o := range offers {
+		for _, o := range withFreed(offers, c.Freed) {
 			j := c.Market.Judge(&yagna.Proposal{ProposalID: o.ProposalID, IssuerID: o.Provider, Properties: o.props}, exp)
 			// A skip for all (an avoided provider, a node of the VPN
 			// already, unusable terms) stays; the lists are each member's.
@@ -92,6 +104,21 @@ func assign(offers []Offer, claimants []claimant, exp time.Duration) []assignmen
 		out = append(out, a)
 	}
 	return out
+}
+
+// withFreed is offers with a claimant's freed providers at their agreed
+// prices in place of what they offer now (a node of the VPN: skipped).
+func withFreed(offers, freed []Offer) []Offer {
+	if len(freed) == 0 {
+		return offers
+	}
+	out := make([]Offer, 0, len(offers)+len(freed))
+	for _, o := range offers {
+		if !slices.ContainsFunc(freed, func(f Offer) bool { return f.Provider == o.Provider }) {
+			out = append(out, o)
+		}
+	}
+	return append(out, freed...)
 }
 
 // conflict is the refusal of a member left without a provider although

@@ -2,12 +2,14 @@ package service
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gcompose/gcompose/adapters/golem/tag"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
 )
 
@@ -122,7 +124,7 @@ func TestJointOfClaimants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := jointOf(t.Context(), yc, "web-0", cfg, members, m)
+	j, err := jointOf(t.Context(), yc, "web-0", "", "", cfg, members, m, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +147,131 @@ func TestJointOfClaimants(t *testing.T) {
 
 	// A first plan: the VPN's id is a reference, every member rents now.
 	cfg.Network.ID = "${networks.default.network_id}"
-	j, err = jointOf(t.Context(), yc, "web-0", cfg, members, m)
+	j, err = jointOf(t.Context(), yc, "web-0", "", "", cfg, members, m, time.Hour)
 	if err != nil || len(j.claimants) != 3 || j.me != 1 {
 		t.Fatalf("first plan: %+v, %v: want all 3 members, web second", j, err)
+	}
+}
+
+// A member that runs but this deploy rebuilds (its rental's agreement,
+// found by provider and by the resource tag, carries another config
+// fingerprint than the member's now) rents anew: it is a claimant, and its
+// old provider is free, at its agreed price, only for the members created
+// after it. A member whose fingerprint is unchanged keeps its provider; an
+// agreement of another resource on a member's provider, or of another app,
+// says nothing of it. On the code before, cache counted as keeping 0xcache
+// and web took the only free offer alone.
+func TestJointOfRebuiltMember(t *testing.T) {
+	const app = "shop"
+	agreed := func(provider, resource, config, forApp string, coeffs []any) yagna.Agreement {
+		return yagna.Agreement{AgreementID: "ag-" + provider + "-" + resource, State: yagna.AgreementApproved,
+			Demand: yagna.Demand{Properties: map[string]any{tag.App: forApp, tag.Resource: resource, tag.Config: config}},
+			Offer:  yagna.Offer{ProviderID: provider, Properties: offer(provider, "prov-"+provider, coeffs, nil).Properties}}
+	}
+	cheap, dear := []any{0.00005, 0.00005, 0.0}, []any{0.0001, 0.0001, 0.0}
+	agreements := []yagna.Agreement{
+		agreed("0xdb", "db", "db-v1", app, dear),            // db: config unchanged, keeps it
+		agreed("0xcache", "cache", "cache-v1", app, cheap),  // cache: rebuilt (now cache-v2)
+		agreed("0xcache", "services.cache", "x", app, dear), // the address is no tag: says nothing
+		agreed("0xdb", "db", "other", "another-app", dear),  // another app's: says nothing
+	}
+	var asked []string
+	failList := false
+	yagnaSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.Path+"?"+r.URL.RawQuery)
+		switch {
+		case failList && r.URL.Path == yagna.MarketPrefix+"/agreements":
+			http.Error(w, "down", http.StatusBadRequest)
+		case strings.HasSuffix(r.URL.Path, "/net/n-1/nodes"):
+			_ = json.NewEncoder(w).Encode([]map[string]string{{"id": "0xdb", "ip": "192.168.0.2"}, {"id": "0xcache", "ip": "192.168.0.4"}})
+		case r.URL.Path == yagna.MarketPrefix+"/agreements":
+			if r.URL.Query().Get("appSessionId") != tag.SessionID(app) || r.URL.Query().Get("state") != string(yagna.AgreementApproved) {
+				http.Error(w, "unexpected query "+r.URL.RawQuery, http.StatusBadRequest)
+				return
+			}
+			var list []yagna.AgreementListEntry
+			for _, a := range agreements {
+				list = append(list, yagna.AgreementListEntry{ID: a.AgreementID})
+			}
+			_ = json.NewEncoder(w).Encode(list)
+		case strings.HasPrefix(r.URL.Path, yagna.MarketPrefix+"/agreements/"):
+			for _, a := range agreements {
+				if strings.HasSuffix(r.URL.Path, "/"+a.AgreementID) {
+					_ = json.NewEncoder(w).Encode(a)
+					return
+				}
+			}
+			http.Error(w, "no agreement", http.StatusNotFound)
+		default:
+			http.Error(w, "unexpected "+r.URL.Path, http.StatusNotFound)
+		}
+	}))
+	defer yagnaSrv.Close()
+	yc := yagna.New(yagnaSrv.URL, "k")
+	exp := 3 * time.Hour
+	members := []VPNMember{
+		{Service: "services.cache", Name: "cache", NodeIP: "192.168.0.4", Config: "cache-v2"},
+		{Service: "services.db", Name: "db", NodeIP: "192.168.0.2", Config: "db-v1"},
+		{Service: "services.web", Name: "web", NodeIP: "192.168.0.3", Config: "web-v1"},
+		{Service: "services.api", Name: "api", NodeIP: "192.168.0.5", Config: "api-v1", After: []string{"services.cache"}},
+	}
+	wide := map[string]any{"max_cpu_per_hour": 1.0, "max_env_per_hour": 1.0}
+	cfg := Config{Name: "web", Network: &NetRef{Name: "default", ID: "n-1"}, NodeIP: "192.168.0.3", VPNMembers: members,
+		Payload: Payload{Runtime: "vm", Params: wide}}
+	m, err := cfg.Market()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := jointOf(t.Context(), yc, "web", app, "", cfg, members, m, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range j.claimants {
+		names = append(names, c.Service)
+	}
+	if strings.Join(names, ",") != "services.cache,services.web,services.api" || j.me != 1 {
+		t.Fatalf("claimants %v (me %d), want cache (rebuilt), web (itself), api (new); db keeps its provider\nasked %v", names, j.me, asked)
+	}
+	if len(j.claimants[0].Freed) != 0 || len(j.claimants[1].Freed) != 0 {
+		t.Errorf("cache's old provider is offered to a member not created after cache: %+v", j.claimants)
+	}
+	f := j.claimants[2].Freed
+	if len(f) != 1 || f[0].Provider != "0xcache" || f[0].ProposalID != "" || math.Abs(f[0].Price.EnvHour-0.18) > 1e-9 || j.freedBy["0xcache"] != "services.cache" {
+		t.Fatalf("api, created after cache, is offered %+v (freed by %v), want 0xcache at its agreed price", f, j.freedBy)
+	}
+
+	// One offer on the market (0xdb and 0xcache are nodes: skipped): the
+	// rebuilt cache and web both need it; api takes cache's old provider.
+	offers := j.skip(judged(m, exp, nil, [2]any{"0xfree", dear}, [2]any{"0xdb", dear}, [2]any{"0xcache", dear}))
+	as := assign(offers, j.claimants, exp)
+	if !as[0].OK || as[0].Offer.Provider != "0xfree" || as[1].OK || !as[2].OK || as[2].Offer.Provider != "0xcache" {
+		t.Fatalf("assigned %+v: want cache on 0xfree, web on none, api on 0xcache", as)
+	}
+	if msg := conflict(j.network, as, j.me); !strings.Contains(msg, "services.cache takes prov-0xfree (0xfree)") {
+		t.Errorf("conflict %q does not name the rebuilt member", msg)
+	}
+
+	// The same members, none rebuilt: cache keeps its provider; web takes
+	// the free offer.
+	members[0].Config = "cache-v1"
+	j, err = jointOf(t.Context(), yc, "web", app, "", cfg, members, m, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, c := range j.claimants {
+		names = append(names, c.Service)
+	}
+	if strings.Join(names, ",") != "services.web,services.api" || len(j.claimants[1].Freed) != 0 {
+		t.Fatalf("claimants %v, want web and api, nothing freed: %+v", names, j.claimants)
+	}
+
+	// The agreements cannot be listed: the members that run are counted
+	// as keeping their providers (the estimate goes on, as before).
+	members[0].Config, failList = "cache-v2", true
+	j, err = jointOf(t.Context(), yc, "web", app, "", cfg, members, m, exp)
+	if err != nil || len(j.claimants) != 2 || j.claimants[0].Service != "services.web" {
+		t.Fatalf("agreements not listed: %+v, %v: want web and api, cache kept", j.claimants, err)
 	}
 }

@@ -7,7 +7,7 @@
 //   - demands, and so agreements (an agreement carries its demand's
 //     properties: GET /market-api/v1/agreements/{id} .demand.properties):
 //     properties gcompose.app, gcompose.lineage, gcompose.operation and
-//     gcompose.resource;
+//     gcompose.resource, and a VPN member's gcompose.config;
 //   - agreements besides: the appSessionId given at confirm, which yagna
 //     stores with the agreement and filters on exactly
 //     (core/market/src/db/dao/agreement.rs list: session_id.eq), so that
@@ -34,6 +34,11 @@ const (
 	Lineage   = "gcompose.lineage"
 	Operation = "gcompose.operation"
 	Resource  = "gcompose.resource"
+	// Config is the fingerprint of the config a VPN member's rental was
+	// made for (adapters/golem/lowering vpn_members "config"): the plan
+	// tells a member that keeps its provider from one this deploy
+	// rebuilds by comparing it with the member's new fingerprint.
+	Config = "gcompose.config"
 )
 
 // SessionID is the appSessionId of an app's agreements.
