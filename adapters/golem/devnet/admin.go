@@ -18,6 +18,7 @@ func (s *Server) routeAdmin(handle func(string, func(http.ResponseWriter, *http.
 	handle("GET "+AdminPrefix+"/info", s.info)
 	handle("GET "+AdminPrefix+"/providers", s.listProviders)
 	handle("PUT "+AdminPrefix+"/providers/{id}", s.putProvider)
+	handle("PUT "+AdminPrefix+"/providers/{id}/offer", s.putOffer)
 	s.routeKill(handle)
 }
 
