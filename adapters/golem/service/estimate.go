@@ -63,7 +63,7 @@ func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, 
 	if subnets := cfg.Subnets(); len(subnets) > 1 {
 		for _, subnet := range subnets {
 			if _, bd, err := bookDemandOf(ctx, yc, req, cfg, subnet); err == nil {
-				_, _ = b.page(ctx, yc, req.Log, bd)
+				_, _ = b.page(ctx, yc, req.Log, bd, m.Window)
 			}
 		}
 	}
