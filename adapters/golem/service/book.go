@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -46,6 +47,8 @@ type book struct {
 	idle time.Duration
 	// refresh overrides bookRefresh (tests, the watcher's --refresh).
 	refresh time.Duration
+	// closed: close was called; no page opens any more.
+	closed bool
 }
 
 // bookRefresh is how often a page subscribes its demand anew. yagna tells a
@@ -94,6 +97,50 @@ type page struct {
 type bookDemand struct {
 	key    string
 	demand yagna.DemandOfferBase
+	// sharedKey is the key of the page in the market watcher (watch.go),
+	// shared by every app: without the app's tags.
+	sharedKey string
+}
+
+// shared is the page demand as the market watcher keeps it: the app's tags
+// left out (no app's sweep ends it; the watcher does when it stops), marked
+// with WatchProperty.
+func (bd bookDemand) shared() bookDemand {
+	props := make(map[string]any, len(bd.demand.Properties))
+	for k, v := range bd.demand.Properties {
+		switch k {
+		case tag.App, tag.Lineage:
+			continue
+		}
+		props[k] = v
+	}
+	props[WatchProperty] = true
+	return bookDemand{key: bd.sharedKey, sharedKey: bd.sharedKey, demand: yagna.DemandOfferBase{Properties: props, Constraints: bd.demand.Constraints}}
+}
+
+// propExpiration is the demand's expiration (ms since the epoch): a page's
+// demand is subscribed anew with it as far ahead as it first was.
+const propExpiration = "golem.srv.comp.expiration"
+
+// renewed is d with its expiration moved as far ahead of now as it was of
+// made.
+func renewed(d yagna.DemandOfferBase, made time.Time) yagna.DemandOfferBase {
+	ms, ok := d.Properties[propExpiration].(int64)
+	if !ok {
+		if f, isF := d.Properties[propExpiration].(float64); isF {
+			ms, ok = int64(f), true
+		}
+	}
+	if !ok {
+		return d
+	}
+	ahead := time.UnixMilli(ms).Sub(made)
+	props := make(map[string]any, len(d.Properties))
+	for k, v := range d.Properties {
+		props[k] = v
+	}
+	props[propExpiration] = time.Now().Add(ahead).UnixMilli()
+	return yagna.DemandOfferBase{Properties: props, Constraints: d.Constraints}
 }
 
 // broadDemand is the page demand for d, the payload's own demand in subnet:
@@ -129,9 +176,9 @@ func broadDemand(url string, cfg Config, subnet string, d yagna.DemandOfferBase)
 		}
 	}
 	slices.Sort(payload)
-	key := strings.Join([]string{url, fmt.Sprint(props[tag.App]), fmt.Sprint(props[tag.Lineage]), subnet, cfg.Runtime(),
-		strings.Join(caps, ","), exp.String(), strings.Join(payload, ",")}, "|")
-	return bookDemand{key: key, demand: yagna.DemandOfferBase{Properties: props, Constraints: cons}}, nil
+	rest := []string{subnet, cfg.Runtime(), strings.Join(caps, ","), exp.String(), strings.Join(payload, ",")}
+	key := strings.Join(append([]string{url, fmt.Sprint(props[tag.App]), fmt.Sprint(props[tag.Lineage])}, rest...), "|")
+	return bookDemand{key: key, sharedKey: strings.Join(rest, "|"), demand: yagna.DemandOfferBase{Properties: props, Constraints: cons}}, nil
 }
 
 // read returns the offers of bd's page that the payload's demand d
@@ -190,6 +237,9 @@ func (b *book) read(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd 
 func (b *book) page(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd bookDemand, window time.Duration) (*page, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("the offer book is closed")
+	}
 	if p, ok := b.pages[bd.key]; ok {
 		select {
 		case <-p.done:
@@ -258,7 +308,7 @@ func (p *page) collect(ctx context.Context, yc *yagna.Client, log *slog.Logger, 
 		}
 		switch {
 		case next == "" && time.Since(since) >= refresh:
-			ns, err := yc.SubscribeDemand(ctx, d)
+			ns, err := yc.SubscribeDemand(ctx, renewed(d, p.began))
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -302,7 +352,7 @@ func (p *page) collect(ctx context.Context, yc *yagna.Client, log *slog.Logger, 
 		case ctx.Err() != nil:
 			return
 		case yagna.IsNotFound(err) || yagna.IsGone(err):
-			ns, serr := yc.SubscribeDemand(ctx, d)
+			ns, serr := yc.SubscribeDemand(ctx, renewed(d, p.began))
 			if serr != nil {
 				p.fail(fmt.Errorf("subscribing the offer book's demand again: %w", serr))
 				return
@@ -370,6 +420,7 @@ func (b *book) owns(subscription string) bool {
 // close stops every page and waits until their demands are unsubscribed.
 func (b *book) close() {
 	b.mu.Lock()
+	b.closed = true
 	for _, p := range b.pages {
 		p.stop()
 	}

@@ -51,6 +51,8 @@ func (f *fakeMarket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	rest := strings.TrimPrefix(r.URL.Path, yagna.MarketPrefix+"/demands")
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/me":
+		_ = json.NewEncoder(w).Encode(yagna.Identity{Identity: "0xrequestor"})
 	case r.Method == http.MethodPost && rest == "":
 		var d yagna.DemandOfferBase
 		_ = json.NewDecoder(r.Body).Decode(&d)
