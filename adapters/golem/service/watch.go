@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,11 @@ import (
 
 // WatchArg is the argument that runs the image as the market watcher.
 const WatchArg = "watch"
+
+// WatchRefreshEnv, in gcompose's environment, sets how often the watcher
+// started subscribes each demand anew (book.go bookRefresh: the bound on
+// how long a withdrawn offer stays in the book after its window).
+const WatchRefreshEnv = "GCOMPOSE_OFFER_REFRESH"
 
 // DefaultWatchIdle is how long the watcher runs without a request.
 const DefaultWatchIdle = 15 * time.Minute
@@ -229,9 +235,16 @@ func (w *watcher) register(rw http.ResponseWriter, r *http.Request) {
 }
 
 // release forgets an app (destroyed); the watcher stops once none is left.
+// An app registers as "name/lineage": the plans made before its first
+// deploy, which had no state and so no lineage yet, registered "name/",
+// which goes with it.
 func (w *watcher) release(rw http.ResponseWriter, r *http.Request) {
+	app := r.PathValue("app")
 	w.mu.Lock()
-	delete(w.apps, r.PathValue("app"))
+	delete(w.apps, app)
+	if i := strings.LastIndex(app, "/"); i >= 0 {
+		delete(w.apps, app[:i+1])
+	}
 	left := len(w.apps)
 	w.mu.Unlock()
 	writeJSONTo(rw, map[string]int{"left": left})

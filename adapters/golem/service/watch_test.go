@@ -77,6 +77,10 @@ func TestWatcherKeepsTheBookAcrossRuns(t *testing.T) {
 	if err := wc.Register(ctx, "app1/lin"); err != nil {
 		t.Fatal(err)
 	}
+	// app2's first plan, before it had a state and so a lineage.
+	if err := wc.Register(ctx, "app2/"); err != nil {
+		t.Fatal(err)
+	}
 	if err := wc.Register(ctx, "app2/lin"); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +110,7 @@ func TestWatcherKeepsTheBookAcrossRuns(t *testing.T) {
 	if sub.Properties["gcompose.app"] != nil || sub.Properties[WatchProperty] != true {
 		t.Errorf("the watcher's demand %v: want no app tag and %s", sub.Properties, WatchProperty)
 	}
-	if left, err := wc.Release(ctx, "app1/lin"); err != nil || left != 1 {
+	if left, err := wc.Release(ctx, "app1/lin"); err != nil || left != 2 {
 		t.Fatalf("release app1: %d left, %v", left, err)
 	}
 	if _, err := wc.Ping(ctx); err != nil {
