@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/protocol"
+	"github.com/gcompose/gcompose/protocol/sdk"
 )
 
 // startWatcher runs RunWatcher in process against f, as the container
@@ -179,4 +181,38 @@ func watchDemand(t *testing.T, yc *yagna.Client, cfg Config) (yagna.DemandOfferB
 		t.Fatal(err)
 	}
 	return d, bd
+}
+
+// TestCreateReadsTheWarmBook: a create whose plan left no view of the
+// market (a saved plan applied later, a reconciler) takes the watcher's
+// warm book as its hint, the offers best first, the providers it avoids
+// left out; a cold page gives none (the create then waits its window).
+func TestCreateReadsTheWarmBook(t *testing.T) {
+	f := &fakeMarket{live: map[string]bool{}, sent: map[string]int{}}
+	terms := map[string]any{"golem.com.payment.debit-notes.accept-timeout?": 240.0}
+	f.offer("0xdear", 0.0002, terms)
+	f.offer("0xcheap", 0.0001, terms)
+	f.offer("0xfailed", 0.00005, terms)
+	wc, yc, _ := startWatcher(t, f)
+	cfg := bookConfig()
+	cfg.Payload.Params["offer_window"] = "200ms"
+	cfg.image = &Image{Hash: strings.Repeat("a", 56), URL: "http://x"} // as the create resolved it
+	m, err := cfg.Market()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := cfg.Expiration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &sdk.Request{Request: protocol.Request{Name: "s", Gcompose: &protocol.RequestExt{Call: protocol.CallAction}}, Log: slog.New(slog.DiscardHandler)}
+	r := &rental{yc: yc, req: req, cfg: cfg, wc: wc, id: Identity{Failed: []string{"0xfailed"}}}
+	if h := r.bookHint(t.Context(), m, exp); h != nil {
+		t.Fatalf("a cold page gave a hint: %+v", h)
+	}
+	time.Sleep(300 * time.Millisecond)
+	h := r.bookHint(t.Context(), m, exp)
+	if h == nil || len(h.Offers) != 2 || h.Offers[0].Provider != "0xcheap" || h.Offers[1].Provider != "0xdear" || h.Subnet != "public" {
+		t.Fatalf("warm book hint %+v, want 0xcheap then 0xdear in public", h)
+	}
 }
