@@ -18,6 +18,7 @@ func (s *Server) routeAdmin(handle func(string, func(http.ResponseWriter, *http.
 	handle("GET "+AdminPrefix+"/info", s.info)
 	handle("GET "+AdminPrefix+"/providers", s.listProviders)
 	handle("PUT "+AdminPrefix+"/providers/{id}", s.putProvider)
+	handle("PUT "+AdminPrefix+"/providers/{id}/offer", s.putOffer)
 	s.routeKill(handle)
 }
 
@@ -72,7 +73,11 @@ func (s *Server) killActivity(w http.ResponseWriter, r *http.Request) {
 
 // Summary counts what is alive: what a test checks after a destroy.
 type Summary struct {
+	// Demands are the live demands of apps; the market watcher's (marked
+	// gcompose.offer-watcher, adapters/golem/service/watch.go) are Watched:
+	// they outlive an app by design, and end when the watcher stops.
 	Demands     int `json:"demands"`
+	Watched     int `json:"watched"`
 	Agreements  int `json:"agreements"`  // Approved ones
 	Activities  int `json:"activities"`  // not Terminated
 	Allocations int `json:"allocations"` // not released
@@ -90,7 +95,11 @@ func (s *Server) summary(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	sm := Summary{Allocations: len(s.allocations), Networks: len(s.networks), Providers: len(s.providers)}
 	for _, d := range s.demands {
-		if !d.unsubscribed {
+		switch {
+		case d.unsubscribed:
+		case d.props["gcompose.offer-watcher"] == true:
+			sm.Watched++
+		default:
 			sm.Demands++
 		}
 	}

@@ -57,6 +57,14 @@ func BenchmarkGolemDeploy(b *testing.B) {
 	g := startGolemBench(b, []devnet.ProviderConfig{
 		{Name: "bench", Count: most + 2, Cores: 4, MemGib: 8, StorageGib: 64, Capabilities: []string{"vpn", "inet"}, Coeffs: []float64{0.0001, 0.0002, 0}},
 	})
+	// A plan of an app never deployed keeps the market watcher registered
+	// for the whole benchmark (each destroy releases its own app only), so
+	// every deploy reads a warm offer book, as a user's next deploy does.
+	watch := filepath.Join(g.dir, "bench-watch.yaml")
+	if err := os.WriteFile(watch, []byte(golemApp("bench-watch", 1)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	g.plan("bench-watch", watch)
 	// Warm: the init cache on disk, the images' first start.
 	g.cycle("warm", 1)
 
@@ -133,6 +141,7 @@ func startGolemBench(b testing.TB, providers []devnet.ProviderConfig) *golemBenc
 	hs := httptest.NewServer(srv.Handler())
 	g.url = hs.URL
 	b.Cleanup(func() {
+		g.removeWatcher()
 		if b.Failed() {
 			b.Logf("devnet log:\n%s", tail(logs.String(), 8000))
 		}
@@ -243,6 +252,24 @@ func (g *golemBench) settle(app string) {
 }
 
 // removeApp removes what a failed run left of the app.
+// removeWatcher removes the market watcher of the bench's devnet and waits
+// until it is gone (a cold offer book next).
+func (g *golemBench) removeWatcher() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := filters.NewArgs(filters.Arg("label", "gcompose.offer-watcher=true"), filters.Arg("label", "gcompose.yagna-url="+g.url))
+	for {
+		cs, err := g.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		if err != nil || len(cs) == 0 {
+			return
+		}
+		for _, c := range cs {
+			_ = g.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (g *golemBench) removeApp(app string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

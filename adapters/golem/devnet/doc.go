@@ -175,7 +175,10 @@ and maxItems as yagna's do; history N gives the requestor N settled debit notes 
 Under /devnet/v1 (same auth): GET/PUT /faults (PUT replaces them all; the config's faults: sets the initial
 ones), POST /activities/{id}/kill (SIGKILL the container), GET /summary (live demands, approved and pending
 agreements, running activities, allocations, networks, providers, unpaid invoices), GET /providers and
-PUT /providers/{id or name} {"offline": 0|408|500}. The knobs, all off by default:
+PUT /providers/{id or name} {"offline": 0|408|500}, and PUT /providers/{id or name}/offer
+{"coeffs": [dur, cpu, start]} (a new price: a new offer, proposed to every live demand) or {"withdrawn":
+true} (the offer unsubscribed: no event to requestors, a counter to its proposals answers 400 as yagna's,
+offers.go). The knobs, all off by default:
 
   - rejectProposals, rejectAgreements, slow ("250ms": every yagna answer is delayed)
   - execPollErrors [500, 504, 408]: the next exec batch-result polls answer these, one each: a GSB 500

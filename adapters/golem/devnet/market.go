@@ -32,6 +32,12 @@ type provider struct {
 	// lastProps are the properties of the latest (nil before the first).
 	offers    int
 	lastProps map[string]any
+	// coeffs are the offer's pricing coefficients now (Coeffs until PUT
+	// /devnet/v1/providers/{id}/offer changes them; offers.go).
+	coeffs []float64
+	// withdrawn is an offer unsubscribed (offers.go): no proposals, and a
+	// counter of one of its proposals fails as yagna's does.
+	withdrawn bool
 }
 
 type demand struct {
@@ -48,11 +54,14 @@ type proposal struct {
 	demandID     string
 	fromProvider bool
 	provider     *provider
-	props        map[string]any
-	constraints  string
-	state        string
-	prevID       string
-	created      time.Time
+	// offerID is the provider's offer the proposal came from (a provider's
+	// proposals only).
+	offerID     string
+	props       map[string]any
+	constraints string
+	state       string
+	prevID      string
+	created     time.Time
 }
 
 type agreement struct {
@@ -125,7 +134,7 @@ func (s *Server) initProviders() error {
 				name = fmt.Sprintf("%s-%d", pc.Name, i)
 			}
 			id := nodeID("provider/" + s.cfg.Instance + "/" + name)
-			p := &provider{id: id, name: name, offerID: newID(), cfg: pc, created: now}
+			p := &provider{id: id, name: name, offerID: newID(), cfg: pc, created: now, coeffs: slices.Clone(pc.Coeffs)}
 			p.props = map[string]any{
 				"golem.inf.cpu.architecture":            "x86_64",
 				"golem.inf.cpu.cores":                   float64(pc.Cores),
@@ -261,7 +270,9 @@ func (s *Server) listOffers(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	out := []map[string]any{}
 	for _, p := range s.providers {
-		out = append(out, s.offerJSON(p))
+		if !p.withdrawn {
+			out = append(out, s.offerJSON(p))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -402,7 +413,7 @@ func offerCoeffs(c []float64) []any { return []any{c[1], c[0], c[2]} }
 
 // proposeLocked sends d an Initial proposal from p's offer if they match both ways.
 func (s *Server) proposeLocked(p *provider, d *demand) {
-	if d.unsubscribed || p.offline != 0 || !s.matches(p, d.props, d.constraints) {
+	if d.unsubscribed || p.offline != 0 || p.withdrawn || !s.matches(p, d.props, d.constraints) {
 		return
 	}
 	props := p.props
@@ -411,13 +422,13 @@ func (s *Server) proposeLocked(p *provider, d *demand) {
 		props = maps.Clone(p.props)
 		c := make([]float64, 3)
 		for i := range c {
-			c[i] = p.cfg.Coeffs[i] + float64(p.offers)*p.cfg.PriceStep[i]
+			c[i] = p.coeffs[i] + float64(p.offers)*p.cfg.PriceStep[i]
 		}
 		props[propPriceCoeffs] = offerCoeffs(c)
 	}
 	p.offers++
 	p.lastProps = props
-	pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, props: props, constraints: p.constraints, state: "Initial", created: s.now()}
+	pr := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: p, offerID: p.offerID, props: props, constraints: p.constraints, state: "Initial", created: s.now()}
 	s.proposals[pr.id] = pr
 	d.events = append(d.events, marketEvent{EventType: "ProposalEvent", EventDate: pr.created, Proposal: s.proposalJSON(pr)})
 }
@@ -553,6 +564,9 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 		writeBare(w, http.StatusGone) // the spec declares no body
 		return
 	}
+	if s.offerGoneLocked(w, p) {
+		return
+	}
 	p.state = "Draft"
 	counter := &proposal{id: newID(), demandID: d.id, props: props, constraints: cons, state: "Draft", prevID: p.id, created: s.now()}
 	s.proposals[counter.id] = counter
@@ -583,7 +597,7 @@ func (s *Server) counterProposal(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		// The provider answers with its proposal adjusted to the demand (composite.rs ReactToProposal).
-		answer := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: prov, props: v.offer, constraints: prov.constraints, state: "Draft", prevID: counter.id, created: s.now()}
+		answer := &proposal{id: newID(), demandID: d.id, fromProvider: true, provider: prov, offerID: p.offerID, props: v.offer, constraints: prov.constraints, state: "Draft", prevID: counter.id, created: s.now()}
 		s.proposals[answer.id] = answer
 		s.answerLocked(d, prov, marketEvent{EventType: "ProposalEvent", EventDate: answer.created, Proposal: s.proposalJSON(answer)})
 	}

@@ -18,11 +18,11 @@ import (
 // BenchmarkGolemPlan times `gcompose plan` of an app shaped as
 // examples/webapp (two payloads of different constraints, the web service's
 // init reading the database's VPN address) before its first deploy,
-// against the devnet over HTTP with the adapter images of this tree. Each
-// payload's estimate gathers offers for its offer window (5 s by
-// default): the plan costs one window when the estimates share it, one
-// per payload when they wait one after the other.
-// GCOMPOSE_BENCH_PLAN_RUNS sets how many plans are timed (3).
+// against the devnet over HTTP with the adapter images of this tree, with a
+// warm offer book (the market watcher running, as after a first plan) and a
+// cold one (no watcher: the plan starts it and waits one offer window, 5 s
+// by default, for every estimate).
+// GCOMPOSE_BENCH_PLAN_RUNS sets how many plans of each are timed (3).
 func BenchmarkGolemPlan(b *testing.B) {
 	runs := 3
 	if v := os.Getenv("GCOMPOSE_BENCH_PLAN_RUNS"); v != "" {
@@ -44,20 +44,27 @@ func BenchmarkGolemPlan(b *testing.B) {
 	g.plan("bench-plan", desc)
 
 	load0 := benchmetrics.LoadAvg()
-	var times []time.Duration
+	var warm, cold []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		for range runs {
-			times = append(times, g.plan("bench-plan", desc))
+			warm = append(warm, g.plan("bench-plan", desc))
+			b.StopTimer()
+			g.removeWatcher()
+			b.StartTimer()
+			cold = append(cold, g.plan("bench-plan", desc))
 		}
 	}
 	b.StopTimer()
 	load1 := benchmetrics.LoadAvg()
 	show := func(format string, args ...any) { fmt.Printf("    "+format+"\n", args...) }
 	show("%s: plan of a webapp-shaped app (2 payloads, 2 services, one VPN) before its first deploy, load %.2f -> %.2f", b.Name(), load0, load1)
-	s := spreadOf(append([]time.Duration(nil), times...))
-	show("plan: %d runs, fastest/median/slowest %s (each: %v)", len(times), s, times)
-	b.ReportMetric(s.median.Seconds(), "plan-s")
+	w := spreadOf(append([]time.Duration(nil), warm...))
+	c := spreadOf(append([]time.Duration(nil), cold...))
+	show("plan, warm offer book: %d runs, fastest/median/slowest %s (each: %v)", len(warm), w, warm)
+	show("plan, cold offer book (no watcher): %d runs, fastest/median/slowest %s (each: %v)", len(cold), c, cold)
+	b.ReportMetric(w.median.Seconds(), "plan-warm-s")
+	b.ReportMetric(c.median.Seconds(), "plan-cold-s")
 }
 
 // webappLike is examples/webapp with the devnet's test image for both

@@ -125,13 +125,29 @@ func startDevnet(t *testing.T, cfg devnet.Config) *env {
 	return e
 }
 
-// removeApp removes the app's long-lived containers (a failed test's leftovers).
+// removeApp removes the app's long-lived containers (a failed test's
+// leftovers) and the market watcher of the test's devnet (which a test that
+// ends without a destroy leaves running, for its idle time).
 func (e *env) removeApp(ctx context.Context) {
-	f := filters.NewArgs(filters.Arg("label", "gcompose.app="+e.app))
-	cs, _ := e.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	for _, c := range cs {
-		_ = e.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	for _, f := range []filters.Args{
+		filters.NewArgs(filters.Arg("label", "gcompose.app="+e.app)),
+		filters.NewArgs(filters.Arg("label", "gcompose.offer-watcher=true"), filters.Arg("label", "gcompose.yagna-url="+e.url)),
+	} {
+		cs, _ := e.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		for _, c := range cs {
+			_ = e.docker.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		}
 	}
+}
+
+// watchers are the market watcher containers of the test's devnet.
+func (e *env) watchers(ctx context.Context) int {
+	f := filters.NewArgs(filters.Arg("label", "gcompose.offer-watcher=true"), filters.Arg("label", "gcompose.yagna-url="+e.url))
+	cs, err := e.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return len(cs)
 }
 
 // settle waits until the adapter call containers of the previous CLI run

@@ -1,6 +1,11 @@
 package payments
 
-import "github.com/gcompose/gcompose/protocol"
+import (
+	"slices"
+
+	"github.com/gcompose/gcompose/adapters/golem/service"
+	"github.com/gcompose/gcompose/protocol"
+)
 
 // OutputsSchema is the JSON Schema of the payments resource's VALID state,
 // declared in the init answer: gcompose refuses a reference to any other
@@ -22,5 +27,7 @@ var OutputsSchema = map[string]any{
 // initExt is the Golem adapters' InitExt with the payments outputs declared.
 func initExt(ext *protocol.InitExt) *protocol.InitExt {
 	ext.Outputs = OutputsSchema
+	// The market watcher's refresh, when gcompose's environment sets it.
+	ext.Env = append(slices.Clone(ext.Env), service.WatchRefreshEnv)
 	return ext
 }

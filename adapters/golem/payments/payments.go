@@ -136,6 +136,14 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 			return nil, fmt.Errorf("payments %s: reading allocation %s: %w", cfg.App, id, err)
 		}
 	}
+	// Every plan and deploy of a Golem app asks this first: the market
+	// watcher is started (or adopted) for the service estimates that follow.
+	// Not once the allocation recorded is gone: the state call that checks
+	// a delete (the watcher was released) or an allocation lost, whose
+	// rebuild's plan starts it.
+	if id == "" || alloc != nil {
+		ensureWatcher(ctx, req, cfg.App)
+	}
 	c, err := longlived.Find(ctx, d, cfg.App, req.Lineage(), req.Name)
 	if err != nil {
 		return nil, err
@@ -362,6 +370,9 @@ func remove(ctx context.Context, req *sdk.Request) error {
 	if err := longlived.Remove(ctx, d, cfg.App, req.Lineage(), req.Name); err != nil {
 		return err
 	}
+	// The services are gone: the market watcher no longer watches for this
+	// app, and stops when it was the last.
+	releaseWatcher(ctx, req, yc, cfg.App)
 	if id == "" {
 		return nil
 	}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -44,7 +45,26 @@ type book struct {
 	wg    sync.WaitGroup
 	// idle overrides bookIdle (tests).
 	idle time.Duration
+	// refresh overrides bookRefresh (tests, the watcher's --refresh).
+	refresh time.Duration
+	// closed: close was called; no page opens any more.
+	closed bool
 }
+
+// bookRefresh is how often a page subscribes its demand anew. yagna tells a
+// requestor nothing when a provider withdraws its offer: the requestor
+// events are ProposalEvent, ProposalRejectedEvent and PropertyQueryEvent
+// (ya-client model/src/market/event.rs RequestorEvent), and an unsubscribed
+// offer only stops being matched (core/market/src/matcher/store.rs
+// unsubscribe_offer); a counter to one of its proposals fails then, with 400
+// "Subscription [..] was already unsubscribed" (core/market/src/negotiation
+// common.rs validate_proposal). A new demand is matched against the live
+// offers only, so the page subscribes a fresh demand every bookRefresh,
+// collects on it for the window, and then takes its offers in place of the
+// old ones: an offer withdrawn is dropped within bookRefresh + the window.
+// A new price comes sooner: the provider's new offer reaches the live
+// subscription as a new proposal.
+const bookRefresh = time.Minute
 
 // page is one broad demand's subscription and the offers it collected.
 type page struct {
@@ -58,6 +78,16 @@ type page struct {
 	offers  map[string]*yagna.Proposal // by provider: its latest offer
 	err     error                      // why collecting stopped, nil while it runs
 	lastUse time.Time
+	// since is when the subscription that collected offers began.
+	since time.Time
+	// next is the fresh subscription of a refresh (bookRefresh) while it
+	// collects nextOffers for the window, "" between refreshes.
+	next       string
+	nextSince  time.Time
+	nextOffers map[string]*yagna.Proposal
+	// window is how long a fresh subscription collects before its offers
+	// replace the page's: the window of the read that opened the page.
+	window time.Duration
 	// waiting counts the reads waiting out the window: the page is not
 	// idle while one waits, however long its window.
 	waiting int
@@ -67,6 +97,50 @@ type page struct {
 type bookDemand struct {
 	key    string
 	demand yagna.DemandOfferBase
+	// sharedKey is the key of the page in the market watcher (watch.go),
+	// shared by every app: without the app's tags.
+	sharedKey string
+}
+
+// shared is the page demand as the market watcher keeps it: the app's tags
+// left out (no app's sweep ends it; the watcher does when it stops), marked
+// with WatchProperty.
+func (bd bookDemand) shared() bookDemand {
+	props := make(map[string]any, len(bd.demand.Properties))
+	for k, v := range bd.demand.Properties {
+		switch k {
+		case tag.App, tag.Lineage:
+			continue
+		}
+		props[k] = v
+	}
+	props[WatchProperty] = true
+	return bookDemand{key: bd.sharedKey, sharedKey: bd.sharedKey, demand: yagna.DemandOfferBase{Properties: props, Constraints: bd.demand.Constraints}}
+}
+
+// propExpiration is the demand's expiration (ms since the epoch): a page's
+// demand is subscribed anew with it as far ahead as it first was.
+const propExpiration = "golem.srv.comp.expiration"
+
+// renewed is d with its expiration moved as far ahead of now as it was of
+// made.
+func renewed(d yagna.DemandOfferBase, made time.Time) yagna.DemandOfferBase {
+	ms, ok := d.Properties[propExpiration].(int64)
+	if !ok {
+		if f, isF := d.Properties[propExpiration].(float64); isF {
+			ms, ok = int64(f), true
+		}
+	}
+	if !ok {
+		return d
+	}
+	ahead := time.UnixMilli(ms).Sub(made)
+	props := make(map[string]any, len(d.Properties))
+	for k, v := range d.Properties {
+		props[k] = v
+	}
+	props[propExpiration] = time.Now().Add(ahead).UnixMilli()
+	return yagna.DemandOfferBase{Properties: props, Constraints: d.Constraints}
 }
 
 // broadDemand is the page demand for d, the payload's own demand in subnet:
@@ -102,16 +176,16 @@ func broadDemand(url string, cfg Config, subnet string, d yagna.DemandOfferBase)
 		}
 	}
 	slices.Sort(payload)
-	key := strings.Join([]string{url, fmt.Sprint(props[tag.App]), fmt.Sprint(props[tag.Lineage]), subnet, cfg.Runtime(),
-		strings.Join(caps, ","), exp.String(), strings.Join(payload, ",")}, "|")
-	return bookDemand{key: key, demand: yagna.DemandOfferBase{Properties: props, Constraints: cons}}, nil
+	rest := []string{subnet, cfg.Runtime(), strings.Join(caps, ","), exp.String(), strings.Join(payload, ",")}
+	key := strings.Join(append([]string{url, fmt.Sprint(props[tag.App]), fmt.Sprint(props[tag.Lineage])}, rest...), "|")
+	return bookDemand{key: key, sharedKey: strings.Join(rest, "|"), demand: yagna.DemandOfferBase{Properties: props, Constraints: cons}}, nil
 }
 
 // read returns the offers of bd's page that the payload's demand d
 // matches, once window has passed since the page began; it opens the page
 // (subscribes) when there is none. waited is how long it waited.
 func (b *book) read(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd bookDemand, d yagna.DemandOfferBase, window time.Duration, progress func(string)) (offers []*yagna.Proposal, waited time.Duration, err error) {
-	p, err := b.page(ctx, yc, log, bd)
+	p, err := b.page(ctx, yc, log, bd, window)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -160,9 +234,12 @@ func (b *book) read(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd 
 
 // page returns bd's page, subscribing its demand when there is none (or
 // the last one stopped).
-func (b *book) page(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd bookDemand) (*page, error) {
+func (b *book) page(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd bookDemand, window time.Duration) (*page, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return nil, errors.New("the offer book is closed")
+	}
 	if p, ok := b.pages[bd.key]; ok {
 		select {
 		case <-p.done:
@@ -177,57 +254,115 @@ func (b *book) page(ctx context.Context, yc *yagna.Client, log *slog.Logger, bd 
 	// The page outlives the request that opened it: it is stopped by
 	// idleness or by close, not by that request's end.
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p := &page{key: bd.key, began: time.Now(), stop: stop, done: make(chan struct{}), sub: sub, offers: map[string]*yagna.Proposal{}, lastUse: time.Now()}
+	now := time.Now()
+	p := &page{key: bd.key, began: now, since: now, stop: stop, done: make(chan struct{}), sub: sub, offers: map[string]*yagna.Proposal{}, lastUse: now, window: window}
 	if b.pages == nil {
 		b.pages = map[string]*page{}
 	}
 	b.pages[bd.key] = p
-	idle := b.idle
+	idle, refresh := b.idle, b.refresh
 	if idle <= 0 {
 		idle = bookIdle
+	}
+	if refresh <= 0 {
+		refresh = bookRefresh
 	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		p.collect(pctx, yc, log, bd.demand, sub, idle)
+		p.collect(pctx, yc, log, bd.demand, idle, refresh)
 	}()
 	return p, nil
 }
 
 // collect gathers the page's offers until it is stopped or idle, then
 // unsubscribes. A subscription yagna no longer knows (expired, 404/410) is
-// made again.
-func (p *page) collect(ctx context.Context, yc *yagna.Client, log *slog.Logger, d yagna.DemandOfferBase, sub string, idle time.Duration) {
+// made again. Every refresh it subscribes a fresh demand, collects on it
+// for the window, and takes its offers in place of the old subscription's
+// (bookRefresh: how a withdrawn offer is dropped).
+func (p *page) collect(ctx context.Context, yc *yagna.Client, log *slog.Logger, d yagna.DemandOfferBase, idle, refresh time.Duration) {
 	defer close(p.done)
 	defer func() {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := yc.UnsubscribeDemand(uctx, sub); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
-			log.Warn("offer book: unsubscribing its demand", "subscription", sub, "err", err)
+		p.mu.Lock()
+		subs := []string{p.sub, p.next}
+		p.mu.Unlock()
+		for _, sub := range subs {
+			if sub == "" {
+				continue
+			}
+			if err := yc.UnsubscribeDemand(uctx, sub); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
+				log.Warn("offer book: unsubscribing its demand", "subscription", sub, "err", err)
+			}
 		}
 	}()
 	for ctx.Err() == nil {
 		p.mu.Lock()
 		unused, waiting := time.Since(p.lastUse), p.waiting
+		sub, next, since, nextSince, window := p.sub, p.next, p.since, p.nextSince, p.window
 		p.mu.Unlock()
 		if unused > idle && waiting == 0 {
 			log.Debug("offer book: page idle, unsubscribed", "subscription", sub, "idle", unused.Round(time.Second))
 			return
 		}
-		evs, err := yc.CollectOffers(ctx, sub, 2*time.Second, 100)
+		switch {
+		case next == "" && time.Since(since) >= refresh:
+			ns, err := yc.SubscribeDemand(ctx, renewed(d, p.began))
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				// The old subscription still collects: try again next round.
+				log.Warn("offer book: subscribing a fresh demand", "err", err)
+				p.mu.Lock()
+				p.since = time.Now()
+				p.mu.Unlock()
+				continue
+			}
+			p.mu.Lock()
+			p.next, p.nextSince, p.nextOffers = ns, time.Now(), map[string]*yagna.Proposal{}
+			p.mu.Unlock()
+			continue
+		case next != "" && time.Since(nextSince) >= window:
+			// The fresh subscription has had its window: its offers are
+			// the market now.
+			p.mu.Lock()
+			old := p.sub
+			p.sub, p.since, p.offers = p.next, p.nextSince, p.nextOffers
+			p.next, p.nextOffers = "", nil
+			p.mu.Unlock()
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if err := yc.UnsubscribeDemand(uctx, old); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
+				log.Warn("offer book: unsubscribing the replaced demand", "subscription", old, "err", err)
+			}
+			cancel()
+			continue
+		}
+		// While a refresh runs, only the fresh subscription is read: its
+		// offers replace the old ones once its window has passed.
+		poll, wait := sub, 2*time.Second
+		if next != "" {
+			poll = next
+			wait = max(50*time.Millisecond, min(wait, window-time.Since(nextSince)))
+		}
+		evs, err := yc.CollectOffers(ctx, poll, wait, 100)
 		switch {
 		case err == nil || yagna.IsTimeout(err):
 		case ctx.Err() != nil:
 			return
 		case yagna.IsNotFound(err) || yagna.IsGone(err):
-			ns, serr := yc.SubscribeDemand(ctx, d)
+			ns, serr := yc.SubscribeDemand(ctx, renewed(d, p.began))
 			if serr != nil {
 				p.fail(fmt.Errorf("subscribing the offer book's demand again: %w", serr))
 				return
 			}
-			sub = ns
 			p.mu.Lock()
-			p.sub = ns
+			if poll == p.next {
+				p.next, p.nextSince, p.nextOffers = ns, time.Now(), map[string]*yagna.Proposal{}
+			} else {
+				p.sub = ns
+			}
 			p.mu.Unlock()
 			continue
 		default:
@@ -235,9 +370,19 @@ func (p *page) collect(ctx context.Context, yc *yagna.Client, log *slog.Logger, 
 			return
 		}
 		p.mu.Lock()
+		into := p.offers
+		if poll == p.next && p.nextOffers != nil {
+			into = p.nextOffers
+		}
 		for _, ev := range evs {
 			if ev.EventType == yagna.EventProposal && ev.Proposal != nil && ev.Proposal.State == yagna.ProposalInitial {
-				p.offers[ev.Proposal.IssuerID] = ev.Proposal
+				// The newest offer of a provider stands: yagna hands a
+				// batch's proposal events out in random order
+				// (core/market/src/db/dao/negotiation_events.rs take_events).
+				if o, ok := into[ev.Proposal.IssuerID]; ok && ev.Proposal.Timestamp.Before(o.Timestamp) {
+					continue
+				}
+				into[ev.Proposal.IssuerID] = ev.Proposal
 			}
 		}
 		p.mu.Unlock()
@@ -258,14 +403,14 @@ func (b *book) owns(subscription string) bool {
 	defer b.mu.Unlock()
 	for _, p := range b.pages {
 		p.mu.Lock()
-		sub := p.sub
+		sub, next := p.sub, p.next
 		p.mu.Unlock()
 		select {
 		case <-p.done:
 			continue
 		default:
 		}
-		if sub == subscription {
+		if sub == subscription || next == subscription {
 			return true
 		}
 	}
@@ -275,6 +420,7 @@ func (b *book) owns(subscription string) bool {
 // close stops every page and waits until their demands are unsubscribed.
 func (b *book) close() {
 	b.mu.Lock()
+	b.closed = true
 	for _, p := range b.pages {
 		p.stop()
 	}

@@ -25,6 +25,8 @@ type fakeMarket struct {
 	sent        map[string]int // events already sent per subscription
 	events      []yagna.MarketEvent
 	unsubscribe []string
+	// withdrawn providers' offers are sent to no subscription any more.
+	withdrawn map[string]bool
 }
 
 func (f *fakeMarket) offer(provider string, price float64, props map[string]any) {
@@ -49,6 +51,8 @@ func (f *fakeMarket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	rest := strings.TrimPrefix(r.URL.Path, yagna.MarketPrefix+"/demands")
 	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/me":
+		_ = json.NewEncoder(w).Encode(yagna.Identity{Identity: "0xrequestor"})
 	case r.Method == http.MethodPost && rest == "":
 		var d yagna.DemandOfferBase
 		_ = json.NewDecoder(r.Body).Decode(&d)
@@ -69,7 +73,12 @@ func (f *fakeMarket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"message":"subscription not found"}`, http.StatusNotFound)
 			return
 		}
-		evs := f.events[f.sent[id]:]
+		var evs []yagna.MarketEvent
+		for _, ev := range f.events[f.sent[id]:] {
+			if !f.withdrawn[ev.Proposal.IssuerID] {
+				evs = append(evs, ev)
+			}
+		}
 		f.sent[id] = len(f.events)
 		if len(evs) == 0 {
 			// A short long-poll: the test's window is short too.
@@ -111,7 +120,7 @@ func bookReadIn(t *testing.T, b *book, yc *yagna.Client, cfg Config, subnet stri
 		t.Fatal(err)
 	}
 	if open {
-		if _, err := b.page(t.Context(), yc, slog.New(slog.DiscardHandler), bd); err != nil {
+		if _, err := b.page(t.Context(), yc, slog.New(slog.DiscardHandler), bd, window); err != nil {
 			t.Fatal(err)
 		}
 		return nil, 0
@@ -274,5 +283,55 @@ func TestBookSubnetsAtOnce(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.subscribed) != 2 {
 		t.Errorf("%d subscriptions, want one per subnet", len(f.subscribed))
+	}
+}
+
+// TestBookRefreshDropsWithdrawnOffers: yagna says nothing when an offer is
+// withdrawn; the page's fresh subscription (every refresh) no longer gets
+// it, and its offers replace the old ones once its window has passed. The
+// replaced subscription is unsubscribed, and close leaves none.
+func TestBookRefreshDropsWithdrawnOffers(t *testing.T) {
+	f := &fakeMarket{live: map[string]bool{}, sent: map[string]int{}, withdrawn: map[string]bool{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	yc := yagna.New(srv.URL, "k")
+	yc.Retries = -1
+	f.offer("0xa", 0.0002, nil)
+	f.offer("0xb", 0.0001, nil)
+	window := 100 * time.Millisecond
+	b := &book{refresh: 200 * time.Millisecond}
+	if got, _ := bookRead(t, b, yc, bookConfig(), window); len(got) != 2 {
+		t.Fatalf("first read: %d offers, want 2", len(got))
+	}
+	f.mu.Lock()
+	f.withdrawn["0xb"] = true
+	f.mu.Unlock()
+	if got, _ := bookRead(t, b, yc, bookConfig(), window); len(got) != 2 {
+		t.Errorf("right after the withdrawal: %d offers; the book cannot know yet (yagna says nothing)", len(got))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := bookRead(t, b, yc, bookConfig(), window)
+		if len(got) == 1 && got[0].IssuerID == "0xa" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the withdrawn offer was never dropped: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.mu.Lock()
+	if len(f.live) > 2 {
+		t.Errorf("%d subscriptions live during refreshes, want at most 2 (the page's and a fresh one)", len(f.live))
+	}
+	f.mu.Unlock()
+	b.close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.live) != 0 {
+		t.Errorf("after close, live subscriptions %v", f.live)
+	}
+	if len(f.subscribed) < 2 {
+		t.Errorf("%d subscriptions made, want a refresh's", len(f.subscribed))
 	}
 }

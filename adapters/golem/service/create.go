@@ -79,7 +79,7 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 	cfg, ss, yc, id, failed, failedWhy := in.cfg, in.ss, in.yc, in.old, in.failed, in.failedWhy
 	ss.Previous = in.previous
 	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: failed, FailedWhy: failedWhy, Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image,
-		Agreements: historyOf(id, ss.Strays)}}
+		Agreements: historyOf(id, ss.Strays)}, wc: s.watcher(ctx, yc, req.Log)}
 	if err := r.run(ctx, ss.Previous); err != nil {
 		// Leave nothing half-made behind: what was reported is cleaned up
 		// by the next state call's rebuild if this cleanup fails too. The
@@ -121,6 +121,9 @@ type rental struct {
 	// ended. What the negotiation makes carries the operation's tag
 	// (demand), so a kill meanwhile leaves nothing the sweep cannot find.
 	hold bool
+	// wc is the market watcher, nil when none runs: a create without the
+	// plan's view of the market reads its warm book instead (bookHint).
+	wc *WatchClient
 }
 
 func (r *rental) report() error {
@@ -368,6 +371,12 @@ func (r *rental) negotiate(ctx context.Context) error {
 	nctx, cancel := context.WithTimeout(ctx, r.t.Negotiation)
 	defer cancel()
 	pl := plannedOf(r.req, time.Now())
+	if pl.hint == nil {
+		if h := r.bookHint(ctx, m, exp); h != nil {
+			r.req.Log.Debug("no market hint from the plan: the market watcher's warm book stands for it", "why", pl.why, "offers", len(h.Offers))
+			pl.hint, pl.why = h, ""
+		}
+	}
 	if pl.hint == nil {
 		r.req.Log.Debug("no market hint from the plan: gathering offers for the whole window", "why", pl.why)
 		if pl.cost != nil && pl.cost.Basis == protocol.CostMarket {

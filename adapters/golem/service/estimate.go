@@ -26,7 +26,9 @@ import (
 // agreed to when it is not avoided: the delete frees it before the create
 // asks the market (a provider busy with our rental offers nothing now). So
 // the estimate is the offer the create will try first.
-func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, cfg Config) (*protocol.Cost, string, error) {
+// wc is the market watcher (watch.go), nil when none runs: the adapter's
+// own book is read then.
+func estimate(ctx context.Context, b *book, wc *WatchClient, yc *yagna.Client, req *sdk.Request, cfg Config) (*protocol.Cost, string, error) {
 	m, err := cfg.Market()
 	if err != nil {
 		return nil, "", err
@@ -63,14 +65,18 @@ func estimate(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, 
 	if subnets := cfg.Subnets(); len(subnets) > 1 {
 		for _, subnet := range subnets {
 			if _, bd, err := bookDemandOf(ctx, yc, req, cfg, subnet); err == nil {
-				_, _ = b.page(ctx, yc, req.Log, bd)
+				if wc == nil {
+					_, _ = b.page(ctx, yc, req.Log, bd, m.Window)
+				} else if _, err := wc.open(ctx, bd.shared(), m.Window); err != nil {
+					wc = nil
+				}
 			}
 		}
 	}
 	var offers []Offer
 	why, conflicted := "", ""
 	for _, subnet := range cfg.Subnets() {
-		got, err := marketOffers(ctx, b, yc, req, cfg, subnet, m, exp)
+		got, err := marketOffers(ctx, b, wc, yc, req, cfg, subnet, m, exp)
 		if err != nil {
 			why = "market not asked: " + err.Error()
 			break
@@ -303,14 +309,20 @@ func agreedCost(a *Agreed) *protocol.Cost {
 // marketOffers reads the offers of the payload's demand in one subnet from
 // the offer book (one window for every estimate of the adapter's life, see
 // book.go) and judges them.
-func marketOffers(ctx context.Context, b *book, yc *yagna.Client, req *sdk.Request, cfg Config, subnet string, m Market, exp time.Duration) ([]Offer, error) {
+func marketOffers(ctx context.Context, b *book, wc *WatchClient, yc *yagna.Client, req *sdk.Request, cfg Config, subnet string, m Market, exp time.Duration) ([]Offer, error) {
 	d, bd, err := bookDemandOf(ctx, yc, req, cfg, subnet)
 	if err != nil {
 		return nil, err
 	}
-	props, waited, err := b.read(ctx, yc, req.Log, bd, d, m.Window, func(s string) { req.Printf("service %s: %s", req.Name, s) })
+	props, waited, err := watchedOffers(ctx, wc, req, bd, d, m.Window)
 	if err != nil {
-		return nil, err
+		req.Log.Warn("market watcher not read: the adapter's own offer book is", "err", err)
+	}
+	if wc == nil || err != nil {
+		props, waited, err = b.read(ctx, yc, req.Log, bd, d, m.Window, func(s string) { req.Printf("service %s: %s", req.Name, s) })
+		if err != nil {
+			return nil, err
+		}
 	}
 	var offers []Offer
 	for _, p := range props {
@@ -409,4 +421,22 @@ func (r rebuilt) said() string {
 		parts = append(parts, p+" ("+r.why[p]+")")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// watchedOffers reads the offers of d from the market watcher's page of bd:
+// at once when the page is warm; a cold one (just opened) waits what is
+// left of its window, once for every run to come, and says so.
+func watchedOffers(ctx context.Context, wc *WatchClient, req *sdk.Request, bd bookDemand, d yagna.DemandOfferBase, window time.Duration) ([]*yagna.Proposal, time.Duration, error) {
+	if wc == nil {
+		return nil, 0, nil
+	}
+	sbd := bd.shared()
+	left, err := wc.open(ctx, sbd, window)
+	if err != nil {
+		return nil, 0, err
+	}
+	if left > 0 {
+		req.Printf("service %s: offer book cold: gathering offers for the %s offer window (%s left); the market watcher keeps them current for the next runs", req.Name, window, left.Round(100*time.Millisecond))
+	}
+	return wc.read(ctx, sbd, d, window)
 }

@@ -1,8 +1,10 @@
 package service
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,4 +170,59 @@ func (p planned) dearer(agreed Offer, m Market, exp time.Duration, seen map[stri
 		s += ": " + strings.Join(reasons, "; ")
 	}
 	return s
+}
+
+// bookHint is a hint from the market watcher's book when it is warm (its
+// page of the first subnet has had its window): the offers the market has
+// now, so the create counters as soon as it holds one no offer in the book
+// beats, as with the plan's hint. nil without a watcher or a warm page.
+func (r *rental) bookHint(ctx context.Context, m Market, exp time.Duration) *marketHint {
+	if r.wc == nil {
+		return nil
+	}
+	subnets := r.cfg.Subnets()
+	if len(subnets) == 0 {
+		return nil
+	}
+	subnet := subnets[0]
+	// The estimate's demand: the allocation and the VPN are left out.
+	cfg := r.cfg
+	cfg.AllocationID = ""
+	if cfg.Network != nil {
+		cfg.Network = &NetRef{Name: cfg.Network.Name}
+	}
+	d, bd, err := bookDemandOf(ctx, r.yc, r.req, cfg, subnet)
+	if err != nil {
+		return nil
+	}
+	sbd := bd.shared()
+	if left, err := r.wc.open(ctx, sbd, m.Window); err != nil || left > 0 {
+		return nil
+	}
+	props, _, err := r.wc.read(ctx, sbd, d, m.Window)
+	if err != nil {
+		return nil
+	}
+	var offers []Offer
+	for _, p := range props {
+		o := m.Judge(p, exp)
+		if o.Skip == "" {
+			if _, err := Terms(p.Properties, exp); err != nil {
+				o.Skip = err.Error()
+			}
+		}
+		if slices.Contains(r.id.Failed, o.Provider) {
+			continue
+		}
+		offers = append(offers, o)
+	}
+	ranked := Rank(offers)
+	if len(ranked) == 0 {
+		return nil
+	}
+	var h marketHint
+	if err := json.Unmarshal(hintOf(subnet, ranked, time.Now()), &h); err != nil {
+		return nil
+	}
+	return &h
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/network"
@@ -53,8 +55,42 @@ type svc struct {
 	t   Timeouts
 	reg *registries
 	// book holds the market's offers for the estimates of the adapter's
-	// life (book.go).
+	// life (book.go), when no market watcher runs (watch.go).
 	book *book
+	// identities are the requestor identities of the yagnas asked (GET
+	// /me), by URL and app key: what names their market watcher.
+	mu         sync.Mutex
+	identities map[string]string
+}
+
+// watcher is the market watcher of yc's yagna, nil when none answers.
+func (s *svc) watcher(ctx context.Context, yc *yagna.Client, log *slog.Logger) *WatchClient {
+	k := yc.BaseURL + "|" + keyOf(yc.AppKey)
+	s.mu.Lock()
+	id := s.identities[k]
+	s.mu.Unlock()
+	if id == "" {
+		me, err := yc.Me(ctx)
+		if err != nil || me.Identity == "" {
+			log.Debug("no market watcher: yagna did not say who it is", "err", err)
+			return nil
+		}
+		id = me.Identity
+		s.mu.Lock()
+		if s.identities == nil {
+			s.identities = map[string]string{}
+		}
+		s.identities[k] = id
+		s.mu.Unlock()
+	}
+	c := NewWatchClient(yc.BaseURL, id, yc.AppKey)
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := c.Ping(pctx); err != nil {
+		log.Debug("no market watcher: the adapter's own offer book is read", "err", err)
+		return nil
+	}
+	return c
 }
 
 // estimates says the state call estimates costs before the config is known
@@ -270,7 +306,7 @@ func (s *svc) state(ctx context.Context, req *sdk.Request) (*protocol.StateResul
 		if err := cfg.ResolveImage(ctx, s.reg.client(req), identityOf(req.Persisted().Identity).Image, false); err != nil {
 			return refusedCreate("", err)
 		}
-		cost, refusal, err := estimate(ctx, s.book, yc, req, cfg)
+		cost, refusal, err := estimate(ctx, s.book, s.watcher(ctx, yc, req.Log), yc, req, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("service %s: %w", req.Name, err)
 		}

@@ -82,6 +82,12 @@ type Spec struct {
 	Lineage, Operation string
 	// Node is the yagna node it works for (Node), LabelNode.
 	Node string
+	// ContainerName overrides the name (Name of App, Lineage, Resource): a
+	// container of no app's state (the market watcher) names itself.
+	ContainerName string
+	// AutoRemove: the Engine removes the container once it exits (one that
+	// stops by itself, as the market watcher when idle, leaves nothing).
+	AutoRemove bool
 }
 
 // Node is the identity of the yagna node yc talks to (GET /me): what
@@ -230,7 +236,10 @@ func Remove(ctx context.Context, d *client.Client, app, lineage, resource string
 // Start creates and starts the container, hands it the secrets on stdin,
 // and waits until it prints ReadyLine (or fails, with its log tail).
 func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (string, error) {
-	labels := map[string]string{LabelApp: s.App, LabelResource: s.Resource, LabelLongLived: "true", LabelConfig: Fingerprint(s.Config), LabelAdapter: s.Image}
+	labels := map[string]string{LabelLongLived: "true", LabelConfig: Fingerprint(s.Config), LabelAdapter: s.Image}
+	if s.App != "" {
+		labels[LabelApp], labels[LabelResource] = s.App, s.Resource
+	}
 	for k, v := range s.Labels {
 		labels[k] = v
 	}
@@ -256,9 +265,13 @@ func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (s
 		LogConfig:      container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "1m", "max-file": "2"}},
 		// The limits of adapter containers: a keeper or proxy that leaks
 		// memory or forks without end is stopped, not the host.
-		Resources: runner.DefaultResources(),
+		Resources:  runner.DefaultResources(),
+		AutoRemove: s.AutoRemove,
 	}
 	name := Name(s.App, s.Lineage, s.Resource)
+	if s.ContainerName != "" {
+		name = s.ContainerName
+	}
 	created, err := d.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		return "", fmt.Errorf("creating container %s from %s: %w", name, s.Image, err)
