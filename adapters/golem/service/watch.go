@@ -53,6 +53,13 @@ const WatchRefreshEnv = "GCOMPOSE_OFFER_REFRESH"
 // DefaultWatchIdle is how long the watcher runs without a request.
 const DefaultWatchIdle = 15 * time.Minute
 
+// DefaultWatchGone is how long the watcher keeps running while its yagna
+// does not answer at all: a yagna that was stopped (a devnet closed, a
+// daemon shut down) has no demands left to unsubscribe and no offers to
+// watch, and a watcher left waiting for its idle timeout would be a
+// container nobody runs.
+const DefaultWatchGone = time.Minute
+
 // watchVersion is the watcher's API version: a watcher of another version
 // is stopped and started anew by the adapter that finds it.
 const watchVersion = "1"
@@ -118,6 +125,7 @@ type watcher struct {
 	token    string
 	b        *book
 	idle     time.Duration
+	gone     time.Duration
 	stop     context.CancelFunc
 
 	mu      sync.Mutex
@@ -133,6 +141,7 @@ type watcher struct {
 func RunWatcher(ctx context.Context, yc *yagna.Client, args []string, stdout io.Writer, log *slog.Logger) int {
 	fs := flag.NewFlagSet(WatchArg, flag.ContinueOnError)
 	idle := fs.Duration("idle", DefaultWatchIdle, "stop after this long without a request")
+	gone := fs.Duration("gone", DefaultWatchGone, "stop after yagna has not answered for this long")
 	refresh := fs.Duration("refresh", bookRefresh, "subscribe each demand anew this often (drops withdrawn offers)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -150,7 +159,7 @@ func RunWatcher(ctx context.Context, yc *yagna.Client, args []string, stdout io.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := &watcher{yc: yc, log: log, identity: me.Identity, token: WatchToken(yc.AppKey), b: &book{idle: *idle, refresh: *refresh},
-		idle: *idle, stop: cancel, apps: map[string]bool{}, lastUse: time.Now()}
+		idle: *idle, gone: *gone, stop: cancel, apps: map[string]bool{}, lastUse: time.Now()}
 	srv := &http.Server{Handler: w.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintln(stdout, "gcompose:ready")
@@ -169,10 +178,12 @@ func RunWatcher(ctx context.Context, yc *yagna.Client, args []string, stdout io.
 	return 0
 }
 
-// wait returns when ctx ends or the watcher has been idle for w.idle.
+// wait returns when ctx ends, the watcher has been idle for w.idle, or its
+// yagna has answered nothing for w.gone.
 func (w *watcher) wait(ctx context.Context) {
-	t := time.NewTicker(max(10*time.Millisecond, min(time.Second, w.idle/4)))
+	t := time.NewTicker(max(10*time.Millisecond, min(time.Second, w.idle/4, w.gone/4)))
 	defer t.Stop()
+	lastAnswer, lastAsk := time.Now(), time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -185,6 +196,20 @@ func (w *watcher) wait(ctx context.Context) {
 		if unused > w.idle {
 			w.log.Info("market watcher idle", "for", unused.Round(time.Second))
 			return
+		}
+		// Any answer, even an error status, is a yagna that runs; only a
+		// transport failure (refused, reset, timed out) counts as gone.
+		if time.Since(lastAsk) >= min(10*time.Second, max(w.gone/4, 10*time.Millisecond)) {
+			lastAsk = time.Now()
+			actx, cancel := context.WithTimeout(ctx, min(5*time.Second, max(w.gone/2, 10*time.Millisecond)))
+			_, err := w.yc.Me(actx)
+			cancel()
+			if err == nil || !yagna.IsTransport(err) {
+				lastAnswer = time.Now()
+			} else if ctx.Err() == nil && time.Since(lastAnswer) > w.gone {
+				w.log.Info("market watcher stopping: yagna does not answer", "for", time.Since(lastAnswer).Round(time.Second), "err", err)
+				return
+			}
 		}
 	}
 }

@@ -165,6 +165,39 @@ func TestWatcherIdle(t *testing.T) {
 	}
 }
 
+// TestWatcherStopsWhenYagnaIsGone: a watcher whose yagna stopped answering
+// (a devnet closed, a daemon stopped) stops on its own instead of running
+// until its idle timeout.
+func TestWatcherStopsWhenYagnaIsGone(t *testing.T) {
+	f := &fakeMarket{live: map[string]bool{}, sent: map[string]int{}}
+	srv := httptest.NewServer(f)
+	yc := yagna.New(srv.URL, "k-"+t.Name())
+	yc.Retries = -1
+	out := &syncBuf{ready: make(chan struct{})}
+	done := make(chan int, 1)
+	go func() {
+		done <- RunWatcher(t.Context(), yc, []string{"--gone", "400ms"}, out, slog.New(slog.DiscardHandler))
+	}()
+	select {
+	case <-out.ready:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher never said it was ready")
+	}
+	// Running while yagna answers.
+	select {
+	case code := <-done:
+		t.Fatalf("the watcher stopped (%d) while its yagna answered", code)
+	case <-time.After(time.Second):
+	}
+	srv.CloseClientConnections()
+	srv.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher still runs 10 s after its yagna went away")
+	}
+}
+
 func watchDemand(t *testing.T, yc *yagna.Client, cfg Config) (yagna.DemandOfferBase, bookDemand) {
 	t.Helper()
 	cons, err := cfg.ConstraintsIn("public")
