@@ -11,6 +11,7 @@ import (
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/spend"
+	"github.com/gcompose/gcompose/core/stateurl"
 )
 
 func costCommand() *cli.Command {
@@ -50,6 +51,11 @@ func runCost(c *cli.Context) error {
 	if err != nil {
 		return withCode(exitError, err)
 	}
+	if doc.Serial == 0 {
+		// As state pull: an application the state never held is an error
+		// (a typo in --app or --state), not an application that cost nothing.
+		return withCode(exitError, fmt.Errorf("no state for app %q in %s: nothing of it was deployed there (gcompose state list lists the applications it holds)", name, stateWhere(c)))
+	}
 	var rep *spend.Report
 	live := len(doc.Resources) > 0 && !c.Bool("cached")
 	if live && p == nil {
@@ -88,6 +94,17 @@ func askSpent(c *cli.Context, name string, p *project.Project, st *project.State
 		return nil, fmt.Errorf("the refresh made no plan")
 	}
 	return spend.Of(res.Outcome.Plan.Prior, spend.Live(res.Outcome.Plan, time.Now()))
+}
+
+// stateWhere names the state a command read, for its messages: the --state
+// URL (credentials redacted), or the default directory (core/state's
+// DefaultDir).
+func stateWhere(c *cli.Context) string {
+	url, err := stateURL(c)
+	if err != nil || url == "" {
+		return ".gcompose/state"
+	}
+	return stateurl.Redact(url)
 }
 
 func printCost(w io.Writer, rep *spend.Report, all bool) error {
