@@ -14,7 +14,22 @@ import (
 	"github.com/gcompose/gcompose/core/stateurl"
 )
 
+// costLockWait is how long cost waits by default for the state lock that
+// someone else holds: a read of what was spent does not fail because a
+// deploy or a reconciler's cycle is writing (docs/cli.md#cost).
+const costLockWait = 10 * time.Minute
+
 func costCommand() *cli.Command {
+	// engineFlags: the refresh that asks the adapters runs them.
+	flags := append(append(descriptorFlags(), engineFlags()...),
+		&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+		&cli.BoolFlag{Name: "all", Usage: "list every removed resource the ledger keeps, not only their sum"},
+		&cli.BoolFlag{Name: "cached", Usage: "print what the state recorded, without asking the adapters"})
+	for _, f := range flags {
+		if f, ok := f.(*cli.DurationFlag); ok && f.Name == "lock-timeout" {
+			f.Value = costLockWait
+		}
+	}
 	return &cli.Command{
 		Name:      "cost",
 		Usage:     "show what the application has cost so far, as its adapters report it",
@@ -27,12 +42,10 @@ func costCommand() *cli.Command {
    SPENT is what was paid or accepted so far, DUE what was asked and not accepted yet, PER HOUR the
    rate of what runs now. --all lists each removed resource of the ledger; --cached, or no
    descriptor named (--app), prints what the state recorded at the last deploy without asking the
-   adapters (they run with the plugs the descriptor allows).`,
-		// engineFlags: the refresh that asks the adapters runs them.
-		Flags: append(append(descriptorFlags(), engineFlags()...),
-			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
-			&cli.BoolFlag{Name: "all", Usage: "list every removed resource the ledger keeps, not only their sum"},
-			&cli.BoolFlag{Name: "cached", Usage: "print what the state recorded, without asking the adapters"}),
+   adapters (they run with the plugs the descriptor allows).
+   Asking the adapters takes the state's lock for a moment: while a deploy or a reconciler holds it,
+   cost says who does and waits for it (--lock-timeout, 10m by default); --cached does not wait.`,
+		Flags:  flags,
 		Action: runCost,
 	}
 }
