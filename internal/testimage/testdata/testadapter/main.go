@@ -393,11 +393,11 @@ func stateAnswer(raw []byte, req request) outcome {
 			return outcome{err: fmt.Errorf("state: the engine's socket: %w", err)}
 		}
 		defer resp.Body.Close()
-		var info struct{ ID string }
+		var info struct{ ID, ServerVersion string }
 		if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
 			return outcome{err: fmt.Errorf("state: the engine's /info: %w", err)}
 		}
-		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"engine_id": info.ID}}}
+		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"engine_id": info.ID, "engine_version": info.ServerVersion}}}
 	case "ifaces":
 		ifaces, _ := net.Interfaces()
 		var names []string
