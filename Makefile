@@ -77,7 +77,7 @@ test: lint cross images
 # GCOMPOSE_PODMAN_HOST names Podman's Docker-API socket, GCOMPOSE_REMOTE_ENGINE_HOST an engine that does not
 # see this machine's /tmp, GCOMPOSE_PODMAN_ROOTLESS_HOST and _USER the rootless one: `eval "$$(.ci/podman
 # start)"` (.ci/run does) sets them all.
-PODMAN_PKGS := ./core/runner/ ./core/adapter/ ./internal/testimage/ ./internal/tools/imagebuild/ ./internal/dockerbuild/
+PODMAN_PKGS := ./core/runner/ ./core/adapter/ ./adapters/golem/lowering/ ./internal/testimage/ ./internal/tools/imagebuild/ ./internal/dockerbuild/
 PODMAN_SKIP := TestMisbehaveAdapter/(action|state|init)_hang|TestErrors/timeout
 PODMAN_CLI  := TestComposeRunDeploysAndDestroys|TestE2EDeployRedeployUpdateDestroy|TestE2EKillDuringDeployConverges|TestE2EFirstDeployRefusedWhenContainersExist|TestE2EMissingPlugDirectoryIsCreated|TestE2EMisbehaving.*|TestE2EInitWrongProtocol|TestE2EInitHangIsKilledByTheTimeout|TestE2EServerDoesNotOutliveGcompose|TestE2ELogsFromAnAdapter|TestE2ERemoteEngine
 test-podman:

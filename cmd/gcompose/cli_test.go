@@ -45,6 +45,8 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{"no-descriptor", []string{"plan"}, exitUsage},
 		{"completion-unknown-shell", []string{"completion", "tcsh"}, exitUsage},
 		{"state-show-no-resource", []string{"state", "show", "--app", "x"}, exitUsage},
+		{"cost-no-state", []string{"cost", "--app", "nosuch"}, exitError},
+		{"cost-no-state-cached", []string{"cost", "--app", "nosuch", "--cached", "--json"}, exitError},
 		{"plan-help", []string{"plan", "--help"}, exitOK},
 		{"refresh-help", []string{"refresh", "--help"}, exitOK},
 		{"ps-help", []string{"ps", "--help"}, exitOK},

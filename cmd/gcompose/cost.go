@@ -11,9 +11,25 @@ import (
 	"github.com/gcompose/gcompose/core/plan"
 	"github.com/gcompose/gcompose/core/project"
 	"github.com/gcompose/gcompose/core/spend"
+	"github.com/gcompose/gcompose/core/stateurl"
 )
 
+// costLockWait is how long cost waits by default for the state lock that
+// someone else holds: a read of what was spent does not fail because a
+// deploy or a reconciler's cycle is writing (docs/cli.md#cost).
+const costLockWait = 10 * time.Minute
+
 func costCommand() *cli.Command {
+	// engineFlags: the refresh that asks the adapters runs them.
+	flags := append(append(descriptorFlags(), engineFlags()...),
+		&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+		&cli.BoolFlag{Name: "all", Usage: "list every removed resource the ledger keeps, not only their sum"},
+		&cli.BoolFlag{Name: "cached", Usage: "print what the state recorded, without asking the adapters"})
+	for _, f := range flags {
+		if f, ok := f.(*cli.DurationFlag); ok && f.Name == "lock-timeout" {
+			f.Value = costLockWait
+		}
+	}
 	return &cli.Command{
 		Name:      "cost",
 		Usage:     "show what the application has cost so far, as its adapters report it",
@@ -26,12 +42,10 @@ func costCommand() *cli.Command {
    SPENT is what was paid or accepted so far, DUE what was asked and not accepted yet, PER HOUR the
    rate of what runs now. --all lists each removed resource of the ledger; --cached, or no
    descriptor named (--app), prints what the state recorded at the last deploy without asking the
-   adapters (they run with the plugs the descriptor allows).`,
-		// engineFlags: the refresh that asks the adapters runs them.
-		Flags: append(append(descriptorFlags(), engineFlags()...),
-			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
-			&cli.BoolFlag{Name: "all", Usage: "list every removed resource the ledger keeps, not only their sum"},
-			&cli.BoolFlag{Name: "cached", Usage: "print what the state recorded, without asking the adapters"}),
+   adapters (they run with the plugs the descriptor allows).
+   Asking the adapters takes the state's lock for a moment: while a deploy or a reconciler holds it,
+   cost says who does and waits for it (--lock-timeout, 10m by default); --cached does not wait.`,
+		Flags:  flags,
 		Action: runCost,
 	}
 }
@@ -49,6 +63,11 @@ func runCost(c *cli.Context) error {
 	doc, err := st.Load(c.Context, name)
 	if err != nil {
 		return withCode(exitError, err)
+	}
+	if doc.Serial == 0 {
+		// As state pull: an application the state never held is an error
+		// (a typo in --app or --state), not an application that cost nothing.
+		return withCode(exitError, fmt.Errorf("no state for app %q in %s: nothing of it was deployed there (gcompose state list lists the applications it holds)", name, stateWhere(c)))
 	}
 	var rep *spend.Report
 	live := len(doc.Resources) > 0 && !c.Bool("cached")
@@ -88,6 +107,17 @@ func askSpent(c *cli.Context, name string, p *project.Project, st *project.State
 		return nil, fmt.Errorf("the refresh made no plan")
 	}
 	return spend.Of(res.Outcome.Plan.Prior, spend.Live(res.Outcome.Plan, time.Now()))
+}
+
+// stateWhere names the state a command read, for its messages: the --state
+// URL (credentials redacted), or the default directory (core/state's
+// DefaultDir).
+func stateWhere(c *cli.Context) string {
+	url, err := stateURL(c)
+	if err != nil || url == "" {
+		return ".gcompose/state"
+	}
+	return stateurl.Redact(url)
 }
 
 func printCost(w io.Writer, rep *spend.Report, all bool) error {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/gcompose/gcompose/adapters/golem/lowering"
@@ -22,5 +24,7 @@ func imageFlags() []cli.Flag {
 // sees only core/lower.Lowering.
 func lowerer(c *cli.Context) lower.Lowering {
 	return lowering.Golem{Images: lowering.Images{Network: c.String("network-image"), Service: c.String("service-image"),
-		Payments: c.String("payments-image"), Proxy: c.String("proxy-image")}}
+		Payments: c.String("payments-image"), Proxy: c.String("proxy-image")},
+		// The engine the runner reaches (core/runner: client.FromEnv).
+		Engine: os.Getenv("DOCKER_HOST")}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/gcompose/gcompose/adapters/golem/lowering"
 	"github.com/gcompose/gcompose/cmd/gcompose/internal/progress"
 	"github.com/gcompose/gcompose/core/apply"
 	"github.com/gcompose/gcompose/core/project"
@@ -173,6 +174,12 @@ func runReconcile(c *cli.Context) error {
 		}
 		in, err := p.Intent(name)
 		if err != nil {
+			return nil, err
+		}
+		// As deploy: the payloads' build: images are built (when their
+		// source changed) or found before anything is planned, so that a
+		// repair rents an image the devnet has.
+		if err := lowering.BuildPayloads(ctx, p.App, note(slog.LevelInfo)); err != nil {
 			return nil, err
 		}
 		sess, err := openSessionOn(c, name, p, st.KeepOpen(), note(slog.LevelInfo), note(slog.LevelWarn))

@@ -21,6 +21,11 @@ type Plug struct {
 	// neither is offered to every resource.
 	ResourceNames []string
 	ResourceTypes []string
+	// Err, when not nil, is why the plug cannot be mounted here (a
+	// lowering's plug of the engine's socket when DOCKER_HOST names no
+	// socket): an adapter that requires it fails with it, one that may do
+	// without it runs without it.
+	Err error
 }
 
 // mountsFor picks the plugs to mount: those the adapter declared that the
@@ -56,6 +61,12 @@ func mountsFor(info *Info, t Target) ([]runner.Mount, error) {
 				continue
 			}
 			return nil, plan.Named(t.Name, fmt.Errorf("adapter %s requires plug %q, which the descriptor does not allow for this resource (resource_names/resource_types)", t.Image, name))
+		}
+		if p.Err != nil {
+			if want.Optional {
+				continue
+			}
+			return nil, plan.Named(t.Name, fmt.Errorf("adapter %s requires plug %q: %w", t.Image, name, p.Err))
 		}
 		if p.ReadOnly && want.IsWritable() && !want.Optional {
 			return nil, plan.Named(t.Name, fmt.Errorf("adapter %s requires plug %q writable, but the descriptor makes it read_only", t.Image, name))

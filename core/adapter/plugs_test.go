@@ -48,6 +48,11 @@ func TestMountsFor(t *testing.T) {
 			plugs: map[string]Plug{"data": {Path: "/h/data"}}, want: "/h/data:/data:rw"},
 		{name: "docker socket declared", res: "files.a", adapter: declared,
 			plugs: map[string]Plug{"data": {Path: "/h/data"}, "docker": {Path: sock}}, want: "/h/data:/data:rw," + sock + ":" + sock + ":rw"},
+		{name: "a plug that cannot be mounted fails the adapter that requires it", res: "files.a", adapter: declared,
+			plugs: map[string]Plug{"data": {Err: fmt.Errorf("DOCKER_HOST=tcp://h:2376 is not a unix socket")}},
+			err:   `files.a: adapter img requires plug "data": DOCKER_HOST=tcp://h:2376 is not a unix socket`},
+		{name: "a plug that cannot be mounted is skipped when optional", res: "files.a", adapter: declared,
+			plugs: map[string]Plug{"data": {Path: "/h/data"}, "docker": {Err: fmt.Errorf("no socket")}}, want: "/h/data:/data:rw"},
 		// resource_names match the name as written in the descriptor (what
 		// the adapter receives), as Deployster's re.match on the manifest key.
 		{name: "resource_names match the descriptor's name", res: "resources.n0", adapter: declared,

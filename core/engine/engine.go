@@ -355,7 +355,11 @@ func interruptedOr(stop context.Context, err error) error {
 // never taken over: the backend knows when its holder ended (the OS
 // released its file lock, or its etcd lease expired).
 func (e *Engine) lock(ctx context.Context, app, op string) (*state.Lock, error) {
-	lock, err := state.Acquire(ctx, e.Store, app, state.NewLockInfo(op, e.Version), e.LockTimeout)
+	lock, err := state.AcquireWaiting(ctx, e.Store, app, state.NewLockInfo(op, e.Version), e.LockTimeout, func(held *state.LockedError) {
+		if e.Log != nil {
+			e.Log("the state of %s is locked by %s: waiting up to %s for it (--lock-timeout)", app, describeLocked(held.Info), e.LockTimeout)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -363,6 +367,20 @@ func (e *Engine) lock(ctx context.Context, app, op string) (*state.Lock, error) 
 		e.Log("the previous run (%s) ended without releasing its lock (killed or crashed): what it left unfinished is checked now", describeHolder(p))
 	}
 	return lock, nil
+}
+
+// describeLocked names who holds a lock as a person reads it: the process
+// (user@host, pid) rather than the holder's ID.
+func describeLocked(i state.LockInfo) string {
+	var b strings.Builder
+	b.WriteString(i.Who())
+	if i.Operation != "" {
+		fmt.Fprintf(&b, " for %s", i.Operation)
+	}
+	if !i.Created.IsZero() {
+		fmt.Fprintf(&b, " since %s", i.Created.UTC().Format(time.RFC3339))
+	}
+	return b.String()
 }
 
 func describeHolder(i *state.LockInfo) string {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -629,14 +630,23 @@ func localName(ref string) string {
 
 // create creates the container of cfg, under the image's localhost/ name
 // when the engine knows it only by that (localName).
-func (r *Runner) create(ctx context.Context, cfg *container.Config, hc *container.HostConfig) (container.CreateResponse, error) {
+// Each create carries a nonce (LabelCreate): when the call is cancelled
+// after the engine got the request, what it made is removed by it at once.
+func (r *Runner) create(ctx context.Context, cfg *container.Config, hc *container.HostConfig) (created container.CreateResponse, err error) {
+	cfg, nonce := withNonce(cfg)
+	var sent atomic.Bool
+	defer func() {
+		if createdUnknown(ctx, err, sent.Load()) {
+			r.removeCreated(ctx, cfg, nonce)
+		}
+	}()
 	containerCreate := func(cfg *container.Config) (container.CreateResponse, error) {
-		return enginecall.Get(ctx, r.cli.DaemonHost(), "ContainerCreate", "a container of image "+cfg.Image, r.opts.EngineTimeout,
+		return enginecall.Get(traceSent(ctx, &sent), r.cli.DaemonHost(), "ContainerCreate", "a container of image "+cfg.Image, r.opts.EngineTimeout,
 			func(ctx context.Context) (container.CreateResponse, error) {
 				return r.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 			})
 	}
-	created, err := containerCreate(cfg)
+	created, err = containerCreate(cfg)
 	if client.IsErrNotFound(err) && localName(cfg.Image) != "" {
 		if _, ierr := r.imageInspect(ctx, localName(cfg.Image)); ierr == nil {
 			alt := *cfg

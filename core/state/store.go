@@ -198,6 +198,13 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 // timeout has passed (--lock-timeout; 0 means try once). The error after
 // the timeout is the last *LockedError, saying how long it waited.
 func Acquire(ctx context.Context, s Store, app string, info LockInfo, timeout time.Duration) (*Lock, error) {
+	return AcquireWaiting(ctx, s, app, info, timeout, nil)
+}
+
+// AcquireWaiting is Acquire that tells waiting (when not nil), once, who
+// holds the lock when it finds it held and is about to wait for it: a
+// command that waits says for whom (a reconciler's cycle, another deploy).
+func AcquireWaiting(ctx context.Context, s Store, app string, info LockInfo, timeout time.Duration, waiting func(held *LockedError)) (*Lock, error) {
 	deadline := time.Now().Add(timeout)
 	for attempt := 0; ; attempt++ {
 		l, err := s.Lock(ctx, app, info)
@@ -210,6 +217,9 @@ func Acquire(ctx context.Context, s Store, app string, info LockInfo, timeout ti
 				return nil, fmt.Errorf("waited %s for the lock: %w", timeout, err)
 			}
 			return nil, err
+		}
+		if held := (*LockedError)(nil); attempt == 0 && waiting != nil && errors.As(err, &held) {
+			waiting(held)
 		}
 		// 50 ms, doubling, at most 1 s.
 		wait := min(backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}.Delay(attempt, 0), left)

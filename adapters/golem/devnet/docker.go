@@ -120,10 +120,78 @@ func (s *Server) cleanupDocker(ctx context.Context) error {
 	for _, n := range ns {
 		ids = append(ids, n.ID)
 	}
-	if err := s.removeNetworks(ctx, ids); err != nil {
+	if err := s.removeStuckNetworks(ctx, ids); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// removeStuckNetworks removes networks a devnet left (removeNetworks), first disconnecting, by force, every
+// endpoint the engine lists on them, and again once more when one is still refused. Docker 20.10 keeps the
+// endpoint of a container that is gone (a killed test, a dockerd restart mid-removal) and then refuses to
+// remove its network ("has active endpoints"); NetworkInspect lists such an endpoint under "ep-<id>", not
+// a container, and only a forced disconnect by the endpoint's name deletes it (daemon/container_operations.go
+// DisconnectFromNetwork → ForceEndpointDelete, moby 20.10). A network still refused after that is left
+// with a warning: a new instance does not need it (its VPN networks are named by random VPN ids, the
+// ranges they take are tried until one is free: createOnFreeRange), and failing New for it would stop
+// every later devnet of that instance name. Only an engine that does not answer is an error.
+func (s *Server) removeStuckNetworks(ctx context.Context, ids []string) error {
+	var err error
+	for attempt := 0; attempt < 2 && len(ids) > 0; attempt++ {
+		if derr := s.disconnectEndpoints(ctx, ids); derr != nil {
+			return derr
+		}
+		if err = s.removeNetworks(ctx, ids); err == nil || errors.Is(err, enginecall.ErrHung) {
+			return err
+		}
+		var left []string
+		for _, id := range ids {
+			_, ierr := s.docker.NetworkInspect(ctx, id, network.InspectOptions{})
+			if errors.Is(ierr, enginecall.ErrHung) {
+				return ierr
+			}
+			if !errdefs.IsNotFound(ierr) {
+				left = append(left, id)
+			}
+		}
+		ids = left
+	}
+	if len(ids) > 0 {
+		s.log.Warn("Docker networks of an earlier devnet of this instance could not be removed (Docker 20.10 keeps endpoints of containers that are gone); going on without them: remove them once dockerd lets go (docker network rm), restarting dockerd frees them",
+			"networks", ids, "err", err)
+	}
+	return nil
+}
+
+// disconnectEndpoints force-disconnects every endpoint the engine lists on the networks: by the key it is
+// listed under (a container's ID) and by its name (what deletes the endpoint of a container that is gone).
+// Only an engine that does not answer is an error; the rest is what removeNetworks reports.
+func (s *Server) disconnectEndpoints(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		info, err := s.docker.NetworkInspect(ctx, id, network.InspectOptions{})
+		if errors.Is(err, enginecall.ErrHung) {
+			return err
+		}
+		if err != nil {
+			continue
+		}
+		for key, ep := range info.Containers {
+			whos := []string{key}
+			if ep.Name != "" && ep.Name != key {
+				whos = append(whos, ep.Name)
+			}
+			for _, who := range whos {
+				err := s.docker.NetworkDisconnect(ctx, id, who, true)
+				if errors.Is(err, enginecall.ErrHung) {
+					return err
+				}
+				if err != nil {
+					s.log.Debug("disconnecting an endpoint of a leftover network", "network", info.Name, "endpoint", who, "err", err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // removeContainers force-removes activity containers; it outlives the caller's context (a removal

@@ -168,7 +168,7 @@ func (s *Server) sweepOrphans(ctx context.Context) error {
 		}
 	}
 	if len(ids) > 0 {
-		if err := s.removeNetworks(ctx, ids); err != nil {
+		if err := s.removeStuckNetworks(ctx, ids); err != nil {
 			errs = append(errs, err)
 		}
 	}

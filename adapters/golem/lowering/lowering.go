@@ -27,6 +27,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/docker/docker/client"
+
 	"github.com/gcompose/gcompose/adapters/golem/payloadbuild"
 	"github.com/gcompose/gcompose/core/adapter"
 	"github.com/gcompose/gcompose/core/address"
@@ -94,25 +96,56 @@ const (
 const DockerPlug = "golem-docker-socket"
 
 // ImplicitPlugs are the plugs the Golem lowering offers without the
-// descriptor naming them: the Docker socket, to the payments and proxy
-// adapter images only (they run the long-lived containers).
-func ImplicitPlugs(img Images) map[string]adapter.Plug {
+// descriptor naming it: the Docker socket, to the payments and proxy
+// adapter images only (they run the long-lived containers). The socket is
+// the one of the engine gcompose runs its adapters on: engine is
+// DOCKER_HOST as the Docker client reads it ("": the default socket).
+func ImplicitPlugs(img Images, engine string) map[string]adapter.Plug {
 	img = img.withDefaults()
-	return map[string]adapter.Plug{DockerPlug: {
-		Path:          "/var/run/docker.sock",
-		ResourceTypes: []string{regexp.QuoteMeta(img.Payments) + "$", regexp.QuoteMeta(img.Proxy) + "$"},
-	}}
+	pl := adapter.Plug{ResourceTypes: []string{regexp.QuoteMeta(img.Payments) + "$", regexp.QuoteMeta(img.Proxy) + "$"}}
+	pl.Path, pl.Err = EngineSocket(engine)
+	return map[string]adapter.Plug{DockerPlug: pl}
 }
 
-// Golem is the Golem lowering (core/lower.Lowering) with its adapter images.
-type Golem struct{ Images Images }
+// EngineSocket is the host path of the socket of the engine DOCKER_HOST
+// names (engine; "": the Docker client's default,
+// unix:///var/run/docker.sock): the payments and proxy
+// adapters mount it at /var/run/docker.sock and create their long-lived
+// containers on the engine gcompose runs them on (Podman's socket too,
+// docs/engines.md). An engine reached otherwise (tcp://, ssh://) has no
+// socket here to mount: an error says what to do.
+func EngineSocket(engine string) (string, error) {
+	if engine == "" {
+		engine = client.DefaultDockerHost
+	}
+	u, err := client.ParseHostURL(engine)
+	if err != nil {
+		return "", fmt.Errorf("DOCKER_HOST=%s: %w", engine, err)
+	}
+	if u.Scheme != "unix" {
+		return "", fmt.Errorf("DOCKER_HOST=%s is not a unix socket: the Golem payments and proxy adapters run their long-lived containers "+
+			"through the engine's socket, mounted into them, and an engine reached over %s has none on this machine; "+
+			"run gcompose on the engine's machine with DOCKER_HOST=unix:///path/to/its.sock (docs/engines.md)", engine, u.Scheme)
+	}
+	// As written: the engine resolves a bind mount's source in its own
+	// filesystem (a symlink too), which may not be gcompose's (gcompose in
+	// a container).
+	return u.Host, nil
+}
+
+// Golem is the Golem lowering (core/lower.Lowering) with its adapter images
+// and the engine the adapters run on (DOCKER_HOST; "": the default socket).
+type Golem struct {
+	Images Images
+	Engine string
+}
 
 var _ lower.Lowering = Golem{}
 
 func (g Golem) Resources(r *resolve.Resolved) (map[string]*plan.Resource, error) {
 	return Resources(r, g.Images)
 }
-func (g Golem) Plugs() map[string]adapter.Plug                { return ImplicitPlugs(g.Images) }
+func (g Golem) Plugs() map[string]adapter.Plug                { return ImplicitPlugs(g.Images, g.Engine) }
 func (g Golem) Outputs() map[resolve.Kind]map[string][]string { return Outputs() }
 
 // Outputs are what the Golem adapters report for a service and a network

@@ -2,8 +2,11 @@ package lowering
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gcompose/gcompose/core/descriptor"
@@ -68,8 +71,38 @@ func TestLocalHTTPProxyRuntime(t *testing.T) {
 	}
 }
 
+// TestEngineSocket: the Docker-socket plug mounts the socket of the engine
+// DOCKER_HOST names, and says what to do when it names
+// no socket.
+func TestEngineSocket(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "podman.sock")
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.sock")
+	if err := os.Symlink(sock, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ host, path, err string }{
+		{"", "/var/run/docker.sock", ""},
+		{"unix:///var/run/docker.sock", "/var/run/docker.sock", ""},
+		{"unix:///run/podman/podman.sock", "/run/podman/podman.sock", ""},
+		{"unix://" + sock, sock, ""},
+		{"unix://" + link, link, ""}, // the engine follows the link
+		{"tcp://127.0.0.1:2376", "", "DOCKER_HOST=tcp://127.0.0.1:2376 is not a unix socket: the Golem payments and proxy adapters run their long-lived containers through the engine's socket"},
+		{"ssh://me@engine", "", "an engine reached over ssh has none on this machine"},
+		{"nonsense", "", "DOCKER_HOST=nonsense: "},
+	} {
+		pl := ImplicitPlugs(Images{}, tc.host)[DockerPlug]
+		if pl.Path != tc.path || (tc.err == "") != (pl.Err == nil) || (pl.Err != nil && !strings.Contains(pl.Err.Error(), tc.err)) {
+			t.Errorf("DOCKER_HOST=%q: plug path %q, err %v; want %q, an error with %q", tc.host, pl.Path, pl.Err, tc.path, tc.err)
+		}
+	}
+}
+
 func TestImplicitPlugsOnlyForLongLivedAdapters(t *testing.T) {
-	pl := ImplicitPlugs(Images{})[DockerPlug]
+	pl := ImplicitPlugs(Images{}, "")[DockerPlug]
 	if pl.Path != "/var/run/docker.sock" {
 		t.Fatal(pl.Path)
 	}

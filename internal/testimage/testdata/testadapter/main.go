@@ -13,10 +13,12 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -304,6 +306,8 @@ func initAnswer(req request) outcome {
 			"data":   map[string]any{"container_path": "/data", "optional": true},
 			"ro":     map[string]any{"container_path": "/ro", "optional": true, "writable": false},
 			"needed": map[string]any{"container_path": "/needed", "optional": !strings.Contains(req.Name, "needplug")},
+			// The engine's socket, as the Golem payments and proxy adapters declare it.
+			"golem-docker-socket": map[string]any{"container_path": "/var/run/docker.sock", "optional": true},
 		},
 		"config_schema": map[string]any{
 			"type": "object",
@@ -379,6 +383,21 @@ func stateAnswer(raw []byte, req request) outcome {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+	case "engine":
+		// Which engine the mounted socket reaches: its GET /info's ID.
+		c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", "/var/run/docker.sock")
+		}}}
+		resp, err := c.Get("http://engine/info")
+		if err != nil {
+			return outcome{err: fmt.Errorf("state: the engine's socket: %w", err)}
+		}
+		defer resp.Body.Close()
+		var info struct{ ID, ServerVersion string }
+		if err := json.NewDecoder(resp.Body).Decode(&info); err != nil {
+			return outcome{err: fmt.Errorf("state: the engine's /info: %w", err)}
+		}
+		return outcome{result: map[string]any{"status": "VALID", "state": map[string]any{"engine_id": info.ID, "engine_version": info.ServerVersion}}}
 	case "ifaces":
 		ifaces, _ := net.Interfaces()
 		var names []string
