@@ -19,9 +19,10 @@ import (
 	"github.com/gcompose/gcompose/internal/testimage"
 )
 
-// TestSIGTERMRemovesItsNetwork runs the devnet binary, makes it create a VPN (a Docker network), stops it
-// with SIGTERM and checks that the network is gone and that the app key never reached the logs.
-func TestSIGTERMRemovesItsNetwork(t *testing.T) {
+// TestSIGTERMRemovesWhatItMade runs the devnet binary, makes it create a VPN (no Docker network: its
+// packets go through the devnet's socket in -vpn-dir), stops it with SIGTERM and checks that the socket is
+// gone, that no network was ever made and that the app key never reached the logs.
+func TestSIGTERMRemovesWhatItMade(t *testing.T) {
 	testimage.RequireDocker(t)
 	docker := testimage.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -36,7 +37,8 @@ func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 	// The devnet picks its port (no port picked here and closed, which
 	// another process could take before the devnet listens) and says
 	// which in its log.
-	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0", "-config", cfg, "-self-container", "none")
+	vpnDir := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, "-listen", "127.0.0.1:0", "-config", cfg, "-self-container", "none", "-vpn-dir", vpnDir)
 	cmd.Env = append(os.Environ(), "YAGNA_APPKEY="+key)
 	var logs syncwriter.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -61,10 +63,11 @@ func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 		t.Fatalf("createNetwork: %d %v\n%s", status, err, logs.String())
 	}
 	f := filters.NewArgs(filters.Arg("label", "gcompose.devnet="+instance))
-	// A VPN is a macvlan network and its anchor bridge (adapters/golem/devnet
-	// doc.go): how many does not matter here, only that SIGTERM removes them.
-	if ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) == 0 {
-		t.Fatalf("networks while running: %d, %v", len(ns), err)
+	if ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) != 0 {
+		t.Fatalf("networks while running: %d, %v; want none", len(ns), err)
+	}
+	if socks, _ := filepath.Glob(filepath.Join(vpnDir, "*.sock")); len(socks) != 1 {
+		t.Fatalf("VPN sockets in %s while running: %q, want one", vpnDir, socks)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -74,6 +77,9 @@ func TestSIGTERMRemovesItsNetwork(t *testing.T) {
 	}
 	if ns, err := docker.NetworkList(ctx, network.ListOptions{Filters: f}); err != nil || len(ns) != 0 {
 		t.Errorf("networks after SIGTERM: %d, %v", len(ns), err)
+	}
+	if socks, _ := filepath.Glob(filepath.Join(vpnDir, "*.sock")); len(socks) != 0 {
+		t.Errorf("VPN sockets in %s after SIGTERM: %q", vpnDir, socks)
 	}
 	if strings.Contains(logs.String(), key) {
 		t.Errorf("the app key appears in the logs")

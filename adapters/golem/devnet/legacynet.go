@@ -90,4 +90,3 @@ func (s *Server) removeNetworks(ctx context.Context, ids []string) error {
 	}
 	return errors.Join(errs...)
 }
-
