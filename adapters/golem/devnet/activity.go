@@ -51,6 +51,17 @@ type vpnAddr struct {
 	bits  int
 }
 
+// payloadUlimits are a payload container's limits: open files as Linux gives init, what a provider's VM
+// runs with (1024 soft, 4096 hard: include/asm-generic/resource.h INR_OPEN_CUR, INR_OPEN_MAX); processes
+// 32768, the kernel's default pid_max (include/linux/threads.h PID_MAX_DEFAULT), which no payload reaches
+// and which engines run within (the rootful Podman here runs with 32768 and asks 4194304 by default).
+func payloadUlimits() []*container.Ulimit {
+	return []*container.Ulimit{
+		{Name: "nofile", Soft: 1024, Hard: 4096},
+		{Name: "nproc", Soft: 32768, Hard: 32768},
+	}
+}
+
 // vpnJoinWait bounds how long start waits for devnet-init to bring the VPNs up.
 const vpnJoinWait = 30 * time.Second
 
@@ -727,6 +738,10 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	// NET_ADMIN in the container's own network namespace (a VM on a real provider is root in its own
 	// kernel anyway), and the relay's socket directory.
 	hc := &container.HostConfig{NetworkMode: "none", ExtraHosts: extraHosts}
+	// The limits a VM's init gets from its kernel, not the engine's: an engine that asks for more than its
+	// own hard limits (rootful Podman asks nofile 1048576 and a high nproc) fails every start where it
+	// cannot raise them ("error setting rlimit type 7: operation not permitted").
+	hc.Ulimits = payloadUlimits()
 	if len(attaches) > 0 {
 		if s.relay.err != nil {
 			return fmt.Errorf("deploy: %w", s.relay.err)

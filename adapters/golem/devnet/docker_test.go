@@ -147,6 +147,11 @@ func TestRentVMWithVPN(t *testing.T) {
 		t.Errorf("the container's routes are not the VPN's range on vpn0 alone:\n%s", routes)
 	}
 
+	// A VM's kernel limits, not the engine's (which an engine that cannot raise its own fails to set).
+	if res := e.exec(ctx, act.ActivityID, run("/bin/sh", "-c", "ulimit -n; ulimit -Hn")); len(res) != 1 || res[0].Stdout != "1024\n4096\n" {
+		t.Errorf("open-file limits in the container: %+v, want 1024 soft, 4096 hard", res)
+	}
+
 	// TCP through the websocket tunnel to the server started in the background.
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return e.c.DialTCPConn(ctx, n.ID, "10.213.9.7", 4001)
