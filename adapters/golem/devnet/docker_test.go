@@ -452,6 +452,20 @@ func TestLeftoversRemovedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What a devnet of two Docker networks per VPN left: a macvlan network hung off an internal bridge's
+	// Linux bridge, which must go first.
+	dev := "gcvt" + strconv.FormatInt(time.Now().UnixNano()%1e10, 36)
+	anchor, err := docker.NetworkCreate(ctx, "gcompose-devnet-"+instance+"-vpn-anchor", network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels,
+		Options: map[string]string{"com.docker.network.bridge.name": dev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := docker.NetworkCreate(ctx, "gcompose-devnet-"+instance+"-vpn", network.CreateOptions{Driver: "macvlan", Labels: labels,
+		Options: map[string]string{"parent": dev, "macvlan_mode": "bridge"}})
+	if err != nil {
+		_ = docker.NetworkRemove(ctx, anchor.ID)
+		t.Fatal(err)
+	}
 	c, err := docker.ContainerCreate(ctx, &container.Config{Image: db, Labels: labels}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +478,10 @@ func TestLeftoversRemovedAtStart(t *testing.T) {
 	if _, err := docker.ContainerInspect(ctx, c.ID); err == nil {
 		t.Errorf("leftover container %s still there", c.ID[:12])
 	}
-	if _, err := docker.NetworkInspect(ctx, nw.ID, network.InspectOptions{}); err == nil {
-		t.Errorf("leftover network %s still there", nw.ID[:12])
+	for _, id := range []string{nw.ID, link.ID, anchor.ID} {
+		if _, err := docker.NetworkInspect(ctx, id, network.InspectOptions{}); err == nil {
+			t.Errorf("leftover network %s still there", id[:12])
+			_ = docker.NetworkRemove(context.Background(), id)
+		}
 	}
 }
