@@ -307,7 +307,7 @@ func newSession(t *testing.T, repo string) *session {
 			{"env", url, "YAGNA_APPKEY=devnet-appkey", "bin/gcompose", "destroy", "-f", "examples/webapp/webapp.yaml", "--yes"},
 			{"env", url, "YAGNA_APPKEY=devnet-appkey", "bin/gcompose", "destroy", "-f", "examples/counter/gcompose.yaml", "--yes"},
 			{"bin/gcompose", "destroy", "-f", "examples/files/gcompose.yaml", "--yes"},
-			{"docker-compose", "down", "--remove-orphans"},
+			{"docker-compose", "down", "-v", "--remove-orphans"}, // -v: the devnet's VPN socket volume too
 			// The images the tutorial's own app built from this copy (labelled with their folders).
 			{"sh", "-c", "for d in counter front; do docker images -q --filter label=gcompose.build.context=$(pwd)/examples/counter/$d | xargs -r docker rmi -f; done"},
 		} {

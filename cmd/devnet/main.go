@@ -41,7 +41,8 @@ func run() error {
 	appKey := flag.String("appkey", "", "application key (prefer YAGNA_APPKEY or -appkey-file: flags show in process lists)")
 	appKeyFile := flag.String("appkey-file", "", "file holding the application key")
 	instance := flag.String("instance", os.Getenv("DEVNET_INSTANCE"), "instance name (label gcompose.devnet=<instance>); overrides the config")
-	self := flag.String("self-container", envOr("DEVNET_SELF_CONTAINER", "auto"), "container the devnet runs in (joined to VPNs for tunnels): auto, none, or an id/name")
+	self := flag.String("self-container", envOr("DEVNET_SELF_CONTAINER", "auto"), "container the devnet runs in (the payload containers mount its volume that holds -vpn-dir): auto, none, or an id/name")
+	vpnDir := flag.String("vpn-dir", os.Getenv("DEVNET_VPN_DIR"), "directory of the VPN relay's unix socket, which every payload container on a VPN mounts; empty: "+devnet.DefaultVPNDir+" in a container (a volume of it), a temporary directory on the host")
 	engineTimeout := flag.Duration("engine-timeout", enginecall.DefaultBound, "how long the Docker Engine may take to answer one call before the devnet takes it for hung and fails the request that needed it")
 	initBin := flag.String("init", os.Getenv("DEVNET_INIT"), "the static devnet-init binary put into every payload container (its PID 1 and VPN join); empty: devnet-init beside this executable, then /devnet-init")
 	checkConfig := flag.Bool("check-config", false, "check the -config file and exit: 0 when a devnet could start with it")
@@ -87,7 +88,7 @@ func run() error {
 	defer docker.Close()
 	selfID := detectSelf(ctx, docker, *self, *engineTimeout, log)
 
-	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: key, Docker: docker, Logger: log, SelfContainer: selfID, EngineTimeout: *engineTimeout, Init: *initBin})
+	srv, err := devnet.New(ctx, devnet.Options{Config: cfg, AppKey: key, Docker: docker, Logger: log, SelfContainer: selfID, VPNDir: *vpnDir, EngineTimeout: *engineTimeout, Init: *initBin})
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func detectSelf(ctx context.Context, docker *client.Client, want string, bound t
 		return docker.ContainerInspect(ctx, want)
 	})
 	if err != nil {
-		log.Warn("cannot find the devnet's own container: TCP tunnels will dial from here", "container", want, "err", err)
+		log.Warn("cannot find the devnet's own container: the payload containers will bind-mount the VPN directory as a host path", "container", want, "err", err)
 		return ""
 	}
 	return c.ID

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"os"
 	"os/exec"
@@ -109,6 +111,15 @@ resources:
 		}
 		if ids := testimage.ContainersLabelled(t, ctx, "com.docker.compose.project", project); len(ids) > 0 {
 			t.Errorf("compose containers left behind: %v", ids)
+		}
+		// docker-compose run creates the file's volumes too (the devnet service's VPN socket volume).
+		vols, err := cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "com.docker.compose.project="+project))})
+		if err == nil {
+			for _, v := range vols.Volumes {
+				if err := cli.VolumeRemove(ctx, v.Name, true); err != nil {
+					t.Errorf("removing the volume %s that docker-compose run created: %v", v.Name, err)
+				}
+			}
 		}
 		if ids := testimage.ContainersLabelled(t, ctx, "gcompose.app", app); len(ids) > 0 {
 			t.Errorf("adapter containers left behind: %v", ids)

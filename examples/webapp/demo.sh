@@ -1,8 +1,9 @@
 #!/bin/sh
 # `make demo`: start the devnet (docker-compose service devnet, 127.0.0.1:${GCOMPOSE_DEVNET_PORT:-7465}), deploy examples/webapp on
 # it (the deploy ends with the app's outputs: its URL and the database's VPN address), and fetch the URL. Images must be built (make images).
-# It ends with how to remove everything: the app (gcompose destroy), then the devnet (docker-compose down:
-# the devnet removes every container and network it made when it stops, and compose removes its network).
+# It ends with how to remove everything: the app (gcompose destroy), then the devnet (docker-compose down -v:
+# the devnet removes every container it made when it stops, and compose removes its network and, with -v,
+# the volume of the devnet's VPN socket).
 set -eu
 cd "$(dirname "$0")/../.."
 : "${YAGNA_APPKEY:=devnet-appkey}"
@@ -40,4 +41,4 @@ compose=
 if [ -n "${COMPOSE_PROJECT_NAME:-}" ]; then compose="COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME "; fi
 echo "== remove it all with:"
 echo "   YAGNA_API_URL=$YAGNA_API_URL YAGNA_APPKEY=$key $GCOMPOSE destroy -f $DESCRIPTOR --yes"
-echo "   ${compose}docker-compose down"
+echo "   ${compose}docker-compose down -v"

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 )
 
@@ -35,34 +36,38 @@ type activity struct {
 	lastNoteAt      time.Time
 	batches         map[string]*batch
 	nets            map[string]string // VPN id → node IP
-	vpnAddrs        []vpnAddr         // what start puts on the container's interfaces
-	anchorIPs       map[string]string // VPN id → the container's address on the VPN's anchor network (tunnels dial it), once started
+	vpnAddrs        []vpnAddr         // what start gives the container's TUN devices, in their order
+	link            *vpnLink          // the container's link to the VPN relay, once started on VPNs
 	entrypoint      []string          // the image's ENTRYPOINT and CMD, which start runs when asked (payload.go)
 	execMu          sync.Mutex        // one batch at a time
 	ctx             context.Context
 	cancel          context.CancelFunc
 }
 
-// vpnAddr is a VPN address a node's container takes on its interface to that VPN's macvlan network (see vpn).
-type vpnAddr struct{ vpnID, linkName, anchorName, cidr string }
-
-// vpnMAC is the MAC of a node's interface to a VPN: 90:13 and the four bytes of its VPN address, as the VM's
-// VPN interface has on a provider (ya-runtime-vm runtime/init-container/src/network.c
-// net_if_addr_to_hw_addr, set by init.c when the interface gets its address). A node rebuilt at an
-// address thus has its predecessor's MAC, and what the other nodes cached of the address still reaches
-// it: yagna forwards a VM's packet by its destination IP to the node that holds the address now
-// (exe-unit/src/network/vpn.rs handle_ip), so a node that replaces another is reachable at once, and an
-// old connection to the address is reset by the new node. With the MAC the engine gave the container
-// (Docker 20.10 derives it from the container's address on the macvlan network, newer engines draw it),
-// the other nodes sent to the old MAC, into the void, for up to about 50 s (a neighbour entry stays
-// REACHABLE 15-45 s after its last confirmation, then 5 s of DELAY and three unicast probes).
-func vpnMAC(addr netip.Addr) string {
-	a := addr.As4()
-	return fmt.Sprintf("90:13:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3])
+// vpnAddr is a VPN address a node's container takes on its TUN device to that VPN (vpnrelay.go).
+type vpnAddr struct {
+	vpnID string
+	addr  netip.Addr
+	bits  int
 }
 
-// joinVPNs gives the started container its VPN addresses, each on its interface to the VPN's macvlan
-// network with the MAC that address makes (vpnMAC), and records its addresses on the VPNs' anchor networks, which TCP tunnels dial.
+// payloadUlimits are a payload container's limits: open files as Linux gives init, what a provider's VM
+// runs with (1024 soft, 4096 hard: include/asm-generic/resource.h INR_OPEN_CUR, INR_OPEN_MAX); processes
+// 32768, the kernel's default pid_max (include/linux/threads.h PID_MAX_DEFAULT), which no payload reaches
+// and which engines run within (the rootful Podman here runs with 32768 and asks 4194304 by default).
+func payloadUlimits() []*container.Ulimit {
+	return []*container.Ulimit{
+		{Name: "nofile", Soft: 1024, Hard: 4096},
+		{Name: "nproc", Soft: 32768, Hard: 32768},
+	}
+}
+
+// vpnJoinWait bounds how long start waits for devnet-init to bring the VPNs up.
+const vpnJoinWait = 30 * time.Second
+
+// joinVPNs joins the started container to its VPNs: devnet-init (`devnet-init vpn`, run as root beside
+// PID 1: the image's USER has no NET_ADMIN) creates a TUN device per VPN with the node's address and
+// connects to the relay, which routes the node's packets from then on (vpnrelay.go).
 func (s *Server) joinVPNs(act *activity) error {
 	s.mu.Lock()
 	addrs := slices.Clone(act.vpnAddrs)
@@ -70,40 +75,47 @@ func (s *Server) joinVPNs(act *activity) error {
 	if len(addrs) == 0 {
 		return nil
 	}
-	insp, err := s.docker.ContainerInspect(act.ctx, act.containerID)
-	if err != nil {
-		return fmt.Errorf("inspecting the container: %w", err)
+	if s.relay.err != nil {
+		return s.relay.err
 	}
-	address := func(netName string) (string, error) {
-		if ep := insp.NetworkSettings.Networks[netName]; ep != nil && ep.IPAddress != "" {
-			return ep.IPAddress, nil
-		}
-		return "", fmt.Errorf("the container has no address on Docker network %s", netName)
-	}
-	anchorIPs := map[string]string{}
+	token := newID()
+	argv := []string{initPath, "vpn", s.relay.inner, token}
+	var vpns []string
+	var ips []netip.Addr
 	for _, a := range addrs {
-		linkIP, err := address(a.linkName)
+		argv = append(argv, netip.PrefixFrom(a.addr, a.bits).String())
+		vpns, ips = append(vpns, a.vpnID), append(ips, a.addr)
+	}
+	link := s.relay.expect(token, vpns, ips)
+	fail := func(err error) error {
+		s.relay.drop(link)
+		return err
+	}
+	ex, err := s.docker.ContainerExecCreate(act.ctx, act.containerID, container.ExecOptions{User: "0", Cmd: argv, Detach: true})
+	if err != nil {
+		return fail(fmt.Errorf("joining the VPNs: %w", err))
+	}
+	if err := s.docker.ContainerExecStart(act.ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
+		return fail(fmt.Errorf("joining the VPNs: %w", err))
+	}
+	timer := time.NewTimer(vpnJoinWait)
+	defer timer.Stop()
+	select {
+	case err := <-link.ready:
 		if err != nil {
-			return err
+			return fail(fmt.Errorf("joining the VPNs (%s): %w", strings.Join(argv[4:], ", "), err))
 		}
-		if anchorIPs[a.vpnID], err = address(a.anchorName); err != nil {
-			return err
+	case <-timer.C:
+		why := ""
+		if in, err := s.docker.ContainerExecInspect(context.WithoutCancel(act.ctx), ex.ID); err == nil && !in.Running {
+			why = fmt.Sprintf(" (it exited with code %d)", in.ExitCode)
 		}
-		vpnIP, err := netip.ParsePrefix(a.cidr)
-		if err != nil {
-			return fmt.Errorf("VPN address %q on network %s: %w", a.cidr, a.vpnID, err)
-		}
-		mac := vpnMAC(vpnIP.Addr())
-		// devnet-init (payload.go) gives the interface that holds linkIP (the container's address on the
-		// VPN's macvlan network) the MAC and the VPN address, and deletes the default route: nothing
-		// leaves the VPN. As root: the image's USER has no NET_ADMIN.
-		so, se, code, err := s.execAs(act.ctx, act.containerID, "0", []string{initPath, "join-vpn", linkIP, a.cidr, mac})
-		if err != nil || code != 0 {
-			return fmt.Errorf("giving the container VPN address %s (MAC %s) on network %s: exit %d, %v %s%s", a.cidr, mac, a.vpnID, code, err, so, se)
-		}
+		return fail(fmt.Errorf("joining the VPNs: devnet-init did not connect to the devnet's socket %s within %s%s", s.relay.inner, vpnJoinWait, why))
+	case <-act.ctx.Done():
+		return fail(fmt.Errorf("joining the VPNs: the activity ended"))
 	}
 	s.mu.Lock()
-	act.anchorIPs = anchorIPs
+	act.link = link
 	s.mu.Unlock()
 	return nil
 }
@@ -649,11 +661,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	caps := a.provider.cfg.Capabilities
 	relax := s.cfg.Relax.Capabilities
 	tp := taskPackageOf(a.demandProps, relax || slices.Contains(caps, "manifest-support"))
-	type attach struct {
-		linkName, anchorName, ip, vpnID string
-		bits                            int
-	}
-	var attaches []attach
+	var attaches []vpnAddr
 	// The exe-unit starts the VPN endpoint only when the offer lists the vpn capability
 	// (exe-unit/src/manifest.rs build_default_features, exe-unit/src/runtime/process.rs): elsewhere the
 	// deploy succeeds and the VM is on no network.
@@ -688,7 +696,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 			s.mu.Unlock()
 			return fmt.Errorf("deploy: node IP %s is held by %s in network %s's node map: its traffic would go there, not to this provider", addr, who, v.id)
 		}
-		attaches = append(attaches, attach{linkName: v.linkName, anchorName: v.anchorName, ip: addr.String(), vpnID: v.id, bits: v.prefix.Bits()})
+		attaches = append(attaches, vpnAddr{vpnID: v.id, addr: addr, bits: v.prefix.Bits()})
 	}
 	name := fmt.Sprintf("gcompose-devnet-%s-%s", s.cfg.Instance, act.id[:12])
 	labels := s.labels(map[string]string{labelInstance + ".activity": act.id, labelInstance + ".agreement": a.id, labelInstance + ".provider": a.provider.name})
@@ -726,25 +734,21 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	for h, ip := range d.Hosts {
 		extraHosts = append(extraHosts, h+":"+ip)
 	}
+	// No network but the VPNs (vpnrelay.go): a TUN device per VPN, which takes /dev/net/tun and
+	// NET_ADMIN in the container's own network namespace (a VM on a real provider is root in its own
+	// kernel anyway), and the relay's socket directory.
 	hc := &container.HostConfig{NetworkMode: "none", ExtraHosts: extraHosts}
-	nc := &network.NetworkingConfig{}
-	// Each VPN's anchor and macvlan network (see vpn); the engine takes one network at create (before
-	// API 1.44), the others are connected below.
-	var joins []string
-	for _, at := range attaches {
-		joins = append(joins, at.anchorName, at.linkName)
-	}
-	if len(joins) > 0 {
-		// The VPN address is put on the macvlan interface at start (see vpn), which takes NET_ADMIN (a
-		// privileged exec would not need it in the container, but rootless and user-namespaced engines
-		// refuse one). A VM on a real provider is root in its own kernel anyway.
-		hc.NetworkMode = container.NetworkMode(joins[0])
+	// The limits a VM's init gets from its kernel, not the engine's: an engine that asks for more than its
+	// own hard limits (rootful Podman asks nofile 1048576 and a high nproc) fails every start where it
+	// cannot raise them ("error setting rlimit type 7: operation not permitted").
+	hc.Ulimits = payloadUlimits()
+	if len(attaches) > 0 {
+		if s.relay.err != nil {
+			return fmt.Errorf("deploy: %w", s.relay.err)
+		}
 		hc.CapAdd = []string{"NET_ADMIN"}
-		// ARP answered only on the interface that holds the address asked for: the node's VPN address
-		// is local on every interface, and its answer on the anchor would send the other nodes' VPN
-		// traffic through the bridge, where the host's netfilter sees it.
-		hc.Sysctls = map[string]string{"net.ipv4.conf.all.arp_ignore": "1"}
-		nc.EndpointsConfig = map[string]*network.EndpointSettings{joins[0]: {}}
+		hc.Devices = []container.DeviceMapping{{PathOnHost: "/dev/net/tun", PathInContainer: "/dev/net/tun", CgroupPermissions: "rwm"}}
+		hc.Mounts = []mount.Mount{s.relay.mnt}
 	}
 	cfg := &container.Config{Image: img, Labels: labels, Hostname: hostname}
 	entry, err := s.payloadConfig(act.ctx, cfg)
@@ -755,7 +759,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	// Engine, which would create the container anyway and leave it to nobody.
 	// An activity ended meanwhile is seen below, and its container removed.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(act.ctx), time.Minute)
-	created, err := s.docker.ContainerCreate(cctx, cfg, hc, nc, name)
+	created, err := s.docker.ContainerCreate(cctx, cfg, hc, &network.NetworkingConfig{}, name)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("deploy: creating container from image %s: %w", img, err)
@@ -763,13 +767,6 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	if err := s.injectInit(context.WithoutCancel(act.ctx), created.ID); err != nil {
 		s.removeContainers(context.Background(), []string{created.ID})
 		return fmt.Errorf("deploy: %w", err)
-	}
-	for i, name := range joins[min(1, len(joins)):] {
-		if err := s.docker.NetworkConnect(context.WithoutCancel(act.ctx), name, created.ID, &network.EndpointSettings{}); err != nil {
-			s.removeContainers(context.Background(), []string{created.ID})
-			at := attaches[(i+1)/2]
-			return fmt.Errorf("deploy: joining network %s at %s (Docker network %s): %w", at.vpnID, at.ip, name, err)
-		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -780,10 +777,9 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	act.containerID = created.ID
 	act.entrypoint = entry
 	act.state = "Deployed"
-	act.vpnAddrs = nil
+	act.vpnAddrs = attaches
 	for _, at := range attaches {
-		act.nets[at.vpnID] = at.ip
-		act.vpnAddrs = append(act.vpnAddrs, vpnAddr{vpnID: at.vpnID, linkName: at.linkName, anchorName: at.anchorName, cidr: fmt.Sprintf("%s/%d", at.ip, at.bits)})
+		act.nets[at.vpnID] = at.addr.String()
 	}
 	s.notify()
 	return nil

@@ -14,9 +14,9 @@ API on 127.0.0.1:7465 only; its key is $YAGNA_APPKEY (default devnet-appkey). Ou
 	YAGNA_APPKEY=secret go run ./cmd/devnet -listen 127.0.0.1:7465 -config adapters/golem/devnet/devnet.yaml
 
 The app key comes from YAGNA_APPKEY, -appkey-file or -appkey (visible in process lists) and is never
-logged. SIGTERM/SIGINT stop the devnet and remove every container and network it created; at start it
-removes the leftovers of its own instance (label gcompose.devnet=<instance>). Its start and stop also remove
-what any devnet that is gone (killed, say, in the middle of a VPN's create) left, whatever its instance:
+logged. SIGTERM/SIGINT stop the devnet and remove every container it created; at start it removes the
+leftovers of its own instance (label gcompose.devnet=<instance>). Its start and stop also remove what any
+devnet that is gone (killed, say, in the middle of a deploy) left, whatever its instance:
 everything a devnet creates names it (label gcompose.devnet.owner: its container, or its process).
 
 # The API served
@@ -112,7 +112,7 @@ returns when its process exits even if it left a child in the background (`sh -c
 image is a payload (payload.go): the devnet copies its static devnet-init into the container and runs it
 as PID 1, which keeps the container, and such servers, alive; the image's ENTRYPOINT and CMD run only
 when start's args hold start-entrypoint on a provider with that capability, as ya-runtime-vm does. The
-image needs no shell, ip or init: the VPN join is devnet-init's too (netlink). The container's death (exit,
+image needs no shell, ip or init: the VPN join is devnet-init's too (netlink, a TUN device). The container's death (exit,
 removal, POST /devnet/v1/activities/{id}/kill) shows as activity state Terminated (noticed within a
 second, or at once by GET state); the dead container is removed, which frees its VPN address.
 
@@ -126,36 +126,42 @@ reads back from devnet-db across the VPN. Both have busybox (/bin/sh), e.g. for 
 
 # VPNs and the TCP tunnel
 
-A Net API network is bookkeeping (range, addresses, nodes) over two Docker networks of its own, each on a
-free /24 of 10.199.0.0/16, so any number of VPNs, of any devnet on the host, may use the same range, as on
-yagna: a macvlan network (bridge mode) hung off the Linux bridge of an internal bridge network, its anchor.
-Every node's container joins both; at start it gets its VPN address on its macvlan interface, whose MAC
-becomes 90:13 and the four bytes of that address (as ya-runtime-vm sets a VM's VPN interface), answers ARP
-only on the interface that holds the address asked for (net.ipv4.conf.all.arp_ignore=1), and loses its
-default route: nothing leaves the network. A node rebuilt at an address (a repair at a planned address) so
-has the MAC of the one it replaces, and the others reach it at once with what they cached of the address,
-as on yagna, which forwards a packet to whichever node holds its destination address now; an old
-connection to the address is reset by the new node. With the engine's MAC they sent to the old MAC, into
-the void, for up to about 50 s. What nodes send each other with their VPN addresses goes from
-macvlan to macvlan and never passes the Docker host's netfilter, where another Docker network's
-masquerading of an overlapping range (Docker's 192.168.64.0/20 holds 192.168.77.0/24) would rewrite it and
-no connection between nodes would complete; this holds whether the devnet runs on the host or in a
-container (see vpn in vpndocker.go).
+A Net API network is bookkeeping (range, addresses, nodes); no Docker network backs it. Its packets are
+carried in user space, as on Golem, where ya-runtime-vm connects a VM's NIC to a socket and yagna carries
+the frames between the nodes (vpnrelay.go). A node's container has network mode none, /dev/net/tun and
+CAP_NET_ADMIN. At start, devnet-init (`devnet-init vpn`, run as root beside PID 1) creates a TUN device
+per VPN the node is on (vpn0, vpn1, ...) holding the node's VPN address, so the VPN's range is routed
+there and nothing else is (no default route: nothing leaves the network), and relays the device's IP
+packets to and from the devnet over a unix socket in a directory every such container mounts read-only
+at /.devnet-vpn: a directory of the host when the devnet runs there (a temporary one, or -vpn-dir), the
+volume (or bind mount) of the devnet's own container that holds -vpn-dir (default /run/gcompose-devnet)
+when it runs in one; the compose service mounts the volume vpn there. A devnet in a container without
+such a mount serves everything but VPNs, and a deploy on a VPN fails saying so.
+
+The devnet forwards each packet, within its VPN only, to the node that holds its destination address
+now, as yagna does (exe-unit/src/network/vpn.rs handle_ip); a packet for an address no node holds (the
+requestor's, a broadcast) is dropped. So any number of VPNs, of any devnet on the host, may use the same
+range at once; nodes of different VPNs never reach each other; a node rebuilt at an address (a repair at
+a planned address) is reached at once (an L3 device has no neighbour cache to name the old node), and an
+old connection to the address is reset by the new node. The packets never pass the Docker host's
+netfilter, where another Docker network's masquerading of an overlapping range (Docker's
+192.168.64.0/20 holds 192.168.77.0/24) would rewrite them.
 
 As in yagna (core/vpn/src/network.rs), adding a node at an address already taken answers 200 and the holder
 keeps it, a node may hold several addresses, and removing a node removes them all; a requestor address
 already held answers 200 too (never 409). A deploy's net[] is read as the exe-unit reads it (nodeIp
 required, nodeIp, gateway and the nodes' keys bare: a CIDR key fails the deploy with "Net error: …").
-deploy with net attaches the container with exactly its nodeIp (else the first address given to addNode
+deploy with net gives the container exactly its nodeIp (else the first address given to addNode
 for the provider), and refuses a nodeIp that the node map gives another node: yagna routes by that map,
 so its traffic would never arrive.
 
-The tunnel dials the node's address on the VPN's anchor (a macvlan's parent cannot reach its macvlans, so
-nothing on the host can dial a node's macvlan interface): on the Docker host through the anchor bridge's
-gateway address; when the devnet runs in a container (the compose service), found with -self-container
-(auto: the container's hostname), it joins every VPN's anchor. The networks are named so that they sort
-after the container's own networks: Docker gives a container's default gateway and published ports to the
-network that sorts first, and moving the port cuts every open connection to the API (selfnet.go).
+The tunnel asks devnet-init in the node that holds the address to dial the port on that address (its own)
+and streams the bytes over a connection of their own to the devnet's socket; a connection that cannot be
+made answers 404 before the websocket upgrade.
+
+Devnets before this one made two Docker networks per VPN (an internal bridge and a macvlan network on it,
+on 10.199.0.0/16); a devnet's leftovers removal still removes such networks left by an older devnet
+(legacynet.go), and only warns about one Docker will not remove ("has active endpoints").
 
 # Payments
 

@@ -113,8 +113,9 @@ func (s *Server) cleanupDocker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing networks: %w", err)
 	}
-	// A VPN's macvlan network before the bridge it hangs off (see vpn); the devnet's own container, still
-	// on the anchors, leaves them first (removeNetworks).
+	// This devnet makes no network; an older one of this instance made two per VPN (legacynet.go): a
+	// VPN's macvlan network goes before the bridge it hangs off, and the containers still on them (an old
+	// devnet's own container) leave first (removeNetworks).
 	sort.SliceStable(ns, func(i, j int) bool { return ns[i].Driver == "macvlan" && ns[j].Driver != "macvlan" })
 	ids := make([]string, 0, len(ns))
 	for _, n := range ns {

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,9 +116,8 @@ func TestRentVMWithVPN(t *testing.T) {
 		t.Errorf("failing command: %+v", res)
 	}
 
-	// The container is on the VPN's two Docker networks only (see vpn in vpndocker.go), and holds its node IP
-	// on its interface to the macvlan one, whose own range is not the VPN's (another app may use the same
-	// VPN range at the same time).
+	// The container has no Docker network (network mode none): its VPN is a TUN device devnet-init made,
+	// holding its node IP, with the VPN's range routed there and no default route (see vpnrelay.go).
 	cs, err := e.docker.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "gcompose.devnet.activity="+act.ActivityID))})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("activity containers: %d, %v", len(cs), err)
@@ -129,27 +126,30 @@ func TestRentVMWithVPN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	link := "gcompose-devnet-" + e.instance + "-" + n.ID[:12]
-	var names []string
-	for name := range insp.NetworkSettings.Networks {
-		names = append(names, name)
+	if insp.HostConfig.NetworkMode != "none" {
+		t.Errorf("the container's network mode is %q, want none", insp.HostConfig.NetworkMode)
 	}
-	sort.Strings(names)
-	if !slices.Equal(names, []string{link, link + "-anchor"}) {
-		t.Errorf("the container is on Docker networks %q, want the VPN's macvlan network %s and its anchor only", names, link)
-	}
-	res = e.exec(ctx, act.ActivityID, run("/bin/sh", "-c", "ip -o -4 addr show"))
+	res = e.exec(ctx, act.ActivityID, run("/bin/sh", "-c", "ip -o -4 addr show; echo --; ip -4 route show"))
 	if len(res) != 1 || res[0].Result != yagna.ResultOk {
 		t.Fatalf("addresses in the container: %+v", res)
 	}
+	addrs, routes, _ := strings.Cut(res[0].Stdout, "--\n")
 	devs := map[string]string{} // address → interface
-	for _, line := range strings.Split(res[0].Stdout, "\n") {
+	for _, line := range strings.Split(addrs, "\n") {
 		if f := strings.Fields(line); len(f) >= 4 && f[2] == "inet" {
 			devs[f[3]] = f[1]
 		}
 	}
-	if ep := insp.NetworkSettings.Networks[link]; ep == nil || devs["10.213.9.7/24"] == "" || devs["10.213.9.7/24"] != devs[ep.IPAddress+"/"+strconv.Itoa(ep.IPPrefixLen)] {
-		t.Errorf("10.213.9.7/24 is not on the container's macvlan interface (%+v):\n%s", ep, res[0].Stdout)
+	if devs["10.213.9.7/24"] != "vpn0" || len(devs) != 2 {
+		t.Errorf("the container's addresses are not lo's and 10.213.9.7/24 on vpn0:\n%s", addrs)
+	}
+	if strings.Contains(routes, "default") || !strings.Contains(routes, "10.213.9.0/24 dev vpn0") {
+		t.Errorf("the container's routes are not the VPN's range on vpn0 alone:\n%s", routes)
+	}
+
+	// A VM's kernel limits, not the engine's (which an engine that cannot raise its own fails to set).
+	if res := e.exec(ctx, act.ActivityID, run("/bin/sh", "-c", "ulimit -n; ulimit -Hn")); len(res) != 1 || res[0].Stdout != "1024\n4096\n" {
+		t.Errorf("open-file limits in the container: %+v, want 1024 soft, 4096 hard", res)
 	}
 
 	// TCP through the websocket tunnel to the server started in the background.
@@ -452,6 +452,20 @@ func TestLeftoversRemovedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What a devnet of two Docker networks per VPN left: a macvlan network hung off an internal bridge's
+	// Linux bridge, which must go first.
+	dev := "gcvt" + strconv.FormatInt(time.Now().UnixNano()%1e10, 36)
+	anchor, err := docker.NetworkCreate(ctx, "gcompose-devnet-"+instance+"-vpn-anchor", network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels,
+		Options: map[string]string{"com.docker.network.bridge.name": dev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := docker.NetworkCreate(ctx, "gcompose-devnet-"+instance+"-vpn", network.CreateOptions{Driver: "macvlan", Labels: labels,
+		Options: map[string]string{"parent": dev, "macvlan_mode": "bridge"}})
+	if err != nil {
+		_ = docker.NetworkRemove(ctx, anchor.ID)
+		t.Fatal(err)
+	}
 	c, err := docker.ContainerCreate(ctx, &container.Config{Image: db, Labels: labels}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +478,10 @@ func TestLeftoversRemovedAtStart(t *testing.T) {
 	if _, err := docker.ContainerInspect(ctx, c.ID); err == nil {
 		t.Errorf("leftover container %s still there", c.ID[:12])
 	}
-	if _, err := docker.NetworkInspect(ctx, nw.ID, network.InspectOptions{}); err == nil {
-		t.Errorf("leftover network %s still there", nw.ID[:12])
+	for _, id := range []string{nw.ID, link.ID, anchor.ID} {
+		if _, err := docker.NetworkInspect(ctx, id, network.InspectOptions{}); err == nil {
+			t.Errorf("leftover network %s still there", id[:12])
+			_ = docker.NetworkRemove(context.Background(), id)
+		}
 	}
 }

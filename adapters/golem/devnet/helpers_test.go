@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
@@ -216,5 +215,3 @@ func validDemand(props map[string]any) map[string]any {
 func taskPackage(hash string) string {
 	return fmt.Sprintf("hash:sha3:%s:http://registry.invalid/%s.gvmi", hash, hash[:8])
 }
-
-func networkInspectOptions() network.InspectOptions { return network.InspectOptions{} }

@@ -15,9 +15,20 @@ import (
 	"github.com/coder/websocket"
 )
 
-// netPrefix is the root of the Net API, which this file serves; the Docker networks behind a VPN are
-// vpndocker.go's.
+// netPrefix is the root of the Net API, which this file serves; the packets of a VPN are vpnrelay.go's.
 const netPrefix = "/net-api/v1"
+
+// vpn is a Net API network: bookkeeping (range, addresses, nodes). No Docker network backs it; its nodes'
+// packets go through the devnet's relay (vpnrelay.go), so any number of VPNs, of any devnet on the host,
+// may use the same range, as on yagna.
+type vpn struct {
+	id, ip, mask string
+	gateway      string
+	prefix       netip.Prefix
+	addresses    []string
+	nodes        map[string][]string // node id → its addresses (yagna lets a node hold several)
+	created      time.Time
+}
 
 func (s *Server) routeNet(api func(string, http.HandlerFunc)) {
 	api("GET "+netPrefix+"/net", s.listNetworks)
@@ -118,18 +129,13 @@ func (s *Server) createNetwork(w http.ResponseWriter, r *http.Request) {
 		gateway = gw.String()
 	}
 	id := newID()
-	name := s.vpnPrefix + "-" + id[:12]
 	v := &vpn{id: id, ip: prefix.Addr().String(), mask: dottedMask(prefix.Bits()), gateway: gateway, prefix: prefix,
-		linkName: name, anchorName: name + "-anchor", nodes: map[string][]string{}, addresses: []string{first.String()}}
-	if err := s.createVPNNetworks(r.Context(), v, s.labels(map[string]string{labelInstance + ".net": id})); err != nil {
-		writeError(w, http.StatusInternalServerError, "creating the Docker networks for %s: %v", prefix, err)
-		return
-	}
+		nodes: map[string][]string{}, addresses: []string{first.String()}}
 	s.mu.Lock()
 	v.created = s.now()
 	s.networks[id] = v
 	s.mu.Unlock()
-	s.log.Info("network created", "net", id, "range", prefix.String(), "docker", v.linkName, "anchor", v.anchorRange.String())
+	s.log.Info("network created", "net", id, "range", prefix.String())
 	writeJSON(w, http.StatusOK, v.json())
 }
 
@@ -184,10 +190,7 @@ func (s *Server) removeNetwork(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.removeVPNNetworks(r.Context(), v); err != nil {
-		writeError(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
+	s.relay.dropVPN(v.id)
 	writeNull(w)
 }
 
@@ -345,42 +348,35 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) {
 	}
 	// All its addresses go (utils/networking/src/vpn/network.rs remove_node).
 	delete(v.nodes, node)
-	var detach []string
 	for _, act := range s.activities {
 		if act.providerID != node || !slices.Contains(ips, act.nets[v.id]) {
 			continue
 		}
 		// Also an activity whose provider crashed (its container gone, the activity not Terminated): the
-		// tunnel must not take it for the holder of the address.
-		if act.containerID != "" && act.state != "Terminated" {
-			detach = append(detach, act.containerID)
+		// tunnel must not take it for the holder of the address. Its packets go nowhere from now on.
+		if a, err := netip.ParseAddr(act.nets[v.id]); err == nil {
+			s.relay.unroute(v.id, a, act.link)
 		}
 		delete(act.nets, v.id)
-		delete(act.anchorIPs, v.id)
 	}
 	s.mu.Unlock()
-	for _, cid := range detach {
-		if err := s.detachFromVPN(r.Context(), v, cid); err != nil {
-			writeError(w, http.StatusInternalServerError, "removing node %s from network %s: %v", node, v.id, err)
-			return
-		}
-	}
 	writeNull(w)
 }
 
-// anchorAddress is the address on v's anchor network of the running node that holds VPN address ip, or
-// ""; the caller holds s.mu. An activity of a crashed provider has no container, and no address.
-func (s *Server) anchorAddress(v *vpn, ip string) string {
+// holder is the link of the running node that holds VPN address ip in v, or nil; the caller holds s.mu.
+// An activity of a crashed provider has no container, and no link.
+func (s *Server) holder(v *vpn, ip string) *vpnLink {
 	for _, act := range s.activities {
-		if act.state != "Terminated" && act.containerID != "" && act.nets[v.id] == ip && act.anchorIPs[v.id] != "" {
-			return act.anchorIPs[v.id]
+		if act.state != "Terminated" && act.containerID != "" && act.nets[v.id] == ip && act.link != nil {
+			return act.link
 		}
 	}
-	return ""
+	return nil
 }
 
 // connectTCP is the websocket TCP tunnel: binary messages carry the bytes of a TCP connection to ip:port
-// on the VPN, which the devnet dials at the node's address on the VPN's anchor network (see vpn).
+// on the VPN, which devnet-init in the node holding ip dials there and streams over the relay's socket
+// (vpnrelay.go). A connection that cannot be made answers 404 before the upgrade.
 func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	port, err := strconv.Atoi(r.PathValue("port"))
 	if err != nil || port < 1 || port > 65535 {
@@ -390,13 +386,13 @@ func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	v, ok := s.networkOr404(w, r.PathValue("id"))
 	var addr netip.Addr
-	var anchorIP string
+	var link *vpnLink
 	if ok {
 		addr, err = netip.ParseAddr(r.PathValue("ip"))
 		if err != nil || !v.prefix.Contains(addr) {
 			writeError(w, http.StatusNotFound, "%s is not an address of network %s", r.PathValue("ip"), v.id)
 			ok = false
-		} else if anchorIP = s.anchorAddress(v, addr.String()); anchorIP == "" {
+		} else if link = s.holder(v, addr.String()); link == nil {
 			writeError(w, http.StatusNotFound, "connecting to %s in network %s: no running node has that address", addr, v.id)
 			ok = false
 		}
@@ -405,10 +401,8 @@ func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	target := net.JoinHostPort(anchorIP, strconv.Itoa(port))
 	dctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	var d net.Dialer
-	tcp, err := d.DialContext(dctx, "tcp", target)
+	tcp, err := s.relay.dial(dctx, link, v.id, port)
 	cancel()
 	if err != nil {
 		writeError(w, http.StatusNotFound, "connecting to %s:%d in network %s: %v", addr, port, v.id, err)
@@ -434,7 +428,7 @@ func (s *Server) connectTCP(w http.ResponseWriter, r *http.Request) {
 	done := make(chan struct{}, 2)
 	go func() {
 		_, _ = io.Copy(tcp, wsConn)
-		if c, ok := tcp.(*net.TCPConn); ok {
+		if c, ok := tcp.(interface{ CloseWrite() error }); ok {
 			_ = c.CloseWrite()
 		}
 		done <- struct{}{}

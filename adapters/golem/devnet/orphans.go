@@ -19,8 +19,8 @@ import (
 
 // labelOwner names, on every container and network a devnet creates, the devnet that created it: the
 // container it runs in ("container:<id or name>"), or its process ("process:<pid namespace>:<pid>:<start
-// time in clock ticks>"). A devnet killed (SIGKILL) in the middle of a VPN's create leaves what dockerd
-// made for it (the anchor network first) after its own cleanup could run; the next start of the same
+// time in clock ticks>"). A devnet killed (SIGKILL) in the middle of a deploy leaves what dockerd
+// made for it after its own cleanup could run; the next start of the same
 // instance removes it, but an instance that never starts again (a test's, a second devnet's) would leave
 // it for good. Every devnet's start and Close removes what a devnet that is gone left (sweepOrphans).
 const labelOwner = labelInstance + ".owner"
@@ -156,6 +156,7 @@ func (s *Server) sweepOrphans(ctx context.Context) error {
 		return fmt.Errorf("listing the networks of other devnets: %w", err)
 	}
 	var ids []string
+	// Networks only older devnets made (legacynet.go): a macvlan network before the bridge it hangs off.
 	sort.SliceStable(ns, func(i, j int) bool { return ns[i].Driver == "macvlan" && ns[j].Driver != "macvlan" })
 	for _, n := range ns {
 		o, err := orphan(n.Labels)

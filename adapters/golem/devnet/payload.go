@@ -27,12 +27,13 @@ import (
 // contain "start-entrypoint"; offer lists the runtime capabilities inet, vpn, manifest-support and
 // start-entrypoint).
 //
-// The VPN join runs the same binary (devnet-init join-vpn) as root in the container's network namespace:
-// it talks netlink itself. This works wherever the devnet runs (in its compose container, in-process in
-// tests, on the host) and on Podman, since it takes only the Engine API's copy and exec: a helper
-// container in the payload's network namespace (NetworkMode container:<id>) would also need its own image
-// on the engine and a container per join, and a setns from the devnet's process works only when the
-// devnet runs as root in the host's PID namespace, which its compose container does not.
+// The VPN join runs the same binary (devnet-init vpn, vpnrelay.go) as root in the container's network
+// namespace: it makes the TUN devices through netlink itself and relays their packets. This works wherever
+// the devnet runs (in its compose container, in-process in tests, on the host) and on Podman, since it
+// takes only the Engine API's copy and exec and the socket directory's mount: a helper container in the
+// payload's network namespace (NetworkMode container:<id>) would also need its own image on the engine and
+// a container per join, and a setns from the devnet's process works only when the devnet runs as root in
+// the host's PID namespace, which its compose container does not.
 const initPath = "/.devnet-init"
 
 // startEntrypoint is the start command's argument, and the runtime capability, of a start that runs the

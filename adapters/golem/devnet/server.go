@@ -28,10 +28,13 @@ type Options struct {
 	// Docker is the Engine API client used for activities and VPNs.
 	Docker *client.Client
 	Logger *slog.Logger
-	// SelfContainer is the id or name of the container the devnet runs in, if any: it is connected to every
-	// VPN's anchor network so that TCP tunnels can dial the nodes there. Empty when the devnet runs on the
-	// Docker host, which reaches the anchors through their bridges' gateway addresses.
+	// SelfContainer is the id or name of the container the devnet runs in, if any: the payload containers
+	// mount the volume (or bind mount) of it that holds VPNDir, to reach the VPN relay's socket
+	// (vpnrelay.go). Empty when the devnet runs on the Docker host, where they bind-mount VPNDir itself.
 	SelfContainer string
+	// VPNDir is the directory of the VPN relay's unix socket. Empty: DefaultVPNDir in a container, a
+	// temporary directory on the host.
+	VPNDir string
 	// EngineTimeout bounds how long the engine may take to answer one call before the devnet takes it
 	// for hung and fails the request that needed it (engine); 0: enginecall.DefaultBound.
 	EngineTimeout time.Duration
@@ -51,8 +54,8 @@ type Server struct {
 	// initTar is devnet-init archived for the payload containers (payload.go), or initErr why not.
 	initTar []byte
 	initErr error
-	// vpnPrefix names the Docker networks behind VPNs (vpnNetPrefix).
-	vpnPrefix string
+	// relay carries the VPNs' packets and tunnels (vpnrelay.go).
+	relay *relay
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -128,11 +131,14 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if err := s.sweepOrphans(ctx); err != nil {
 		s.log.Warn("removing what devnets that are gone left", "err", err)
 	}
-	selfNets, err := s.selfNetworks(ctx)
+	selfMounts, err := s.selfMounts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("devnet: %w", err)
 	}
-	s.vpnPrefix = vpnNetPrefix(cfg.Instance, selfNets)
+	s.relay = newRelay(s.log, o.VPNDir, selfMounts, s.self != "")
+	if s.relay.err != nil {
+		s.log.Warn("nodes cannot join VPNs", "err", s.relay.err)
+	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.bg.Add(1)
 	go s.providerLoop()
@@ -145,6 +151,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 func (s *Server) Close(ctx context.Context) error {
 	s.bgCancel()
 	s.bg.Wait()
+	s.relay.close()
 	err := s.cleanupDocker(ctx)
 	if serr := s.sweepOrphans(ctx); serr != nil {
 		s.log.Warn("removing what devnets that are gone left", "err", serr)

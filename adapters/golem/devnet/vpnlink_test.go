@@ -1,12 +1,12 @@
 package devnet_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
@@ -29,7 +30,8 @@ import (
 // the demo's 192.168.77.0/24. The host masquerades such a network's range towards every other interface,
 // and it filters bridged IPv4 (bridge-nf-call-iptables), so on a bridge the web node's connection to the
 // db node left as coming from the bridge's gateway and never completed: web's initdb gave up after a
-// minute with "context deadline exceeded". Nodes talk over macvlan instead, which the host never sees.
+// minute with "context deadline exceeded". The nodes' packets go through the devnet's relay now
+// (vpnrelay.go), in user space, where the host's netfilter never sees them.
 func TestWebappBesideAMasqueradedNetwork(t *testing.T) {
 	testimage.RequireDocker(t)
 	docker := testimage.Client(t)
@@ -61,20 +63,23 @@ func TestWebappBesideAMasqueradedNetworkOnTheHost(t *testing.T) {
 	webappFlow(ctx, t, e, e.srv.Identity(), prefix)
 }
 
-// TestVPNNodesAnswerARPOnlyOnTheLink: a node's VPN address is local to it on every interface, its
-// anchor one too (see vpn in vpndocker.go), and Linux answers ARP for any local address on any interface. Had
-// the db node answered on the anchor as well, web would reach it through the Linux bridge, where the
-// host's netfilter sees (and may masquerade) VPN traffic; every answer must come from the db's macvlan
-// interface, the one that holds the VPN address.
-func TestVPNNodesAnswerARPOnlyOnTheLink(t *testing.T) {
-	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{{Name: "p", Count: 2}}})
+// TestVPNsOfOneRangeStayApart: two VPNs on one range at once (two apps that chose the same range, as
+// yagna allows) each serve their own nodes, and a node never reaches a node of the other VPN, even at an
+// address its own VPN does not hold: the relay routes a packet within its VPN only (vpnrelay.go). Nor
+// does anything leave a VPN: a node has no route off its range.
+func TestVPNsOfOneRangeStayApart(t *testing.T) {
+	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{{Name: "p", Count: 4}}})
 	buildProviderImage(t, e.docker)
 	ctx := ctxT(t, 3*time.Minute)
-	n, err := e.c.CreateNetwork(ctx, yagna.NewNetwork{IP: "10.213.34.0", Mask: "255.255.255.0"})
-	if err != nil {
-		t.Fatalf("CreateNetwork: %v", err)
+	var nets []yagna.Network
+	for range 2 {
+		n, err := e.c.CreateNetwork(ctx, yagna.NewNetwork{IP: "10.213.34.0", Mask: "255.255.255.0"})
+		if err != nil {
+			t.Fatalf("CreateNetwork: %v", err)
+		}
+		nets = append(nets, n)
 	}
-	node := func(ip string) string {
+	node := func(n yagna.Network, ip string) string {
 		neg := e.rent(ctx, taskPackage(testHash))
 		t.Cleanup(func() {
 			_ = e.c.TerminateAgreement(context.Background(), neg.agreement, yagna.TerminationReason("test over"))
@@ -96,27 +101,69 @@ func TestVPNNodesAnswerARPOnlyOnTheLink(t *testing.T) {
 		}
 		return act.ActivityID
 	}
-	// sh runs a script in a node and returns its output.
-	sh := func(act, script string) string {
+	// try runs a script in a node: its output, and whether it exited 0.
+	try := func(act, script string) (string, bool) {
 		res := e.exec(ctx, act, run("/bin/sh", "-c", script))
-		if len(res) != 1 || res[0].Result != yagna.ResultOk {
+		if len(res) != 1 {
 			t.Fatalf("running %q: %+v", script, res)
 		}
-		return res[0].Stdout
+		return res[0].Stdout + res[0].Stderr, res[0].Result == yagna.ResultOk
 	}
-	// The interface that holds a VPN address: the node's macvlan interface.
-	const devOf = `$(ip -o -4 addr show | awk -v a="$1" '{split($4, p, "/"); if (p[1] == a) { sub(/@.*/, "", $2); print $2 } }')`
-	web, db := node("10.213.34.3"), node("10.213.34.2")
-	linkMAC := strings.TrimSpace(sh(db, `set -- 10.213.34.2; cat /sys/class/net/`+devOf+`/address`))
-	out := sh(web, `set -- 10.213.34.3; arping -c 3 -w 5 -I `+devOf+` 10.213.34.2`)
-	answers := regexp.MustCompile(`reply from 10\.213\.34\.2 \[([0-9a-f:]+)\]`).FindAllStringSubmatch(out, -1)
-	if len(answers) == 0 {
-		t.Fatalf("the db node did not answer web's ARP requests:\n%s", out)
+	// Each node answers a connection to port 5000 with its name.
+	serve := func(act, name string) {
+		if out, ok := try(act, `nc -ll -p 5000 -e /bin/echo `+name+` > /dev/null 2>&1 &`); !ok {
+			t.Fatalf("starting %s's server: %s", name, out)
+		}
 	}
-	for _, a := range answers {
-		if a[1] != linkMAC {
-			t.Errorf("the db node answered from %s, not from its macvlan interface (%s):\n%s", a[1], linkMAC, out)
-			break
+	a1, a2 := node(nets[0], "10.213.34.2"), node(nets[0], "10.213.34.3")
+	b1, b2 := node(nets[1], "10.213.34.2"), node(nets[1], "10.213.34.4")
+	for act, name := range map[string]string{a1: "a1", a2: "a2", b1: "b1", b2: "b2"} {
+		serve(act, name)
+	}
+	ask := func(from, ip string) (string, bool) {
+		out, ok := try(from, `timeout 3 nc -w 2 `+ip+` 5000 < /dev/null`)
+		return strings.TrimSpace(out), ok
+	}
+	for _, c := range []struct {
+		from, fromName, ip, want string
+	}{
+		{a2, "a2", "10.213.34.2", "a1"},
+		{b2, "b2", "10.213.34.2", "b1"},
+		{a1, "a1", "10.213.34.3", "a2"},
+		{b1, "b1", "10.213.34.4", "b2"},
+	} {
+		var out string
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if out, _ = ask(c.from, c.ip); out == c.want || time.Now().After(deadline) {
+				break
+			}
+		}
+		if out != c.want {
+			t.Errorf("%s asked %s: %q, want %q", c.fromName, c.ip, out, c.want)
+		}
+	}
+	// Across the VPNs: VPN A holds no .4, VPN B no .3; the other VPN's node there stays out of reach.
+	if out, ok := ask(a1, "10.213.34.4"); ok || strings.Contains(out, "b2") {
+		t.Errorf("a1 reached 10.213.34.4, which only VPN B holds: %q", out)
+	}
+	if out, ok := ask(b1, "10.213.34.3"); ok || strings.Contains(out, "a2") {
+		t.Errorf("b1 reached 10.213.34.3, which only VPN A holds: %q", out)
+	}
+	// Nothing leaves a VPN: no route off its range.
+	if out, ok := try(a1, `ip -4 route show; ip -4 route get 10.213.35.2`); ok || strings.Contains(out, "default") {
+		t.Errorf("a1 has a route off its VPN's range: %q", out)
+	}
+	// The requestor's tunnels reach each VPN's own node at the shared address.
+	for i, want := range []string{"a1", "b1"} {
+		conn, err := e.c.DialTCPConn(ctx, nets[i].ID, "10.213.34.2", 5000)
+		if err != nil {
+			t.Fatalf("tunnel to VPN %d's 10.213.34.2: %v", i, err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		got, err := bufio.NewReader(conn).ReadString('\n')
+		_ = conn.Close()
+		if strings.TrimSpace(got) != want {
+			t.Errorf("tunnel to VPN %d's 10.213.34.2 read %q (%v), want %q", i, got, err, want)
 		}
 	}
 }
@@ -173,12 +220,24 @@ func startInContainer(t *testing.T, ctx context.Context, docker *client.Client, 
 		defer cancel()
 		_ = docker.NetworkRemove(ctx, instance)
 	})
+	// The VPN relay's socket directory, shared with the payload containers, as docker-compose.yml shares it.
+	vol, err := docker.VolumeCreate(ctx, volume.CreateOptions{Name: instance + "-vpn", Labels: labels})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := docker.VolumeRemove(ctx, vol.Name, true); err != nil {
+			t.Errorf("removing volume %s: %v", vol.Name, err)
+		}
+	})
 	port := nat.Port("7465/tcp")
 	c, err := docker.ContainerCreate(ctx,
 		&container.Config{Image: image, Cmd: []string{"-listen", ":7465", "-config", "/devnet.yaml"}, Labels: labels,
 			Env: []string{"YAGNA_APPKEY=" + testKey, "DEVNET_INSTANCE=" + instance}, ExposedPorts: nat.PortSet{port: {}}},
 		&container.HostConfig{NetworkMode: container.NetworkMode(instance),
-			Binds:        []string{"/var/run/docker.sock:/var/run/docker.sock", cfg + ":/devnet.yaml:ro"},
+			Binds:        []string{"/var/run/docker.sock:/var/run/docker.sock", cfg + ":/devnet.yaml:ro", vol.Name + ":" + devnet.DefaultVPNDir},
 			PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1"}}}},
 		nil, nil, "")
 	if err != nil {

@@ -593,7 +593,7 @@ func (e *env) composeReconciler(ctx context.Context, desc string) *reconciler {
 		}
 	}
 	t.Cleanup(func() {
-		compose("down", "--timeout", "30")
+		compose("down", "-v", "--timeout", "30") // -v: the devnet service's VPN socket volume, which up creates too
 		if ids := testimage.ContainersLabelled(t, context.Background(), "com.docker.compose.project", project); len(ids) > 0 {
 			t.Errorf("compose containers left behind: %v", ids)
 		}
