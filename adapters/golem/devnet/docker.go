@@ -133,9 +133,9 @@ func (s *Server) cleanupDocker(ctx context.Context) error {
 // remove its network ("has active endpoints"); NetworkInspect lists such an endpoint under "ep-<id>", not
 // a container, and only a forced disconnect by the endpoint's name deletes it (daemon/container_operations.go
 // DisconnectFromNetwork → ForceEndpointDelete, moby 20.10). A network still refused after that is left
-// with a warning: a new instance does not need it (its VPN networks are named by random VPN ids, the
-// ranges they take are tried until one is free: createOnFreeRange), and failing New for it would stop
-// every later devnet of that instance name. Only an engine that does not answer is an error.
+// with a warning: a new instance does not need it (its VPNs make no Docker network, legacynet.go), and
+// failing New for it would stop every later devnet of that instance name. Only an engine that does not
+// answer is an error.
 func (s *Server) removeStuckNetworks(ctx context.Context, ids []string) error {
 	var err error
 	for attempt := 0; attempt < 2 && len(ids) > 0; attempt++ {
