@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -27,8 +26,9 @@ const endpointsGoneWait = 15 * time.Second
 // deletion finishes in the controller's watch loop after the call that caused it returned); only then are
 // they removed, in the order given (a VPN's macvlan network before the anchor bridge it hangs off). A
 // network Docker refuses to remove because it "has active endpoints" (dockerd 20.10 can keep a macvlan
-// network's endpoint that no container holds for good) is warned about and left: it blocks nothing of
-// this devnet, which makes no networks. An engine that does not answer ends it at once, with that error.
+// network's endpoint that no container holds for good) is an error here: removeStuckNetworks, its only
+// caller, disconnects such endpoints by force, tries again, and then warns and goes on. An engine that
+// does not answer ends it at once, with that error.
 func (s *Server) removeNetworks(ctx context.Context, ids []string) error {
 	var errs []error
 	live := ids[:0:0]
@@ -79,10 +79,6 @@ func (s *Server) removeNetworks(ctx context.Context, ids []string) error {
 		err := s.docker.NetworkRemove(ctx, id)
 		if errors.Is(err, enginecall.ErrHung) {
 			return errors.Join(append(errs, err)...)
-		}
-		if err != nil && strings.Contains(err.Error(), "active endpoints") {
-			s.log.Warn("a Docker network an older devnet left cannot be removed: the engine holds an endpoint on it; restart the engine to free it", "network", id, "err", err)
-			continue
 		}
 		if err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing Docker network %s: %w", id, err))
