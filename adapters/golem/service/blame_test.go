@@ -138,4 +138,11 @@ func TestEstimateLeavesOutWhatTheCreateRefuses(t *testing.T) {
 	if n := len(r.apply(again, freed.Subnet)); n != len(again) {
 		t.Errorf("%d offers, want %d", n, len(again))
 	}
+	// A replaced rental that runs keeps its provider busy until the
+	// replacement is agreed: that provider's offer (a warm book's, made
+	// before it was rented) is not the replacement's.
+	r = rebuilt{running: "0xsmall"}
+	if ranked := Rank(r.apply(offers, offers[0].Subnet)); len(ranked) != 1 || ranked[0].Provider != "0xlarge" {
+		t.Errorf("replacing a rental on 0xsmall, ranked %+v, want only 0xlarge", ranked)
+	}
 }

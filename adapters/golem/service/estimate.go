@@ -396,12 +396,20 @@ func leaving(ctx context.Context, yc *yagna.Client, id Identity, m Market, exp t
 	return r, nil
 }
 
-// apply leaves the avoided providers' offers out (skipped, saying why) and
-// adds the freed provider's when it is of subnet and did not offer itself.
+// apply leaves the avoided providers' offers out (skipped, saying why),
+// drops the offers of the provider a replaced rental runs on, and adds the
+// freed provider's when it is of subnet and did not offer itself. The
+// running provider is busy with the rental until its replacement is agreed
+// (a provider takes one agreement at a time, as the devnet's do): an offer
+// of it in the market watcher's book predates that rental, and the create
+// will not see it again (TestKilledCreateKeepsTheCheapProvider).
 func (r rebuilt) apply(offers []Offer, subnet string) []Offer {
 	out := make([]Offer, 0, len(offers)+1)
 	seen := false
 	for _, o := range offers {
+		if r.running != "" && o.Provider == r.running {
+			continue
+		}
 		if slices.Contains(r.failed, o.Provider) {
 			o.Skip = "avoided: " + r.why[o.Provider]
 		}
