@@ -45,6 +45,8 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{"no-descriptor", []string{"plan"}, exitUsage},
 		{"completion-unknown-shell", []string{"completion", "tcsh"}, exitUsage},
 		{"state-show-no-resource", []string{"state", "show", "--app", "x"}, exitUsage},
+		{"lock-timeout-negative", []string{"deploy", "app.yaml", "--lock-timeout", "-5s"}, exitUsage},
+		{"lock-timeout-negative-state", []string{"state", "list", "--app", "x", "--lock-timeout=-1ns"}, exitUsage},
 		{"cost-no-state", []string{"cost", "--app", "nosuch"}, exitError},
 		{"cost-no-state-cached", []string{"cost", "--app", "nosuch", "--cached", "--json"}, exitError},
 		{"plan-help", []string{"plan", "--help"}, exitOK},
