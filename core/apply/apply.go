@@ -421,11 +421,14 @@ func (r *run) converge(ctx context.Context, step *plan.Step) (bool, error) {
 		return old == nil, nil
 	}
 	kind := opKind(ans, old)
-	final, err := r.runActions(ctx, call, want.Type, want.DependsOn, kind, ans, protocol.Present)
+	final, acted, err := r.runActions(ctx, call, want.Type, want.DependsOn, kind, ans, protocol.Present)
 	if err != nil {
 		return true, err
 	}
-	res := activeResource(want, cfg, final, r.current(want.Name))
+	// acted is the record as the actions left it, with the identity that
+	// came with the last action's answer: recorded here, in the outcome's
+	// line.
+	res := activeResource(want, cfg, final, acted)
 	if kind == state.OpCreate || kind == state.OpRebuild {
 		res.CreatedAt = time.Now().UTC()
 	}
@@ -475,10 +478,13 @@ func (r *run) priorOf(name string) *state.Resource {
 // actions in order (persisting identifying attributes as they are reported),
 // and asks the state again, which must now be VALID. An interrupted run
 // starts no new resource's actions; a resource whose actions started
-// finishes them.
-func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps []string, kind state.OpKind, ans *protocol.StateResult, desired string) (*protocol.StateResult, error) {
+// finishes them. It returns the final state and the record as the actions
+// left it: identity that came with the last action's answer (not reported
+// while it ran) is in that record but not yet in the state, for the caller
+// to record with the outcome, in the same journal line.
+func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps []string, kind state.OpKind, ans *protocol.StateResult, desired string) (*protocol.StateResult, *state.Resource, error) {
 	if err := r.startActions(call.Name); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := r.current(call.Name)
 	if res == nil {
@@ -492,7 +498,7 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 	for i, a := range ans.Actions {
 		res.Pending = &state.Operation{ID: state.NewID(), Kind: kind, Action: a.Name, StartedAt: time.Now().UTC(), Holder: r.e.Holder}
 		if err := r.put(ctx, res); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// The adapter gets the operation only once it is durable: its ID is
 		// the key the adapter tags what it creates with.
@@ -519,17 +525,31 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 		r.emit(Event{Resource: call.Name, Phase: PhaseAction, Message: actionLabel(a)})
 		start := time.Now()
 		out, err := r.e.Adapters.Action(ctx, act, a, ans.StaleState)
-		if out != nil {
-			remember(out.Identity) // what was not streamed (or all of it)
-		}
 		if perr != nil && err == nil {
 			err = perr
 		}
+		// What was not streamed (or all of it) came with the answer. A
+		// failure's record or the outcome's holds it; only when another
+		// call to the adapter comes first (a next action, the verifying
+		// state call) is it recorded now, so that a kill during that call
+		// keeps it.
+		var withAnswer []string
+		if out != nil {
+			withAnswer = mergeIdentity(res, out.Identity)
+		}
+		if len(withAnswer) > 0 {
+			r.emit(Event{Resource: call.Name, Phase: PhaseIdentity, Message: identityText(withAnswer)})
+		}
 		if err != nil {
-			return nil, r.recordFailure(ctx, res, fmt.Errorf("action %s: %w", a.Name, err))
+			return nil, nil, r.recordFailure(ctx, res, fmt.Errorf("action %s: %w", a.Name, err))
 		}
 		r.emit(Event{Resource: call.Name, Phase: PhaseActionDone, Message: actionLabel(a), Duration: time.Since(start), Output: out.Output})
 		answered = out.State
+		if len(withAnswer) > 0 && (i < len(ans.Actions)-1 || answered == nil) {
+			if err := r.record(ctx, res); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	final := answered
 	if final == nil {
@@ -540,13 +560,13 @@ func (r *run) runActions(ctx context.Context, call plan.Call, typ string, deps [
 		r.emit(Event{Resource: call.Name, Phase: PhaseVerify})
 		var err error
 		if final, err = r.e.Adapters.State(ctx, call, desired); err != nil {
-			return nil, r.recordFailure(ctx, res, fmt.Errorf("state after actions: %w", err))
+			return nil, nil, r.recordFailure(ctx, res, fmt.Errorf("state after actions: %w", err))
 		}
 	}
 	if final.Status != protocol.Valid {
-		return nil, r.recordFailure(ctx, res, fmt.Errorf("adapter %s answered %s again after its actions ran (it must answer VALID once its actions succeeded): the adapter is broken", typ, final.Status))
+		return nil, nil, r.recordFailure(ctx, res, fmt.Errorf("adapter %s answered %s again after its actions ran (it must answer VALID once its actions succeeded): the adapter is broken", typ, final.Status))
 	}
-	return final, nil
+	return final, res, nil
 }
 
 // recordFailure says in the record of a resource whose step failed after
@@ -683,8 +703,17 @@ func (r *run) destroyWith(ctx context.Context, old *state.Resource, step *plan.S
 				return false, err
 			}
 		}
-		if _, err := r.runActions(ctx, call, old.Type, old.Dependencies, state.OpDelete, ans, protocol.Absent); err != nil {
+		_, acted, err := r.runActions(ctx, call, old.Type, old.Dependencies, state.OpDelete, ans, protocol.Absent)
+		if err != nil {
 			return true, err
+		}
+		// Identity that came with the last answer is recorded before the
+		// record goes: should forgetting it fail, the record still names
+		// everything the actions reported.
+		if cur := r.current(old.Name); cur == nil || !jsonvalue.Equal(acted.Identity, cur.Identity) {
+			if err := r.record(ctx, acted); err != nil {
+				return true, err
+			}
 		}
 	}
 	// What the removal's state call reported spent is the latest figure
