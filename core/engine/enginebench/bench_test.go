@@ -3,8 +3,10 @@ package enginebench
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -155,16 +157,17 @@ func BenchmarkFreshDeploy(b *testing.B) {
 				}
 				app := fmt.Sprintf("fresh-%d-%d-%d-%s", i, r, v.p, v.mode)
 				want := h.fileResources(app, n, int(delay/time.Millisecond), "x")
+				cpu0 := processCPU()
 				if v.mode == "adapter" {
 					d, detail := h.adapterAlone(b, app, want, v.p)
-					runs[j] = append(runs[j], sample{d, detail})
+					runs[j] = append(runs[j], sample{d, processCPU() - cpu0, detail})
 					continue
 				}
 				out, d, tm, err := h.timedRun(app, want, v.mode == "one-shot", v.mode == "verify", v.p)
 				if err != nil || out.Plan.Summary.Create != n {
 					b.Fatalf("%s: %v %+v", app, err, out.Plan.Summary)
 				}
-				runs[j] = append(runs[j], sample{d, tm.String()})
+				runs[j] = append(runs[j], sample{d, processCPU() - cpu0, tm.String()})
 			}
 		}
 	}
@@ -196,8 +199,10 @@ func BenchmarkFreshDeploy(b *testing.B) {
 			b.ReportMetric(med.d.Seconds()/f.Seconds(), fmt.Sprintf("%s-p%d/adapter", v.mode, v.p))
 			b.ReportMetric(paired[len(paired)/2], fmt.Sprintf("%s-p%d/adapter-paired", v.mode, v.p))
 		}
-		show("  %-8s parallelism %3d: %6.3f s (fastest %.3f s); ideal %4.2f s; %.2fx ideal (fastest %.2fx)%s; median run: %s",
-			v.mode, v.p, med.d.Seconds(), best.d.Seconds(), ideal.Seconds(), ratio, best.d.Seconds()/ideal.Seconds(), over, med.detail)
+		cpu := medianCPU(runs[j])
+		b.ReportMetric(float64(cpu.Microseconds())/1000, fmt.Sprintf("%s-p%d-cpu-ms", v.mode, v.p))
+		show("  %-8s parallelism %3d: %6.3f s (fastest %.3f s); ideal %4.2f s; %.2fx ideal (fastest %.2fx)%s; this process's CPU (user+system) a run: median %.0f ms; median run: %s",
+			v.mode, v.p, med.d.Seconds(), best.d.Seconds(), ideal.Seconds(), ratio, best.d.Seconds()/ideal.Seconds(), over, float64(cpu.Microseconds())/1000, med.detail)
 	}
 	b.ReportMetric(load0, "load-before")
 	b.ReportMetric(load1, "load-after")
@@ -214,10 +219,31 @@ func pairedRatios(s, floor []sample) []float64 {
 	return out
 }
 
-// sample is one measured run and where its time went.
+// sample is one measured run, the CPU this process used during it (the
+// engine and the protocol client; the adapter and the Engine run in other
+// processes) and where its time went.
 type sample struct {
-	d      time.Duration
+	d, cpu time.Duration
 	detail string
+}
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// medianCPU is the median of the samples' CPU times.
+func medianCPU(s []sample) time.Duration {
+	cpu := make([]time.Duration, len(s))
+	for i, x := range s {
+		cpu[i] = x.cpu
+	}
+	slices.Sort(cpu)
+	return cpu[len(cpu)/2]
 }
 
 // median is the middle sample (the slower of the two middle ones).

@@ -34,7 +34,7 @@ func BenchmarkPlanUnchanged(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			runs = append(runs, sample{d, tm.String()})
+			runs = append(runs, sample{d: d, detail: tm.String()})
 		}
 	}
 	b.StopTimer()
