@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,11 +34,56 @@ type journalLine struct {
 
 // encode is the line as written: sealed with its checksum, newline-ended.
 func (e journalLine) encode() ([]byte, error) {
-	b, err := json.Marshal(e)
+	b, err := e.marshal()
 	if err != nil {
 		return nil, err
 	}
 	return append(sealLine(b), '\n'), nil
+}
+
+// marshal is json.Marshal(e), byte for byte. A line of changes (every
+// write of a run) is put together here: json.Marshal would scan the
+// changes, which json.Marshal made compact and valid, once more to compact
+// them (encoding/json does so for every json.RawMessage), for a fifth of
+// the CPU of an append.
+func (e journalLine) marshal() ([]byte, error) {
+	if e.Replace != nil || len(e.Changes) == 0 {
+		return json.Marshal(e)
+	}
+	t, err := e.Time.MarshalJSON()
+	if err != nil {
+		return json.Marshal(e) // says why, as ever
+	}
+	b := make([]byte, 0, len(e.Changes)+len(e.Lineage)+len(e.LockID)+len(t)+64)
+	b = append(b, `{"serial":`...)
+	b = strconv.AppendUint(b, e.Serial, 10)
+	b = append(b, `,"lineage":`...)
+	b = appendString(b, e.Lineage)
+	if e.LockID != "" {
+		b = append(b, `,"lock_id":`...)
+		b = appendString(b, e.LockID)
+	}
+	b = append(b, `,"time":`...)
+	b = append(b, t...)
+	b = append(b, `,"changes":`...)
+	b = append(b, e.Changes...)
+	return append(b, '}'), nil
+}
+
+// appendString appends s as json.Marshal writes it: quoted, and escaped
+// when it holds anything but plain ASCII letters, digits and "-_.:" (IDs,
+// lineages), which need no escape.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // ErrCorrupt matches (errors.Is) the error of a state whose bytes are not
