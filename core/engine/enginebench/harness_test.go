@@ -310,6 +310,7 @@ type timing struct {
 	states, actions, writes stat
 	appends                 stat // written, durable later (state.Appender)
 	firstAsk, firstAnswer   time.Duration
+	lastAnswer, firstWrite  time.Duration
 	firstAction, lastAction time.Duration
 	serverStart             time.Duration // the servers' starts, added up
 	locked                  time.Duration
@@ -355,8 +356,8 @@ func (tm *timing) String() string {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	return fmt.Sprintf("locked at %s; leftover scan %s, existing objects %s, state load %s, servers starting %s; first state call at %s, answered at %s (served: server start %s); actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d), append %s (%d); compact %s, release %s",
-		ms(tm.locked), tm.cleanup, tm.existing, tm.load, tm.servers, ms(tm.firstAsk), ms(tm.firstAnswer), ms(tm.serverStart), ms(tm.firstAction), ms(tm.lastAction), ms(tm.states.mean()), tm.states.n,
+	return fmt.Sprintf("locked at %s; leftover scan %s, existing objects %s, state load %s, servers starting %s; first state call at %s, answered at %s (served: server start %s), the last answer at %s; first pending operation written from %s; actions from %s to %s; means: state call %s (%d), action %s (%d), state write %s (%d), append %s (%d); compact %s, release %s",
+		ms(tm.locked), tm.cleanup, tm.existing, tm.load, tm.servers, ms(tm.firstAsk), ms(tm.firstAnswer), ms(tm.serverStart), ms(tm.lastAnswer), ms(tm.firstWrite), ms(tm.firstAction), ms(tm.lastAction), ms(tm.states.mean()), tm.states.n,
 		ms(tm.actions.mean()), tm.actions.n, ms(tm.writes.mean()), tm.writes.n, ms(tm.appends.mean()), tm.appends.n, ms(tm.compact), ms(tm.release))
 }
 
@@ -379,6 +380,7 @@ func (a timedAdapters) State(ctx context.Context, c plan.Call, desired string) (
 	if a.tm.firstAnswer == 0 {
 		a.tm.firstAnswer = end
 	}
+	a.tm.lastAnswer = max(a.tm.lastAnswer, end)
 	a.tm.mu.Unlock()
 	return res, err
 }
@@ -423,6 +425,9 @@ func (s timedStore) Apply(ctx context.Context, l *state.Lock, changes ...state.C
 	start := time.Now()
 	err := s.Store.Apply(ctx, l, changes...)
 	s.tm.mu.Lock()
+	if w := start.Sub(s.tm.t0); s.tm.firstWrite == 0 || w < s.tm.firstWrite {
+		s.tm.firstWrite = w
+	}
 	s.tm.writes.add(time.Since(start))
 	s.tm.mu.Unlock()
 	return err
