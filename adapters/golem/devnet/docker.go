@@ -257,6 +257,7 @@ func (s *Server) execAs(ctx context.Context, containerID, user string, argv []st
 		return "", "", -1, fmt.Errorf("starting exec in %s: %w", containerID[:12], err)
 	}
 	defer att.Close()
+	defer step(ctx, "exec", time.Now())
 	var so, se syncwriter.Buffer
 	done := make(chan struct{})
 	go func() {

@@ -121,7 +121,7 @@ func startArgs(arg json.RawMessage) ([]string, error) {
 // runEntrypoint starts the image's entrypoint in the background when the start command's args ask for it
 // and the provider advertises start-entrypoint. A runtime without the capability does not read the
 // argument (ya-runtime-vm before it), so elsewhere it is ignored, as the vpn of a provider without vpn.
-func (s *Server) runEntrypoint(act *activity, args []string) error {
+func (s *Server) runEntrypoint(ctx context.Context, act *activity, args []string) error {
 	if !slices.Contains(args, startEntrypoint) {
 		return nil
 	}
@@ -143,11 +143,11 @@ func (s *Server) runEntrypoint(act *activity, args []string) error {
 		// ya-runtime-vm's words (runtime/src/lib.rs start).
 		return errors.New("'start_entrypoint' flag is set but the container does not define an entrypoint!")
 	}
-	ex, err := s.docker.ContainerExecCreate(act.ctx, id, container.ExecOptions{Cmd: entry, Detach: true})
+	ex, err := s.docker.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: entry, Detach: true})
 	if err != nil {
 		return fmt.Errorf("starting the image's entrypoint %q: %w", entry, err)
 	}
-	if err := s.docker.ContainerExecStart(act.ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
+	if err := s.docker.ContainerExecStart(ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
 		return fmt.Errorf("starting the image's entrypoint %q: %w", entry, err)
 	}
 	s.log.Info("start: the image's entrypoint runs", "activity", act.id, "entrypoint", entry)
