@@ -80,7 +80,7 @@ func (s *Server) joinVPNs(ctx context.Context, act *activity) error {
 		return s.relay.err
 	}
 	token := newID()
-	argv := []string{initPath, "vpn", s.relay.inner, token}
+	argv := []string{s.initCmd(), "vpn", s.relay.inner, token}
 	var vpns []string
 	var ips []netip.Addr
 	for _, a := range addrs {
@@ -755,6 +755,9 @@ func (s *Server) deploy(ctx context.Context, act *activity, d deployBody) error 
 		}
 		hc.CapAdd = []string{"NET_ADMIN"}
 		hc.Devices = []container.DeviceMapping{{PathOnHost: "/dev/net/tun", PathInContainer: "/dev/net/tun", CgroupPermissions: "rwm"}}
+	}
+	if len(attaches) > 0 || s.initShared != "" {
+		// The relay's socket, and devnet-init when it runs from there (initshare.go).
 		hc.Mounts = []mount.Mount{s.relay.mnt}
 	}
 	cfg := &container.Config{Image: img, Labels: labels, Hostname: hostname}
