@@ -40,6 +40,7 @@ type activity struct {
 	link            *vpnLink          // the container's link to the VPN relay, once started on VPNs
 	entrypoint      []string          // the image's ENTRYPOINT and CMD, which start runs when asked (payload.go)
 	execMu          sync.Mutex        // one batch at a time
+	traces          []*BatchTrace     // per batch, in the order posted (trace.go)
 	ctx             context.Context
 	cancel          context.CancelFunc
 }
@@ -68,7 +69,7 @@ const vpnJoinWait = 30 * time.Second
 // joinVPNs joins the started container to its VPNs: devnet-init (`devnet-init vpn`, run as root beside
 // PID 1: the image's USER has no NET_ADMIN) creates a TUN device per VPN with the node's address and
 // connects to the relay, which routes the node's packets from then on (vpnrelay.go).
-func (s *Server) joinVPNs(act *activity) error {
+func (s *Server) joinVPNs(ctx context.Context, act *activity) error {
 	s.mu.Lock()
 	addrs := slices.Clone(act.vpnAddrs)
 	s.mu.Unlock()
@@ -79,7 +80,7 @@ func (s *Server) joinVPNs(act *activity) error {
 		return s.relay.err
 	}
 	token := newID()
-	argv := []string{initPath, "vpn", s.relay.inner, token}
+	argv := []string{s.initCmd(), "vpn", s.relay.inner, token}
 	var vpns []string
 	var ips []netip.Addr
 	for _, a := range addrs {
@@ -91,13 +92,14 @@ func (s *Server) joinVPNs(act *activity) error {
 		s.relay.drop(link)
 		return err
 	}
-	ex, err := s.docker.ContainerExecCreate(act.ctx, act.containerID, container.ExecOptions{User: "0", Cmd: argv, Detach: true})
+	ex, err := s.docker.ContainerExecCreate(ctx, act.containerID, container.ExecOptions{User: "0", Cmd: argv, Detach: true})
 	if err != nil {
 		return fail(fmt.Errorf("joining the VPNs: %w", err))
 	}
-	if err := s.docker.ContainerExecStart(act.ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
+	if err := s.docker.ContainerExecStart(ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
 		return fail(fmt.Errorf("joining the VPNs: %w", err))
 	}
+	defer step(ctx, "vpn ready", time.Now())
 	timer := time.NewTimer(vpnJoinWait)
 	defer timer.Stop()
 	select {
@@ -107,11 +109,11 @@ func (s *Server) joinVPNs(act *activity) error {
 		}
 	case <-timer.C:
 		why := ""
-		if in, err := s.docker.ContainerExecInspect(context.WithoutCancel(act.ctx), ex.ID); err == nil && !in.Running {
+		if in, err := s.docker.ContainerExecInspect(context.WithoutCancel(ctx), ex.ID); err == nil && !in.Running {
 			why = fmt.Sprintf(" (it exited with code %d)", in.ExitCode)
 		}
 		return fail(fmt.Errorf("joining the VPNs: devnet-init did not connect to the devnet's socket %s within %s%s", s.relay.inner, vpnJoinWait, why))
-	case <-act.ctx.Done():
+	case <-ctx.Done():
 		return fail(fmt.Errorf("joining the VPNs: the activity ended"))
 	}
 	s.mu.Lock()
@@ -137,6 +139,7 @@ type batch struct {
 	results  []cmdResult
 	codes    []int // exit code per result (0 for non-run commands, -1 when unknown)
 	finished bool
+	trace    *BatchTrace
 }
 
 type cmdResult struct {
@@ -370,8 +373,9 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		return
 	}
-	b := &batch{id: newID(), cmds: cmds}
+	b := &batch{id: newID(), cmds: cmds, trace: &BatchTrace{Posted: time.Now()}}
 	act.batches[b.id] = b
+	act.traces = append(act.traces, b.trace)
 	s.mu.Unlock()
 	s.bg.Add(1)
 	go func() {
@@ -449,7 +453,8 @@ func (s *Server) runBatch(act *activity, b *batch, cmds []map[string]json.RawMes
 			name, arg = k, v
 		}
 		res := cmdResult{Index: i, Result: "Ok"}
-		stdout, stderr, code, err := s.runCommand(act, name, arg)
+		started, st := time.Now(), &steps{}
+		stdout, stderr, code, err := s.runCommand(withSteps(act.ctx, st), act, name, arg)
 		if err != nil {
 			res.Result = "Error"
 			msg := err.Error()
@@ -462,6 +467,7 @@ func (s *Server) runBatch(act *activity, b *batch, cmds []map[string]json.RawMes
 		b.results = append(b.results, res)
 		b.codes = append(b.codes, code)
 		b.finished = res.IsBatchFinished
+		b.trace.Commands = append(b.trace.Commands, CommandTrace{Name: name, Start: started, End: time.Now(), Steps: st.take()})
 		s.notify()
 		s.mu.Unlock()
 		if err != nil {
@@ -550,15 +556,16 @@ func checkDeployNets(nets []deployNet) error {
 	return nil
 }
 
-func (s *Server) runCommand(act *activity, name string, arg json.RawMessage) (stdout, stderr *string, code int, err error) {
-	stdout, stderr, err = s.runCommandOut(act, name, arg, &code)
+// runCommand runs one command of a batch; ctx is the activity's, carrying the command's steps (trace.go).
+func (s *Server) runCommand(ctx context.Context, act *activity, name string, arg json.RawMessage) (stdout, stderr *string, code int, err error) {
+	stdout, stderr, err = s.runCommandOut(ctx, act, name, arg, &code)
 	if err != nil && code == 0 {
 		code = -1
 	}
 	return stdout, stderr, code, err
 }
 
-func (s *Server) runCommandOut(act *activity, name string, arg json.RawMessage, exit *int) (stdout, stderr *string, err error) {
+func (s *Server) runCommandOut(ctx context.Context, act *activity, name string, arg json.RawMessage, exit *int) (stdout, stderr *string, err error) {
 	s.mu.Lock()
 	state := act.state
 	s.mu.Unlock()
@@ -574,20 +581,20 @@ func (s *Server) runCommandOut(act *activity, name string, arg json.RawMessage, 
 		if err := checkDeployNets(d.Net); err != nil {
 			return nil, nil, err
 		}
-		return nil, nil, s.deploy(act, d)
+		return nil, nil, s.deploy(ctx, act, d)
 	case "start":
 		if state != "Deployed" {
 			return nil, nil, fmt.Errorf("start: activity is %s, deploy it first", state)
 		}
-		if err := s.docker.ContainerStart(act.ctx, act.containerID, container.StartOptions{}); err != nil {
+		if err := s.docker.ContainerStart(ctx, act.containerID, container.StartOptions{}); err != nil {
 			return nil, nil, fmt.Errorf("start: starting container: %w", err)
 		}
-		if err := s.joinVPNs(act); err != nil {
+		if err := s.joinVPNs(ctx, act); err != nil {
 			return nil, nil, fmt.Errorf("start: %w", err)
 		}
 		if args, err := startArgs(arg); err != nil {
 			return nil, nil, err
-		} else if err := s.runEntrypoint(act, args); err != nil {
+		} else if err := s.runEntrypoint(ctx, act, args); err != nil {
 			return nil, nil, fmt.Errorf("start: %w", err)
 		}
 		s.mu.Lock()
@@ -603,7 +610,7 @@ func (s *Server) runCommandOut(act *activity, name string, arg json.RawMessage, 
 		if state != "Ready" {
 			return nil, nil, fmt.Errorf("run: activity is %s, not Ready", state)
 		}
-		so, se, code, err := s.execIn(act.ctx, act.containerID, append([]string{rb.EntryPoint}, rb.Args...))
+		so, se, code, err := s.execIn(ctx, act.containerID, append([]string{rb.EntryPoint}, rb.Args...))
 		*exit = code
 		if rb.Capture != nil && rb.Capture.Stdout != nil {
 			stdout = &so
@@ -650,7 +657,7 @@ func lastLines(s string, n int) string {
 
 // deploy creates the activity's container from the image its task package hash maps to, joined to the
 // requested VPNs with exactly their node IPs.
-func (s *Server) deploy(act *activity, d deployBody) error {
+func (s *Server) deploy(ctx context.Context, act *activity, d deployBody) error {
 	s.mu.Lock()
 	if act.state != "Initialized" {
 		st := act.state
@@ -714,7 +721,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	if download > 0 {
 		select {
 		case <-time.After(download):
-		case <-act.ctx.Done():
+		case <-ctx.Done():
 			return fmt.Errorf("deploy: activity was terminated during the image download")
 		}
 	}
@@ -726,7 +733,7 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 	if err := checkDownload(tp, hash); err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
-	img, err := s.resolveImage(act.ctx, hash)
+	img, err := s.resolveImage(ctx, hash)
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
@@ -748,23 +755,26 @@ func (s *Server) deploy(act *activity, d deployBody) error {
 		}
 		hc.CapAdd = []string{"NET_ADMIN"}
 		hc.Devices = []container.DeviceMapping{{PathOnHost: "/dev/net/tun", PathInContainer: "/dev/net/tun", CgroupPermissions: "rwm"}}
+	}
+	if len(attaches) > 0 || s.initShared != "" {
+		// The relay's socket, and devnet-init when it runs from there (initshare.go).
 		hc.Mounts = []mount.Mount{s.relay.mnt}
 	}
 	cfg := &container.Config{Image: img, Labels: labels, Hostname: hostname}
-	entry, err := s.payloadConfig(act.ctx, cfg)
+	entry, err := s.payloadConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
 	// Not cancelled with the activity: a cancelled request does not stop the
 	// Engine, which would create the container anyway and leave it to nobody.
 	// An activity ended meanwhile is seen below, and its container removed.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(act.ctx), time.Minute)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	created, err := s.docker.ContainerCreate(cctx, cfg, hc, &network.NetworkingConfig{}, name)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("deploy: creating container from image %s: %w", img, err)
 	}
-	if err := s.injectInit(context.WithoutCancel(act.ctx), created.ID); err != nil {
+	if err := s.injectInit(context.WithoutCancel(ctx), created.ID); err != nil {
 		s.removeContainers(context.Background(), []string{created.ID})
 		return fmt.Errorf("deploy: %w", err)
 	}

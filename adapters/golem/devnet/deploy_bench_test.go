@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,6 +100,25 @@ func BenchmarkGolemDeploy(b *testing.B) {
 			b.ReportMetric(r.wall.Seconds(), fmt.Sprintf("%s-%d-s", op, n))
 			b.ReportMetric(ratio, fmt.Sprintf("%s-%d/ideal", op, n))
 			show("  %-9s %2d services: %6.2f s, %5.2fx the ideal (%s); %s", op, n, r.wall.Seconds(), ratio, ms(ideal[op]), r)
+			if op == "deploy" && r.rentals != nil {
+				show("    %s", r.rentals)
+			}
+		}
+	}
+	// Issue 25's measure: a deploy of n at the pace of its slowest rental,
+	// the whole deploy and its services' phase (first service action to
+	// last done) against the 1-service deploy and its one create.
+	if one, ok := results[1]; ok {
+		for _, n := range sizes {
+			if n == 1 {
+				continue
+			}
+			d := results[n][0]
+			whole := d.wall.Seconds() / one[0].wall.Seconds()
+			phase := (d.servicesTo - d.servicesFrom).Seconds() / one[0].services.slowest.Seconds()
+			b.ReportMetric(whole, fmt.Sprintf("deploy-%d/deploy-1", n))
+			b.ReportMetric(phase, fmt.Sprintf("services-%d/create-1", n))
+			show("  deploy of %d ÷ deploy of 1: %.2f; its services' phase (%s) ÷ one create (%s): %.2f", n, whole, ms(d.servicesTo-d.servicesFrom), ms(one[0].services.slowest), phase)
 		}
 	}
 	b.ReportMetric(load0, "load-before")
@@ -114,6 +134,7 @@ type golemBench struct {
 	dir    string
 	docker *client.Client
 	images map[string]string
+	srv    *devnet.Server
 }
 
 func startGolemBench(b testing.TB, providers []devnet.ProviderConfig) *golemBench {
@@ -139,7 +160,7 @@ func startGolemBench(b testing.TB, providers []devnet.ProviderConfig) *golemBenc
 		b.Fatalf("devnet.New: %v", err)
 	}
 	hs := httptest.NewServer(srv.Handler())
-	g.url = hs.URL
+	g.url, g.srv = hs.URL, srv
 	b.Cleanup(func() {
 		g.removeWatcher()
 		if b.Failed() {
@@ -237,6 +258,9 @@ func (g *golemBench) run(app, command, desc string) *golemRun {
 	if perr != nil {
 		g.b.Fatalf("gcompose %s %s: %v\n%s", command, app, perr, tail(stderr.String(), 8000))
 	}
+	if command == "deploy" && len(r.activityOf) > 0 {
+		r.rentals = rentalsOf(r, g.srv.ActivityTraces())
+	}
 	return r
 }
 
@@ -294,6 +318,101 @@ type golemRun struct {
 	// Per service, from its action's start: the agreement approved
 	// (negotiation), the VPN joined, the activity created.
 	negotiated, joined, activity spread
+	// allocated is when the payments' allocation was recorded, from their
+	// action's start (its one-shot adapter container and the allocation);
+	// the rest of their action starts the keeper.
+	allocated time.Duration
+	// activityOf is each service's activity (its create's output), doneAt
+	// when its create was done; rentals what the devnet traced of them.
+	activityOf map[string]string
+	doneAt     map[string]time.Time
+	rentals    *rentals
+}
+
+// rentals is where a deploy's creates spent their time once their activity
+// existed, from the devnet's traces (devnet.ActivityTrace): the requestor's
+// share (from the activity's creation to its first ExeScript batch, between
+// batches, from the last batch's end until the create is done) and the
+// devnet's (its batches: the commands, and in them the engine calls).
+type rentals struct {
+	afterActivity                          spread // activity created → create done
+	toFirst, between, afterLast, requestor spread // the requestor's
+	devnet, queued, deploy, start, run     spread // the devnet's: its batches, the wait before their first command, the commands
+	steps                                  []stepStat
+}
+
+// stepStat is one kind of a devnet command's steps (an engine call, a wait) over a deploy.
+type stepStat struct {
+	name  string
+	total time.Duration
+	each  spread
+}
+
+// rentalsOf reads the devnet's traces of the activities of r's services.
+func rentalsOf(r *golemRun, traces []devnet.ActivityTrace) *rentals {
+	byID := map[string]devnet.ActivityTrace{}
+	for _, t := range traces {
+		byID[t.ID] = t
+	}
+	var after, toFirst, between, afterLast, requestor, dev, queued []time.Duration
+	commands := map[string][]time.Duration{}
+	steps := map[string][]time.Duration{}
+	for service, id := range r.activityOf {
+		t, ok := byID[id]
+		done, finished := r.doneAt[service]
+		if !ok || !finished || len(t.Batches) == 0 {
+			continue
+		}
+		bs := t.Batches
+		slices.SortFunc(bs, func(a, b devnet.BatchTrace) int { return a.Posted.Compare(b.Posted) })
+		last := bs[len(bs)-1].Finished()
+		if last.IsZero() {
+			continue
+		}
+		var gap, own time.Duration
+		for i, b := range bs {
+			if i > 0 {
+				gap += b.Posted.Sub(bs[i-1].Finished())
+			}
+			own += b.Finished().Sub(b.Posted)
+			if len(b.Commands) > 0 {
+				queued = append(queued, b.Commands[0].Start.Sub(b.Posted))
+			}
+			for _, c := range b.Commands {
+				commands[c.Name] = append(commands[c.Name], c.End.Sub(c.Start))
+				for _, st := range c.Steps {
+					steps[st.Name] = append(steps[st.Name], st.Took)
+				}
+			}
+		}
+		first, tail := bs[0].Posted.Sub(t.Created), done.Sub(last)
+		after = append(after, done.Sub(t.Created))
+		toFirst, between, afterLast = append(toFirst, first), append(between, gap), append(afterLast, tail)
+		requestor, dev = append(requestor, first+gap+tail), append(dev, own)
+	}
+	rs := &rentals{afterActivity: spreadOf(after), toFirst: spreadOf(toFirst), between: spreadOf(between), afterLast: spreadOf(afterLast),
+		requestor: spreadOf(requestor), devnet: spreadOf(dev), queued: spreadOf(queued),
+		deploy: spreadOf(commands["deploy"]), start: spreadOf(commands["start"]), run: spreadOf(commands["run"])}
+	for name, ds := range steps {
+		var total time.Duration
+		for _, d := range ds {
+			total += d
+		}
+		rs.steps = append(rs.steps, stepStat{name: name, total: total, each: spreadOf(ds)})
+	}
+	slices.SortFunc(rs.steps, func(a, b stepStat) int { return int(b.total - a.total) })
+	return rs
+}
+
+func (rs *rentals) String() string {
+	s := fmt.Sprintf("after the activity, each create %s: the requestor %s (to the first batch %s, between batches %s, after the last %s), "+
+		"the devnet's batches %s (queued %s; deploy %s, start %s, init run %s)",
+		rs.afterActivity, rs.requestor, rs.toFirst, rs.between, rs.afterLast, rs.devnet, rs.queued, rs.deploy, rs.start, rs.run)
+	var calls []string
+	for _, st := range rs.steps {
+		calls = append(calls, fmt.Sprintf("%s %d× %s (total %s)", st.name, st.each.n, st.each, ms(st.total)))
+	}
+	return s + "\n          the devnet's engine calls and waits in those commands (fastest/median/slowest): " + strings.Join(calls, ", ")
 }
 
 // spread summarizes one duration over the services.
@@ -324,6 +443,9 @@ func (r *golemRun) String() string {
 	s := fmt.Sprintf("planned (lock, check, sweep, state calls) until the first event at %s, last event at %s", ms(r.firstEvent), ms(r.end))
 	if r.network > 0 || r.payments > 0 {
 		s += fmt.Sprintf("; network %s, payments %s", ms(r.network), ms(r.payments))
+		if r.allocated > 0 {
+			s += fmt.Sprintf(" (allocation recorded after %s, then the keeper)", ms(r.allocated))
+		}
 	}
 	if r.services.n > 0 {
 		s += fmt.Sprintf("; services' actions from %s to %s, each (fastest/median/slowest) %s", ms(r.servicesFrom), ms(r.servicesTo), r.services)
@@ -348,6 +470,7 @@ type event struct {
 	Resource   string    `json:"resource"`
 	Phase      string    `json:"phase"`
 	Message    string    `json:"message"`
+	Output     string    `json:"output"`
 	DurationMS int64     `json:"duration_ms"`
 	Counts     struct {
 		Changed int `json:"changed"`
@@ -359,7 +482,7 @@ type event struct {
 // says its services' actions are creates, whose identity reports mark the
 // steps of a rental.
 func readRun(start time.Time, wall time.Duration, stderr []byte, creates bool) (*golemRun, error) {
-	r := &golemRun{wall: wall}
+	r := &golemRun{wall: wall, activityOf: map[string]string{}, doneAt: map[string]time.Time{}}
 	actionStart := map[string]time.Time{}
 	firstWith := map[string]map[string]time.Duration{} // service -> identity key -> since its action started
 	var services []time.Duration
@@ -397,6 +520,9 @@ func readRun(start time.Time, wall time.Duration, stderr []byte, creates bool) (
 				r.servicesFrom = at
 			}
 		case "identity":
+			if strings.Contains(ev.Resource, "payments") && r.allocated == 0 {
+				r.allocated = ev.Time.Sub(actionStart[ev.Resource])
+			}
 			if !creates || !service {
 				continue
 			}
@@ -409,6 +535,10 @@ func readRun(start time.Time, wall time.Duration, stderr []byte, creates bool) (
 					firstWith[ev.Resource][k] = ev.Time.Sub(actionStart[ev.Resource])
 				}
 			}
+		case "action-done":
+			if m := activityInOutput.FindStringSubmatch(ev.Output); service && m != nil {
+				r.activityOf[ev.Resource] = m[1]
+			}
 		case "done":
 			d := time.Duration(ev.DurationMS) * time.Millisecond
 			if s, ok := actionStart[ev.Resource]; ok {
@@ -417,6 +547,7 @@ func readRun(start time.Time, wall time.Duration, stderr []byte, creates bool) (
 			switch {
 			case service:
 				services = append(services, d)
+				r.doneAt[ev.Resource] = ev.Time
 				r.servicesTo = max(r.servicesTo, at)
 			case strings.HasPrefix(ev.Resource, "networks."):
 				r.network = d
@@ -444,6 +575,10 @@ func readRun(start time.Time, wall time.Duration, stderr []byte, creates bool) (
 	r.negotiated, r.joined, r.activity = spreadOf(negotiated), spreadOf(joined), spreadOf(activity)
 	return r, nil
 }
+
+// activityInOutput finds the activity in a service create's output
+// (adapters/golem/service create: "service s: running on ..., activity <id>").
+var activityInOutput = regexp.MustCompile(`running on .*, activity ([0-9a-f]+)`)
 
 func tail(s string, n int) string {
 	if len(s) <= n {

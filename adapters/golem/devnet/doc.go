@@ -109,10 +109,11 @@ saying how to label an image. The devnet's demo images carry their hash:
 run executes entry_point + args in the container through the Engine API exec with stdout/stderr
 captured; a non-zero exit is Error ("ExeScript command exited with code N") and ends the batch. A run
 returns when its process exits even if it left a child in the background (`sh -c "server &"`). Any
-image is a payload (payload.go): the devnet copies its static devnet-init into the container and runs it
-as PID 1, which keeps the container, and such servers, alive; the image's ENTRYPOINT and CMD run only
-when start's args hold start-entrypoint on a provider with that capability, as ya-runtime-vm does. The
-image needs no shell, ip or init: the VPN join is devnet-init's too (netlink, a TUN device). The container's death (exit,
+image is a payload (payload.go): the devnet runs its static devnet-init as the container's PID 1, from
+the relay's directory the container mounts (initshare.go; else copied into the container), which keeps
+the container, and such servers, alive; the image's ENTRYPOINT and CMD run only when start's args hold
+start-entrypoint on a provider with that capability, as ya-runtime-vm does. The image needs no shell, ip
+or init: the VPN join is devnet-init's too (netlink, a TUN device). The container's death (exit,
 removal, POST /devnet/v1/activities/{id}/kill) shows as activity state Terminated (noticed within a
 second, or at once by GET state); the dead container is removed, which frees its VPN address.
 
@@ -132,10 +133,10 @@ the frames between the nodes (vpnrelay.go). A node's container has network mode 
 CAP_NET_ADMIN. At start, devnet-init (`devnet-init vpn`, run as root beside PID 1) creates a TUN device
 per VPN the node is on (vpn0, vpn1, ...) holding the node's VPN address, so the VPN's range is routed
 there and nothing else is (no default route: nothing leaves the network), and relays the device's IP
-packets to and from the devnet over a unix socket in a directory every such container mounts read-only
-at /.devnet-vpn: a directory of the host when the devnet runs there (a temporary one, or -vpn-dir), the
-volume (or bind mount) of the devnet's own container that holds -vpn-dir (default /run/gcompose-devnet)
-when it runs in one; the compose service mounts the volume vpn there. A devnet in a container without
+packets to and from the devnet over a unix socket in a directory every payload container mounts
+read-only at /.devnet-vpn: a directory of the host when the devnet runs there (a temporary one, or
+-vpn-dir), the volume (or bind mount) of the devnet's own container that holds -vpn-dir (default
+/run/gcompose-devnet) when it runs in one; the compose service mounts the volume vpn there. A devnet in a container without
 such a mount serves everything but VPNs, and a deploy on a VPN fails saying so.
 
 The devnet forwards each packet, within its VPN only, to the node that holds its destination address

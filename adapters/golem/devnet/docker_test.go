@@ -272,6 +272,7 @@ func TestActivityLifecycle(t *testing.T) {
 	if len(res) != 3 || res[2].Stdout != "done\n" {
 		t.Fatalf("results %+v", res)
 	}
+	checkTrace(t, e.srv, act.ActivityID)
 	// The same results as an event stream.
 	batch, err := e.c.ExecCommands(ctx, act.ActivityID, run("/bin/sh", "-c", "echo streamed"), run("/bin/sh", "-c", "exit 4"))
 	if err != nil {
@@ -483,5 +484,48 @@ func TestLeftoversRemovedAtStart(t *testing.T) {
 			t.Errorf("leftover network %s still there", id[:12])
 			_ = docker.NetworkRemove(context.Background(), id)
 		}
+	}
+}
+
+// checkTrace checks what the devnet traced of an activity whose first batch was deploy, start and a run of
+// "sleep 0.3": the batch after the activity's creation, the commands in order after it, each with the
+// engine calls it made, the run's process at least its 0.3 s.
+func checkTrace(t *testing.T, srv *devnet.Server, activity string) {
+	t.Helper()
+	var tr *devnet.ActivityTrace
+	for _, a := range srv.ActivityTraces() {
+		if a.ID == activity {
+			tr = &a
+		}
+	}
+	if tr == nil || len(tr.Batches) != 1 || len(tr.Batches[0].Commands) != 3 {
+		t.Fatalf("trace of activity %s = %+v, want one batch of 3 commands", activity, tr)
+	}
+	b := tr.Batches[0]
+	if b.Posted.Before(tr.Created) {
+		t.Errorf("batch posted at %s, before the activity was created at %s", b.Posted, tr.Created)
+	}
+	last := b.Posted
+	wants := []struct{ name, step string }{{"deploy", "ContainerCreate"}, {"start", "ContainerStart"}, {"run", "exec"}}
+	for i, c := range b.Commands {
+		if c.Name != wants[i].name || c.Start.Before(last) || c.End.Before(c.Start) {
+			t.Errorf("command %d: %s from %s to %s (the previous ended at %s), want %s after it", i, c.Name, c.Start, c.End, last, wants[i].name)
+		}
+		last = c.End
+		var took time.Duration
+		for _, st := range c.Steps {
+			if st.Name == wants[i].step {
+				took += st.Took
+			}
+		}
+		if took <= 0 || took > c.End.Sub(c.Start) {
+			t.Errorf("command %s: step %s took %s of the command's %s (steps %+v)", c.Name, wants[i].step, took, c.End.Sub(c.Start), c.Steps)
+		}
+		if c.Name == "run" && took < 300*time.Millisecond {
+			t.Errorf("the run of sleep 0.3 took %s in its exec step", took)
+		}
+	}
+	if !b.Finished().Equal(last) {
+		t.Errorf("batch finished at %s, its last command ended at %s", b.Finished(), last)
 	}
 }

@@ -62,11 +62,14 @@ func newEngine(cli *client.Client, bound time.Duration) *engine {
 	return &engine{cli: cli, host: cli.DaemonHost(), bound: bound, onVPN: map[string]bool{}}
 }
 
+// call and get run one engine call, a step of the ExeScript command ctx runs for, if any (trace.go).
 func call(ctx context.Context, e *engine, name, target string, fn func(context.Context) error) error {
+	defer step(ctx, name, time.Now())
 	return enginecall.Call(ctx, e.host, name, target, e.bound, fn)
 }
 
 func get[T any](ctx context.Context, e *engine, name, target string, fn func(context.Context) (T, error)) (T, error) {
+	defer step(ctx, name, time.Now())
 	return enginecall.Get(ctx, e.host, name, target, e.bound, fn)
 }
 
@@ -185,6 +188,7 @@ func (e *engine) ContainerExecAttach(ctx context.Context, execID string, o conta
 	if err != nil {
 		return types.HijackedResponse{}, err
 	}
+	defer step(ctx, "ContainerExecAttach", time.Now())
 	hr, err := enginecall.Upgrade(ctx, e.cli, e.bound, "ContainerExecAttach", short(execID),
 		http.MethodPost, "/exec/"+url.PathEscape(execID)+"/start", "application/json", body)
 	if err != nil {

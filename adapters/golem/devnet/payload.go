@@ -41,8 +41,9 @@ const initPath = "/.devnet-init"
 const startEntrypoint = "start-entrypoint"
 
 // loadInit reads the devnet-init binary at path (default: devnet-init beside the devnet's executable, then
-// /devnet-init, where images/devnet.Dockerfile puts it) and archives it for CopyToContainer.
-func loadInit(path string) ([]byte, error) {
+// /devnet-init, where images/devnet.Dockerfile puts it): the binary (initshare.go) and its archive for
+// CopyToContainer.
+func loadInit(path string) (bin, archive []byte, err error) {
 	if path == "" {
 		var tried []string
 		if exe, err := os.Executable(); err == nil {
@@ -56,25 +57,25 @@ func loadInit(path string) ([]byte, error) {
 			}
 		}
 		if path == "" {
-			return nil, fmt.Errorf("no devnet-init binary (the payload containers' PID 1 and VPN join) at %s: build it (make) or name it (Options.Init, devnet -init PATH)", strings.Join(tried, " or "))
+			return nil, nil, fmt.Errorf("no devnet-init binary (the payload containers' PID 1 and VPN join) at %s: build it (make) or name it (Options.Init, devnet -init PATH)", strings.Join(tried, " or "))
 		}
 	}
-	bin, err := os.ReadFile(path)
+	bin, err = os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading devnet-init (the payload containers' PID 1 and VPN join): %w", err)
+		return nil, nil, fmt.Errorf("reading devnet-init (the payload containers' PID 1 and VPN join): %w", err)
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(initPath, "/"), Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := tw.Write(bin); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := tw.Close(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return buf.Bytes(), nil
+	return bin, buf.Bytes(), nil
 }
 
 // payloadConfig makes cfg run devnet-init as PID 1 and returns the image's entrypoint and command, which
@@ -83,20 +84,37 @@ func (s *Server) payloadConfig(ctx context.Context, cfg *container.Config) ([]st
 	if s.initErr != nil {
 		return nil, s.initErr
 	}
-	insp, err := s.docker.ImageInspect(ctx, cfg.Image)
-	if err != nil {
-		return nil, fmt.Errorf("inspecting image %s: %w", cfg.Image, err)
+	// An image ID names its content, so its entrypoint is asked once; a name (the config's images map)
+	// may move to another image, so it is asked each time.
+	byID := strings.HasPrefix(cfg.Image, "sha256:")
+	s.lookupMu.Lock()
+	entry, known := s.entrypoints[cfg.Image]
+	s.lookupMu.Unlock()
+	if !known || !byID {
+		insp, err := s.docker.ImageInspect(ctx, cfg.Image)
+		if err != nil {
+			return nil, fmt.Errorf("inspecting image %s: %w", cfg.Image, err)
+		}
+		entry = []string{}
+		if insp.Config != nil {
+			entry = append(slices.Clone(insp.Config.Entrypoint), insp.Config.Cmd...)
+		}
+		if byID {
+			s.lookupMu.Lock()
+			s.entrypoints[cfg.Image] = entry
+			s.lookupMu.Unlock()
+		}
 	}
-	var entry []string
-	if insp.Config != nil {
-		entry = append(slices.Clone(insp.Config.Entrypoint), insp.Config.Cmd...)
-	}
-	cfg.Entrypoint, cfg.Cmd = []string{initPath}, nil
-	return entry, nil
+	cfg.Entrypoint, cfg.Cmd = []string{s.initCmd()}, nil
+	return slices.Clone(entry), nil
 }
 
-// injectInit copies devnet-init into the created payload container.
+// injectInit copies devnet-init into the created payload container, unless it runs it from the relay's
+// directory (initshare.go).
 func (s *Server) injectInit(ctx context.Context, id string) error {
+	if s.initShared != "" {
+		return nil
+	}
 	if err := s.docker.CopyToContainer(ctx, id, "/", bytes.NewReader(s.initTar), container.CopyToContainerOptions{}); err != nil {
 		return fmt.Errorf("copying devnet-init (its PID 1) into container %s: %w", short(id), err)
 	}
@@ -121,7 +139,7 @@ func startArgs(arg json.RawMessage) ([]string, error) {
 // runEntrypoint starts the image's entrypoint in the background when the start command's args ask for it
 // and the provider advertises start-entrypoint. A runtime without the capability does not read the
 // argument (ya-runtime-vm before it), so elsewhere it is ignored, as the vpn of a provider without vpn.
-func (s *Server) runEntrypoint(act *activity, args []string) error {
+func (s *Server) runEntrypoint(ctx context.Context, act *activity, args []string) error {
 	if !slices.Contains(args, startEntrypoint) {
 		return nil
 	}
@@ -143,11 +161,11 @@ func (s *Server) runEntrypoint(act *activity, args []string) error {
 		// ya-runtime-vm's words (runtime/src/lib.rs start).
 		return errors.New("'start_entrypoint' flag is set but the container does not define an entrypoint!")
 	}
-	ex, err := s.docker.ContainerExecCreate(act.ctx, id, container.ExecOptions{Cmd: entry, Detach: true})
+	ex, err := s.docker.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: entry, Detach: true})
 	if err != nil {
 		return fmt.Errorf("starting the image's entrypoint %q: %w", entry, err)
 	}
-	if err := s.docker.ContainerExecStart(act.ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
+	if err := s.docker.ContainerExecStart(ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
 		return fmt.Errorf("starting the image's entrypoint %q: %w", entry, err)
 	}
 	s.log.Info("start: the image's entrypoint runs", "activity", act.id, "entrypoint", entry)

@@ -12,10 +12,12 @@ import (
 )
 
 // The hashes of the shell-less payload images (Config.Images): testdata/payloadapp of the e2e tests
-// alone in a FROM scratch image, its counter as ENTRYPOINT, or no ENTRYPOINT at all.
+// alone in a FROM scratch image, its counter as ENTRYPOINT (run as root, or as USER 65534), or no
+// ENTRYPOINT at all.
 const (
 	counterHash = "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0"
 	noEntryHash = "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0"
+	nobodyHash  = "d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0d0"
 )
 
 func shellLessImages(t *testing.T) map[string]string {
@@ -24,6 +26,7 @@ func shellLessImages(t *testing.T) map[string]string {
 	return map[string]string{
 		counterHash: testimage.DerivedImage(t, ctx, "FROM "+base+"\nENTRYPOINT [\"/payloadapp\", \"counter\"]\n", "gcompose-test/payloadapp-counter:e2e"),
 		noEntryHash: testimage.DerivedImage(t, ctx, "FROM "+base+"\nENTRYPOINT []\n", "gcompose-test/payloadapp-noentry:e2e"),
+		nobodyHash:  testimage.DerivedImage(t, ctx, "FROM "+base+"\nUSER 65534\nENTRYPOINT [\"/payloadapp\", \"counter\"]\n", "gcompose-test/payloadapp-nobody:e2e"),
 	}
 }
 
@@ -36,7 +39,7 @@ func shellLessImages(t *testing.T) map[string]string {
 func TestShellLessPayload(t *testing.T) {
 	withCap := []string{"vpn", "inet", "manifest-support", "start-entrypoint"}
 	e := start(t, devnet.Config{Images: shellLessImages(t), Providers: []devnet.ProviderConfig{
-		{Name: "ep", Count: 3, Capabilities: withCap},
+		{Name: "ep", Count: 4, Capabilities: withCap},
 		{Name: "old", Count: 1, Capabilities: []string{"vpn", "inet"}, Properties: map[string]any{"test.kind": "old"}},
 	}})
 	ctx := ctxT(t, 4*time.Minute)
@@ -112,6 +115,23 @@ func TestShellLessPayload(t *testing.T) {
 	ok("start-entrypoint on a provider without the capability", res)
 	if out, up := get(old, "http://127.0.0.1:8080/count"); up {
 		t.Fatalf("a provider without start-entrypoint ran the image's entrypoint: %q", out)
+	}
+
+	// An image whose USER is not root: devnet-init, its PID 1, runs as that user from the relay's
+	// directory (initshare.go), the VPN join as root, the entrypoint and the runs as that user.
+	nobody, res := node(hasCap, nobodyHash, "10.213.71.6", []string{"start-entrypoint"})
+	ok("an image of USER 65534", res)
+	up = false
+	for i := 0; i < 40 && !up; i++ {
+		if out, up = get(nobody, "http://127.0.0.1:8080/count"); !up {
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	if !up || out != "1" {
+		t.Fatalf("the entrypoint of an image of USER 65534 does not serve: %q", out)
+	}
+	if out, up := get(plain, "http://10.213.71.6:8080/count"); !up || out != "2" {
+		t.Fatalf("the counter of the USER 65534 node across the VPN: %q", out)
 	}
 
 	_, res = node(hasCap, noEntryHash, "10.213.71.5", []string{"start-entrypoint"})

@@ -54,6 +54,15 @@ type Server struct {
 	// initTar is devnet-init archived for the payload containers (payload.go), or initErr why not.
 	initTar []byte
 	initErr error
+	// initShared is devnet-init's path in the payload containers when they run it from the relay's
+	// directory (initshare.go); empty: it is copied into each.
+	initShared string
+
+	// lookupMu guards lookups, the image lookups by hash in progress (docker.go resolveImage), and
+	// entrypoints, the ENTRYPOINT and CMD of the images by ID (payload.go payloadConfig).
+	lookupMu    sync.Mutex
+	lookups     map[string]*lookup
+	entrypoints map[string][]string
 	// relay carries the VPNs' packets and tunnels (vpnrelay.go).
 	relay *relay
 
@@ -112,8 +121,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		invoices:    map[string]*invoice{},
 		networks:    map[string]*vpn{},
 		accounts:    map[string]*account{},
+		lookups:     map[string]*lookup{},
+		entrypoints: map[string][]string{},
 	}
-	s.initTar, s.initErr = loadInit(o.Init)
+	initBin, initTar, initErr := loadInit(o.Init)
+	s.initTar, s.initErr = initTar, initErr
 	if s.initErr != nil {
 		log.Warn("activities cannot be deployed", "err", s.initErr)
 	}
@@ -138,6 +150,11 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	s.relay = newRelay(s.log, o.VPNDir, selfMounts, s.self != "")
 	if s.relay.err != nil {
 		s.log.Warn("nodes cannot join VPNs", "err", s.relay.err)
+	}
+	if s.initErr == nil {
+		var err error
+		s.initShared, err = s.relay.shareInit(initBin)
+		s.log.Debug("devnet-init, the payload containers' PID 1", "is", sharedInitNote(s.initShared, err))
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.bg.Add(1)

@@ -43,8 +43,11 @@ type relay struct {
 	mnt         mount.Mount
 	// err says why nodes cannot join VPNs (no directory the payload containers can mount); the
 	// deploy of a node on a VPN fails with it.
-	err     error
-	ownDir  string // a directory the relay made, removed at close
+	err    error
+	ownDir string // a directory the relay made, removed at close
+	// root is the directory here that the payload containers mount: the relay's own directory, or
+	// the mount of the devnet's container that holds it (initshare.go).
+	root    string
 	ln      *net.UnixListener
 	mu      sync.Mutex
 	links   map[string]*vpnLink             // token → the link of a node, from its start on
@@ -122,6 +125,7 @@ func newRelay(log *slog.Logger, dir string, selfMounts []mountPoint, inContainer
 			return r
 		}
 		r.mnt = mount.Mount{Type: mp.Type, Source: mp.Source, Target: vpnInner, ReadOnly: true}
+		r.root = mp.Destination
 		if mp.Type == mount.TypeVolume {
 			r.mnt.VolumeOptions = &mount.VolumeOptions{NoCopy: true}
 		}
@@ -129,6 +133,7 @@ func newRelay(log *slog.Logger, dir string, selfMounts []mountPoint, inContainer
 	} else {
 		r.mnt = mount.Mount{Type: mount.TypeBind, Source: dir, Target: vpnInner, ReadOnly: true}
 		r.inner = path.Join(vpnInner, name)
+		r.root = dir
 	}
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: r.sock, Net: "unix"})
 	if err != nil {
