@@ -628,13 +628,23 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 		if cid, best := bestDraft(pendings, inflight); best != nil {
 			p, o := best.draft, best.judged
 			if err := r.agree(nctx, p); err != nil {
-				r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
 				giveUp(cid, err.Error())
-				// Not approved in time is the provider's failure; a
-				// create cut short meanwhile is not, nor yagna failing
-				// on its own side.
-				if !errors.Is(context.Cause(nctx), context.Canceled) && !localError(err) && !yagna.IsTransport(err) {
+				var rj rejection
+				switch {
+				case errors.As(err, &rj):
+					// A rejection is the provider's choice, not a
+					// fault (busy with another requestor's agreement):
+					// another provider now, and this one may be
+					// rented again later.
+					r.req.Log.Info("provider rejected the agreement; trying another provider", "provider", p.IssuerID, "err", err)
+				case !errors.Is(context.Cause(nctx), context.Canceled) && !localError(err) && !yagna.IsTransport(err):
+					// Not approved in time is the provider's failure; a
+					// create cut short meanwhile is not, nor yagna
+					// failing on its own side.
+					r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
 					r.fail(err.Error())
+				default:
+					r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
 				}
 				r.id.AgreementID, r.id.ProviderID = "", ""
 				_ = r.report()
@@ -776,6 +786,9 @@ func (r *rental) agree(ctx context.Context, p *yagna.Proposal) (err error) {
 		err := r.yc.WaitForApproval(ctx, aid, wait)
 		if err == nil {
 			break
+		}
+		if rejectedBy(ctx, r.yc, aid, err) {
+			return rejection{fmt.Errorf("provider %s rejected agreement %s: %w", p.IssuerID, aid, err)}
 		}
 		if !yagna.IsTimeout(err) || !time.Now().Before(deadline) {
 			return fmt.Errorf("agreement %s not approved within %s: %w", aid, r.t.Approval, err)
