@@ -428,6 +428,21 @@ type countered struct {
 	judged Offer
 }
 
+// counterPoll is the shortest long poll for offer events while a
+// counter-proposal call is out.
+const counterPoll = 20 * time.Millisecond
+
+// oldestSent is when the oldest counter-proposal call in flight was sent.
+func oldestSent(inflight map[int]*countered) time.Time {
+	oldest := time.Now()
+	for _, c := range inflight {
+		if c.since.Before(oldest) {
+			oldest = c.since
+		}
+	}
+	return oldest
+}
+
 // sentCounter is yagna's answer to a counter-proposal call.
 type sentCounter struct {
 	c   *countered
@@ -538,13 +553,26 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 	takeNow := func(windowOver bool, best Offer) bool {
 		return windowOver || (hint != nil && hint.enough(best, seen, out, m, exp))
 	}
+	// again: a draft was given up on this round (its agreement failed, or
+	// another create took its provider) while others may be in already:
+	// the next round only looks for news, it does not wait for them.
+	again := false
 	for {
 		wait := 3 * time.Second
 		if until := time.Until(windowEnd); until > 0 {
 			wait = max(min(wait, until), time.Second)
 		}
+		if again {
+			wait, again = counterPoll, false
+		}
 		if len(inflight) > 0 {
-			wait = min(wait, time.Second)
+			// yagna's answer to a counter-proposal call comes on its own
+			// (sent), often after the provider's draft came as an event:
+			// a long poll would then hold the draft for its whole wait.
+			// The poll is short while the counters are young (a provider
+			// answers at once), longer as they age (one yagna cannot
+			// reach holds the call for up to 60 s).
+			wait = min(wait, max(counterPoll, min(time.Second, time.Since(oldestSent(inflight))/2)))
 		}
 		evs, err := r.yc.CollectOffers(nctx, sub, wait, 20)
 		if err != nil && !yagna.IsTimeout(err) {
@@ -651,6 +679,7 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 			// runs on is left to it: the next best is taken here.
 			if other := r.cl.takenBy(c.o.Provider); other != "" {
 				giveUp(cid, "taken by service "+other+", created at the same time")
+				again = true
 			}
 		}
 		// The best draft in is signed once every better-ranked counter
@@ -659,9 +688,11 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 			p, o := best.draft, best.judged
 			if ok, other := r.cl.take(p.IssuerID); !ok {
 				giveUp(cid, "taken by service "+other+", created at the same time")
+				again = true
 			} else if err := r.agree(nctx, p); err != nil {
 				r.cl.untake(p.IssuerID)
 				giveUp(cid, err.Error())
+				again = true
 				var rj rejection
 				switch {
 				case errors.As(err, &rj):
