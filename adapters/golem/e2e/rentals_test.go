@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/adapters/golem/network"
 	"github.com/gcompose/gcompose/adapters/golem/service"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // agreementStates counts the requestor's agreements by state.
@@ -141,4 +143,63 @@ func TestRejectedAgreementIsNotBlamed(t *testing.T) {
 	if f, ok := db.persisted.Identity["failed_providers"].([]any); ok && len(f) > 0 {
 		t.Errorf("failed_providers %v after a create that only met rejections", f)
 	}
+}
+
+// TestParallelJoinsWithoutPlannedAddresses: four services of one adapter
+// on a VPN whose config plans no addresses (a hand-written config) join at
+// once, each on a provider of its own, with a network's latency keeping them
+// in step. Each picks a free address no other create of the adapter picked
+// and has not added yet (claims.go), and the node map, read after each add,
+// shows each at its own address.
+func TestParallelJoinsWithoutPlannedAddresses(t *testing.T) {
+	parallel(t)
+	e := startDevnet(t, devnet.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	alloc := e.allocation(ctx)
+	e.keeper(alloc)
+	vpn := &resource{e: e, adapter: network.Adapter(), name: "networks.default", config: map[string]any{"name": "default", "ip": "10.78.0.1/24"}}
+	vpn.mustAct(ctx, "create")
+	t.Cleanup(func() { _ = vpn.call(context.Background(), protocol.Absent, "action", "delete") })
+	adapter := service.AdapterWith(fast)
+	var svcs []*resource
+	for i, name := range []string{"small-0", "small-1", "large-0", "large-1"} {
+		cfg := serviceConfig(fmt.Sprintf("s%d", i), dbHash, alloc, vpn, "")
+		cfg["payload"].(map[string]any)["constraints"] = []any{"golem.node.id.name=" + name}
+		r := &resource{e: e, adapter: adapter, name: fmt.Sprintf("services.s%d", i), config: cfg}
+		e.cleanupService(r)
+		svcs = append(svcs, r)
+	}
+	e.faults(ctx, map[string]any{"slow": "150ms"})
+	outs := make([]outcome, len(svcs))
+	var wg sync.WaitGroup
+	for i, r := range svcs {
+		wg.Go(func() { outs[i] = r.action(ctx, "create") })
+	}
+	wg.Wait()
+	e.faults(ctx, map[string]any{})
+	nodes, err := e.yc.Nodes(ctx, vpn.id("network_id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := map[string]string{}
+	for _, n := range nodes {
+		holder[yagna.BareIP(n.IP)] = n.ID
+	}
+	seen := map[string]string{}
+	for i, r := range svcs {
+		if outs[i].exit != 0 {
+			t.Errorf("%s create: %s", r.name, outs[i])
+			continue
+		}
+		ip := r.id("ip")
+		if other, ok := seen[ip]; ok {
+			t.Errorf("%s and %s both at %s", other, r.name, ip)
+		}
+		seen[ip] = r.name
+		if holder[ip] != r.id("provider_id") {
+			t.Errorf("%s at %s, which the node map gives %q, not its provider %s", r.name, ip, holder[ip], r.id("provider_id"))
+		}
+	}
+	t.Logf("addresses: %v", seen)
 }
