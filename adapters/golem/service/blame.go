@@ -15,8 +15,10 @@ import (
 // Which providers a service avoids. A provider is avoided for ever
 // (failed_providers) only for a failure on its side: it terminated the
 // agreement for a reason of its own, its activity died or stopped answering
-// while the agreement was ours to keep, yagna could not reach it, or its
-// exe-unit failed the deploy or start. When gcompose's side ended the rental
+// while the agreement was ours to keep, yagna could not reach it, it did not
+// approve an agreement in time, or its exe-unit failed the deploy or start.
+// A provider that rejects an agreement is not: a rejection is its choice
+// (busy with another requestor's agreement, say), and it may be rented again. When gcompose's side ended the rental
 // (the requestor terminated or cancelled the agreement: a removal, a create
 // cut short by Ctrl-C or by gcompose being killed, which makes the adapter
 // end what it made) the provider did nothing wrong, and shunning it would
@@ -76,6 +78,39 @@ var localErrors = regexp.MustCompile(`(?i)\bDAO error\b|\bInternal error\b|\bDb 
 func localError(err error) bool {
 	var ae *yagna.APIError
 	return errors.As(err, &ae) && ae.Status == http.StatusInternalServerError && localErrors.MatchString(ae.Message)
+}
+
+// rejection is a provider's rejection of an agreement: its choice (no
+// capacity left for another agreement, its negotiator changed its mind),
+// not a failure. The create goes on with another provider and does not
+// avoid this one: a later create may rent it.
+type rejection struct{ err error }
+
+func (e rejection) Error() string { return e.err.Error() }
+func (e rejection) Unwrap() error { return e.err }
+
+// rejectedBy tells whether err, the answer to waiting for the approval of
+// agreement id, is the provider's rejection. yagna answers 410 Gone with
+// the ApprovalStatus as the message, "Rejected" for a rejection and
+// "Cancelled" for a cancellation (core/market/src/rest_api/requestor.rs
+// wait_for_approval; core/market/src/negotiation/requestor.rs
+// wait_for_approval, ApprovalStatus), and 410 for an agreement Expired
+// before the provider answered too (rest_api/error.rs
+// WaitForApprovalError::Expired, "Agreement [..] expired."): any other 410
+// is told by the agreement's state.
+func rejectedBy(ctx context.Context, yc *yagna.Client, id string, err error) bool {
+	var ae *yagna.APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusGone {
+		return false
+	}
+	switch strings.TrimSpace(ae.Message) {
+	case string(yagna.AgreementRejected):
+		return true
+	case string(yagna.AgreementCancelled):
+		return false
+	}
+	a, gerr := yc.GetAgreement(ctx, id)
+	return gerr == nil && a.State == yagna.AgreementRejected
 }
 
 // providerUnreachable is yagna saying it could not reach the provider
@@ -149,7 +184,8 @@ func blame(id Identity, o observed) verdict {
 		// a create that cancelled for the provider's fault blamed it itself.
 		return verdict{false, "the agreement was cancelled by the requestor before approval"}
 	case o.agreement.State == yagna.AgreementRejected:
-		return verdict{true, who + " rejected the agreement"}
+		// The provider's choice (rejection), not a failure.
+		return verdict{false, who + " rejected the agreement (a rejection is not a failure: the provider may be rented again)"}
 	case o.agreement.State != yagna.AgreementApproved:
 		// Proposal, Pending, Expired: never approved, the create that made
 		// it did not finish.

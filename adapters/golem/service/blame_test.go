@@ -1,6 +1,10 @@
 package service
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -68,8 +72,8 @@ func TestBlame(t *testing.T) {
 			observed{agreement: agreement(yagna.AgreementApproved), unreachable: "HTTP 500: GSB error"}, true, "provider p1 is unreachable"},
 		{"provider vanished during a create cut short", creating,
 			observed{agreement: agreement(yagna.AgreementApproved), unreachable: "HTTP 408: Timeout"}, true, "unreachable"},
-		{"provider rejected the agreement", creating,
-			observed{agreement: agreement(yagna.AgreementRejected)}, true, "rejected"},
+		{"provider rejected the agreement (its choice, not a failure)", creating,
+			observed{agreement: agreement(yagna.AgreementRejected)}, false, "rejected the agreement (a rejection is not a failure"},
 		{"agreement expired before approval (create killed)", creating,
 			observed{agreement: agreement(yagna.AgreementExpired)}, false, "never approved"},
 		{"agreement gone", done, observed{}, false, "gone"},
@@ -144,5 +148,39 @@ func TestEstimateLeavesOutWhatTheCreateRefuses(t *testing.T) {
 	r = rebuilt{running: "0xsmall"}
 	if ranked := Rank(r.apply(offers, offers[0].Subnet)); len(ranked) != 1 || ranked[0].Provider != "0xlarge" {
 		t.Errorf("replacing a rental on 0xsmall, ranked %+v, want only 0xlarge", ranked)
+	}
+}
+
+// yagna answers a wait for approval of a rejected agreement 410 with
+// "Rejected" (core/market/src/rest_api/requestor.rs wait_for_approval);
+// other 410s are told by the agreement's state.
+func TestRejectedBy(t *testing.T) {
+	state := "Expired"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"agreementId":"a1","state":%q}`, state)
+	}))
+	defer srv.Close()
+	yc := yagna.New(srv.URL, "k")
+	yc.Retries = -1
+	gone := func(msg string) error { return &yagna.APIError{Status: http.StatusGone, Message: msg} }
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		err   error
+		state string
+		want  bool
+	}{
+		{"rejected", gone("Rejected"), "Expired", true},
+		{"cancelled", gone("Cancelled"), "Rejected", false},
+		{"expired", gone("Agreement [a1] expired."), "Expired", false},
+		{"another 410, the agreement rejected", gone("?"), "Rejected", true},
+		{"not approved in time", &yagna.APIError{Status: http.StatusRequestTimeout, Message: "Timeout"}, "Rejected", false},
+		{"terminated", &yagna.APIError{Status: http.StatusBadRequest, Message: "Agreement [a1] terminated."}, "Terminated", false},
+	} {
+		state = c.state
+		if got := rejectedBy(ctx, yc, "a1", fmt.Errorf("wrapped: %w", c.err)); got != c.want {
+			t.Errorf("%s: rejectedBy = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -79,7 +79,8 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 	cfg, ss, yc, id, failed, failedWhy := in.cfg, in.ss, in.yc, in.old, in.failed, in.failedWhy
 	ss.Previous = in.previous
 	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: failed, FailedWhy: failedWhy, Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image,
-		Agreements: historyOf(id, ss.Strays)}, wc: s.watcher(ctx, yc, req.Log)}
+		Agreements: historyOf(id, ss.Strays)}, wc: s.watcher(ctx, yc, req.Log), cl: s.claims.claimer(yc.BaseURL, req.Name)}
+	defer r.cl.done()
 	if err := r.run(ctx, ss.Previous); err != nil {
 		// Leave nothing half-made behind: what was reported is cleaned up
 		// by the next state call's rebuild if this cleanup fails too. The
@@ -124,6 +125,9 @@ type rental struct {
 	// wc is the market watcher, nil when none runs: a create without the
 	// plan's view of the market reads its warm book instead (bookHint).
 	wc *WatchClient
+	// cl is this create's claims on providers and VPN addresses among the
+	// adapter's concurrent creates (claims.go); nil claims nothing.
+	cl *claimer
 }
 
 func (r *rental) report() error {
@@ -424,6 +428,21 @@ type countered struct {
 	judged Offer
 }
 
+// counterPoll is the shortest long poll for offer events while a
+// counter-proposal call is out.
+const counterPoll = 20 * time.Millisecond
+
+// oldestSent is when the oldest counter-proposal call in flight was sent.
+func oldestSent(inflight map[int]*countered) time.Time {
+	oldest := time.Now()
+	for _, c := range inflight {
+		if c.since.Before(oldest) {
+			oldest = c.since
+		}
+	}
+	return oldest
+}
+
 // sentCounter is yagna's answer to a counter-proposal call.
 type sentCounter struct {
 	c   *countered
@@ -506,22 +525,54 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 		deadline, _ := nctx.Deadline()
 		return fmt.Errorf("no provider agreed within %s (%d offers seen in subnet %s; avoided: %v)%s", r.t.Negotiation-time.Until(deadline), len(offers), subnet, r.id.Failed, reasons(why))
 	}
+	// The providers this negotiation counters, claimed as such among the
+	// adapter's concurrent creates (claims.go) until given up.
+	countering := map[string]bool{}
+	uncounter := func(provider string) {
+		if countering[provider] {
+			delete(countering, provider)
+			r.cl.uncounter(provider)
+		}
+	}
+	defer func() {
+		for p := range countering {
+			r.cl.uncounter(p)
+		}
+	}()
 	giveUp := func(cid string, reason string) {
 		why[pendings[cid].o.Provider] = reason
+		uncounter(pendings[cid].o.Provider)
 		delete(pendings, cid)
 	}
-	// out: providers that will not be rented here whatever they offer.
-	out := func(provider string) bool { return tried[provider] || slices.Contains(r.id.Failed, provider) }
+	// out: providers that will not be rented here whatever they offer:
+	// countered already, failed this service, or taken by another create of
+	// this adapter (no waiting for its offer: it is busy with that one).
+	out := func(provider string) bool {
+		return tried[provider] || slices.Contains(r.id.Failed, provider) || r.cl.takenBy(provider) != ""
+	}
 	takeNow := func(windowOver bool, best Offer) bool {
 		return windowOver || (hint != nil && hint.enough(best, seen, out, m, exp))
 	}
+	// again: a draft was given up on this round (its agreement failed, or
+	// another create took its provider) while others may be in already:
+	// the next round only looks for news, it does not wait for them.
+	again := false
 	for {
 		wait := 3 * time.Second
 		if until := time.Until(windowEnd); until > 0 {
 			wait = max(min(wait, until), time.Second)
 		}
+		if again {
+			wait, again = counterPoll, false
+		}
 		if len(inflight) > 0 {
-			wait = min(wait, time.Second)
+			// yagna's answer to a counter-proposal call comes on its own
+			// (sent), often after the provider's draft came as an event:
+			// a long poll would then hold the draft for its whole wait.
+			// The poll is short while the counters are young (a provider
+			// answers at once), longer as they age (one yagna cannot
+			// reach holds the call for up to 60 s).
+			wait = min(wait, max(counterPoll, min(time.Second, time.Since(oldestSent(inflight))/2)))
 		}
 		evs, err := r.yc.CollectOffers(nctx, sub, wait, 20)
 		if err != nil && !yagna.IsTimeout(err) {
@@ -591,6 +642,7 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 			case sc := <-sent:
 				delete(inflight, sc.c.seq)
 				if sc.err != nil {
+					uncounter(sc.c.o.Provider)
 					why[sc.c.o.Provider] = "counter-proposal failed: " + sc.err.Error()
 					r.req.Log.Debug("counter-proposal failed", "provider", sc.c.o.Provider, "err", sc.err)
 					continue
@@ -621,20 +673,42 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 			}
 			if c.draft == nil && time.Since(c.since) > draftWait {
 				giveUp(cid, fmt.Sprintf("no draft within %s", draftWait))
+				continue
+			}
+			// A provider another create of this adapter signs with or
+			// runs on is left to it: the next best is taken here.
+			if other := r.cl.takenBy(c.o.Provider); other != "" {
+				giveUp(cid, "taken by service "+other+", created at the same time")
+				again = true
 			}
 		}
 		// The best draft in is signed once every better-ranked counter
 		// out has had preferWait to answer.
 		if cid, best := bestDraft(pendings, inflight); best != nil {
 			p, o := best.draft, best.judged
-			if err := r.agree(nctx, p); err != nil {
-				r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
+			if ok, other := r.cl.take(p.IssuerID); !ok {
+				giveUp(cid, "taken by service "+other+", created at the same time")
+				again = true
+			} else if err := r.agree(nctx, p); err != nil {
+				r.cl.untake(p.IssuerID)
 				giveUp(cid, err.Error())
-				// Not approved in time is the provider's failure; a
-				// create cut short meanwhile is not, nor yagna failing
-				// on its own side.
-				if !errors.Is(context.Cause(nctx), context.Canceled) && !localError(err) && !yagna.IsTransport(err) {
+				again = true
+				var rj rejection
+				switch {
+				case errors.As(err, &rj):
+					// A rejection is the provider's choice, not a
+					// fault (busy with another requestor's agreement):
+					// another provider now, and this one may be
+					// rented again later.
+					r.req.Log.Info("provider rejected the agreement; trying another provider", "provider", p.IssuerID, "err", err)
+				case !errors.Is(context.Cause(nctx), context.Canceled) && !localError(err) && !yagna.IsTransport(err):
+					// Not approved in time is the provider's failure; a
+					// create cut short meanwhile is not, nor yagna
+					// failing on its own side.
+					r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
 					r.fail(err.Error())
+				default:
+					r.req.Log.Info("agreement failed; trying another provider", "provider", p.IssuerID, "err", err)
 				}
 				r.id.AgreementID, r.id.ProviderID = "", ""
 				_ = r.report()
@@ -653,7 +727,9 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 		windowOver := !time.Now().Before(windowEnd)
 		outstanding := len(pendings) + len(inflight)
 		if outstanding < maxCounters && (windowOver || hint != nil) {
-			ranked := slices.DeleteFunc(Rank(offers), func(o Offer) bool { return tried[o.Provider] })
+			// The best first, those other creates of this adapter
+			// negotiate with after the rest, those they took left out.
+			ranked := slices.DeleteFunc(r.cl.spread(Rank(offers)), func(o Offer) bool { return tried[o.Provider] || r.cl.takenBy(o.Provider) != "" })
 			early := !windowOver && len(ranked) > 0 && takeNow(false, ranked[0])
 			if !chosen && len(offers) > 0 && (windowOver || early) {
 				chosen = true
@@ -674,6 +750,8 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 				c := &countered{o: o, seq: seq, since: time.Now()}
 				seq++
 				inflight[c.seq] = c
+				countering[o.Provider] = true
+				r.cl.counter(o.Provider)
 				go func() {
 					cid, err := r.yc.CounterProposal(nctx, sub, c.o.ProposalID, cp)
 					sent <- sentCounter{c: c, cid: cid, err: err}
@@ -777,6 +855,9 @@ func (r *rental) agree(ctx context.Context, p *yagna.Proposal) (err error) {
 		if err == nil {
 			break
 		}
+		if rejectedBy(ctx, r.yc, aid, err) {
+			return rejection{fmt.Errorf("provider %s rejected agreement %s: %w", p.IssuerID, aid, err)}
+		}
 		if !yagna.IsTimeout(err) || !time.Now().Before(deadline) {
 			return fmt.Errorf("agreement %s not approved within %s: %w", aid, r.t.Approval, err)
 		}
@@ -816,7 +897,13 @@ func (r *rental) join(ctx context.Context, previousIP string) error {
 			if err != nil {
 				return err
 			}
-			if ip, err = network.PickIP(rg, "", used, []string{previousIP}); err != nil {
+			// Not one another create of this adapter picked and has not
+			// added yet (claims.go): concurrent joins pick distinct
+			// addresses instead of colliding in the node map.
+			ip, err = r.cl.pickIP(netID, func(others []string) (string, error) {
+				return network.PickIP(rg, "", append(used, others...), []string{previousIP})
+			})
+			if err != nil {
 				return fmt.Errorf("VPN %s: %w", netID, err)
 			}
 		} else if a, err := netip.ParseAddr(planned); err != nil || !rg.Prefix.Contains(a) {
@@ -844,7 +931,9 @@ func (r *rental) join(ctx context.Context, previousIP string) error {
 				return fmt.Errorf("removing the earlier node %s from VPN %s: %w", holder, netID, err)
 			}
 		case planned == "" && attempt < 5:
-			// taken between the read and the add: pick again
+			// taken between the read and the add (by a node this
+			// adapter does not know of): pick again
+			r.cl.unreserve(netID, ip)
 		default:
 			who := "node " + holder
 			if holder == "" {
@@ -1056,6 +1145,7 @@ func (r *rental) cleanup(ctx context.Context, why, fault string) {
 	if r.id.NetworkID != "" && r.id.ProviderID != "" {
 		_ = r.yc.RemoveNode(ctx, r.id.NetworkID, r.id.ProviderID)
 	}
+	r.cl.untake(r.id.ProviderID)
 	if r.id.AgreementID != "" {
 		if err := abandonFor(ctx, r.yc, r.id.AgreementID, why, fault); err != nil {
 			r.req.Log.Warn("ending the agreement of a failed create", "agreement", r.id.AgreementID, "err", err)

@@ -35,7 +35,7 @@ func Adapter() sdk.Adapter { return AdapterWith(DefaultTimeouts()) }
 
 // AdapterWith is the adapter with other timeouts (tests shorten them).
 func AdapterWith(t Timeouts) sdk.Adapter {
-	s := &svc{t: t, reg: &registries{}, book: &book{}}
+	s := &svc{t: t, reg: &registries{}, book: &book{}, claims: &claims{}}
 	return sdk.Adapter{
 		Init: sdk.Static(protocol.InitResult{
 			ConfigSchema: json.RawMessage(configSchema),
@@ -57,6 +57,9 @@ type svc struct {
 	// book holds the market's offers for the estimates of the adapter's
 	// life (book.go), when no market watcher runs (watch.go).
 	book *book
+	// claims spread the concurrent creates of this adapter over distinct
+	// providers and VPN addresses (claims.go).
+	claims *claims
 	// identities are the requestor identities of the yagnas asked (GET
 	// /me), by URL and app key: what names their market watcher.
 	mu         sync.Mutex
