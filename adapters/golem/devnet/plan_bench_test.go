@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +22,8 @@ import (
 // against the devnet over HTTP with the adapter images of this tree, with a
 // warm offer book (the market watcher running, as after a first plan) and a
 // cold one (no watcher: the plan starts it and waits one offer window, 5 s
-// by default, for every estimate).
+// by default, for every estimate), and when the cold plan's window opened
+// (the service adapter's estimate lines, with --verbose).
 // GCOMPOSE_BENCH_PLAN_RUNS sets how many plans of each are timed (3).
 func BenchmarkGolemPlan(b *testing.B) {
 	runs := 3
@@ -44,7 +46,7 @@ func BenchmarkGolemPlan(b *testing.B) {
 	g.plan("bench-plan", desc)
 
 	load0 := benchmetrics.LoadAvg()
-	var warm, cold []time.Duration
+	var warm, cold, opened, after []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		for range runs {
@@ -52,7 +54,12 @@ func BenchmarkGolemPlan(b *testing.B) {
 			b.StopTimer()
 			g.removeWatcher()
 			b.StartTimer()
-			cold = append(cold, g.plan("bench-plan", desc))
+			pt := g.planTimed("bench-plan", desc)
+			cold = append(cold, pt.took)
+			if pt.opened == 0 {
+				b.Fatalf("the cold plan waited no offer window")
+			}
+			opened, after = append(opened, pt.opened), append(after, pt.after)
 		}
 	}
 	b.StopTimer()
@@ -63,8 +70,10 @@ func BenchmarkGolemPlan(b *testing.B) {
 	c := spreadOf(append([]time.Duration(nil), cold...))
 	show("plan, warm offer book: %d runs, fastest/median/slowest %s (each: %v)", len(warm), w, warm)
 	show("plan, cold offer book (no watcher): %d runs, fastest/median/slowest %s (each: %v)", len(cold), c, cold)
+	show("cold: the offer window opened %s after gcompose started, the plan ended %s after it closed (fastest/median/slowest)", spreadOf(opened), spreadOf(after))
 	b.ReportMetric(w.median.Seconds(), "plan-warm-s")
 	b.ReportMetric(c.median.Seconds(), "plan-cold-s")
+	b.ReportMetric(spreadOf(opened).median.Seconds(), "cold-window-opened-s")
 }
 
 // webappLike is examples/webapp with the devnet's test image for both
@@ -107,6 +116,23 @@ services:
 // plan runs `gcompose plan` and returns how long it took.
 func (g *golemBench) plan(app, desc string) time.Duration {
 	g.b.Helper()
+	return g.planTimed(app, desc).took
+}
+
+// planTimes is one plan's time, and for a plan that waited an offer window,
+// when the window opened (since gcompose started) and how long the plan
+// took after it closed.
+type planTimes struct {
+	took, opened, after time.Duration
+}
+
+// estimated is the service adapter's debug line of an estimate (with
+// --verbose): its time and how long it waited for the offer window.
+var estimated = regexp.MustCompile(`time=(\S+) level=DEBUG msg="market asked for the plan's estimate" .* waited=(\S+)`)
+
+// planTimed runs `gcompose plan` and times it.
+func (g *golemBench) planTimed(app, desc string) planTimes {
+	g.b.Helper()
 	g.settle(app)
 	args := []string{"plan", "-f", desc, "--app", app, "--state", filepath.Join(g.dir, "state"), "--verbose",
 		"--network-image", g.images["network"], "--service-image", g.images["service"],
@@ -129,5 +155,14 @@ func (g *golemBench) plan(app, desc string) time.Duration {
 	if os.Getenv("GCOMPOSE_BENCH_PLAN_SHOW") != "" {
 		fmt.Printf("%s\n%s\n", stdout.String(), tail(stderr.String(), 6000))
 	}
-	return d
+	pt := planTimes{took: d}
+	for _, m := range estimated.FindAllStringSubmatch(stderr.String(), -1) {
+		at, err1 := time.Parse(time.RFC3339Nano, m[1])
+		waited, err2 := time.ParseDuration(m[2])
+		if err1 != nil || err2 != nil || waited < time.Second {
+			continue
+		}
+		pt.opened, pt.after = at.Add(-waited).Sub(start), start.Add(d).Sub(at)
+	}
+	return pt
 }

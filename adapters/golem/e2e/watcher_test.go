@@ -12,8 +12,9 @@ import (
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
 )
 
-// TestMarketWatcher: the first plan starts the market watcher and waits
-// one offer window, saying so; the next plan, a new gcompose run, reads the
+// TestMarketWatcher: the first plan starts the market watcher (its
+// payments check launches it, the state call adopts it) and waits one
+// offer window, saying so; the next plan, a new gcompose run, reads the
 // warm book at once. A provider that withdraws its offer (yagna says
 // nothing) is gone from the plan once the watcher's refresh has passed, and
 // a price change is in it; the deploy rents the new cheapest; the destroy
@@ -46,6 +47,11 @@ func TestMarketWatcher(t *testing.T) {
 	cold, coldTook := plan()
 	if !strings.Contains(cold, "offer book cold: gathering offers for the 2s offer window") || !strings.Contains(cold, cheapest+"leaver (") {
 		t.Fatalf("the first plan does not wait the cold book's window or price leaver:\n%s", cold)
+	}
+	// The payments check launches it while the servers start; the state
+	// call adopts it instead of starting another.
+	if !strings.Contains(cold, "market watcher launched") || strings.Contains(cold, "market watcher started") {
+		t.Errorf("the first plan's market watcher was not launched by the payments check and adopted by its state call:\n%s", cold)
 	}
 	if n := e.watchers(ctx); n != 1 {
 		t.Fatalf("%d market watcher container(s) after the first plan, want 1", n)

@@ -67,7 +67,7 @@ func Adapter() sdk.Adapter {
 			ConfigSchema: json.RawMessage(configSchema),
 			Gcompose:     initExt(network.InitExt(nil)),
 		}),
-		Check:   network.Check,
+		Check:   check,
 		State:   state,
 		Actions: map[string]sdk.ActionFunc{"create": create, "keeper": keeper, "amend": amend, "delete": remove},
 		Sweep:   sweep,

@@ -22,10 +22,11 @@ import (
 // yagna URL and requestor identity rather than per app, since the market is
 // the same for every app of a requestor. The payments resource starts or
 // adopts it (its state call comes first in every plan, deploy and refresh of
-// a Golem app, and this adapter holds the Docker socket) and registers its
-// app with it; its delete releases the app, and the watcher stops when none
-// is left. What fails here is logged, not returned: without a watcher the
-// service adapter reads its own offer book, as before.
+// a Golem app, and this adapter holds the Docker socket; its check, earlier
+// still, launches it: check.go) and registers its app with it; its delete
+// releases the app, and the watcher stops when none is left. What fails
+// here is logged, not returned: without a watcher the service adapter reads
+// its own offer book, as before.
 
 // LabelWatcher marks the market watcher's container; LabelYagna names the
 // yagna it watches.
@@ -92,18 +93,11 @@ func startWatcher(ctx context.Context, req *sdk.Request, app string) error {
 			return fmt.Errorf("removing the market watcher %s that does not answer: %w", name, err)
 		}
 	}
-	args := []string{service.WatchArg, "--idle", service.DefaultWatchIdle.String()}
-	if v, ok := req.Env(service.WatchRefreshEnv); ok && v != "" {
-		if _, err := time.ParseDuration(v); err != nil {
-			return fmt.Errorf("%s=%q: want a duration such as 1m: %w", service.WatchRefreshEnv, v, err)
-		}
-		args = append(args, "--refresh", v)
+	spec, err := watcherSpec(req, yc, node)
+	if err != nil {
+		return err
 	}
-	_, err = longlived.Start(ctx, d, longlived.Spec{
-		ContainerName: name, AutoRemove: true, Image: req.Type, Node: node, Args: args,
-		Secrets: map[string]string{"YAGNA_API_URL": yc.BaseURL, "YAGNA_APPKEY": yc.AppKey}, Config: map[string]string{"yagna": yc.BaseURL},
-		Labels: map[string]string{LabelWatcher: "true", LabelYagna: yc.BaseURL},
-	}, 30*time.Second)
+	_, err = longlived.Start(ctx, d, spec, 30*time.Second)
 	switch {
 	case err == nil:
 		req.Log.Info("market watcher started", "container", name)
@@ -116,6 +110,23 @@ func startWatcher(ctx context.Context, req *sdk.Request, app string) error {
 		return err
 	}
 	return reg()
+}
+
+// watcherSpec is the container of the market watcher of yc's yagna for
+// the requestor identity node.
+func watcherSpec(req *sdk.Request, yc *yagna.Client, node string) (longlived.Spec, error) {
+	args := []string{service.WatchArg, "--idle", service.DefaultWatchIdle.String()}
+	if v, ok := req.Env(service.WatchRefreshEnv); ok && v != "" {
+		if _, err := time.ParseDuration(v); err != nil {
+			return longlived.Spec{}, fmt.Errorf("%s=%q: want a duration such as 1m: %w", service.WatchRefreshEnv, v, err)
+		}
+		args = append(args, "--refresh", v)
+	}
+	return longlived.Spec{
+		ContainerName: service.WatchContainer(yc.BaseURL, node), AutoRemove: true, Image: req.Type, Node: node, Args: args,
+		Secrets: map[string]string{"YAGNA_API_URL": yc.BaseURL, "YAGNA_APPKEY": yc.AppKey}, Config: map[string]string{"yagna": yc.BaseURL},
+		Labels: map[string]string{LabelWatcher: "true", LabelYagna: yc.BaseURL},
+	}, nil
 }
 
 // ping asks the watcher how it is, for up to wait.
@@ -131,10 +142,15 @@ func ping(ctx context.Context, wc *service.WatchClient, wait time.Duration) (ser
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pingEvery):
 		}
 	}
 }
+
+// pingEvery is how often ping asks a watcher that does not answer yet: a
+// dial to its abstract socket costs microseconds, and a watcher the check
+// launched (check.go) is waited for on the plan's critical path.
+const pingEvery = 20 * time.Millisecond
 
 // releaseWatcher tells the watcher the app is gone; when it was the last,
 // it waits (bounded) until the watcher has unsubscribed its demands and

@@ -27,7 +27,8 @@ import (
 // with it, so every plan of a new service waited one offer window. The
 // watcher is a long-lived container, one per yagna URL and requestor
 // identity, like the payments keeper (adapters/golem/payments): the
-// golem-payments image run with WatchArg, started or adopted by the
+// golem-payments image run with WatchArg, launched by the payments
+// adapter's check while the servers start, adopted (or started) by the
 // payments resource's state call (the first call of every plan and deploy
 // of a Golem app, and the image that holds the Docker socket), stopped when
 // the last app that registered with it is destroyed, or after DefaultWatchIdle

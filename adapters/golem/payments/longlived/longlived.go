@@ -236,6 +236,26 @@ func Remove(ctx context.Context, d *client.Client, app, lineage, resource string
 // Start creates and starts the container, hands it the secrets on stdin,
 // and waits until it prints ReadyLine (or fails, with its log tail).
 func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (string, error) {
+	id, err := Launch(ctx, d, s)
+	if err != nil {
+		return "", err
+	}
+	return id, Ready(ctx, d, id, ContainerName(s), wait)
+}
+
+// ContainerName is the name of the container of s.
+func ContainerName(s Spec) string {
+	if s.ContainerName != "" {
+		return s.ContainerName
+	}
+	return Name(s.App, s.Lineage, s.Resource)
+}
+
+// Launch creates and starts the container and hands it the secrets on
+// stdin, without waiting until it is ready: for a caller that has other
+// work meanwhile and finds it ready later by other means (the market
+// watcher answers on its socket).
+func Launch(ctx context.Context, d *client.Client, s Spec) (string, error) {
 	labels := map[string]string{LabelLongLived: "true", LabelConfig: Fingerprint(s.Config), LabelAdapter: s.Image}
 	if s.App != "" {
 		labels[LabelApp], labels[LabelResource] = s.App, s.Resource
@@ -268,19 +288,14 @@ func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (s
 		Resources:  runner.DefaultResources(),
 		AutoRemove: s.AutoRemove,
 	}
-	name := Name(s.App, s.Lineage, s.Resource)
-	if s.ContainerName != "" {
-		name = s.ContainerName
-	}
+	name := ContainerName(s)
 	created, err := d.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 	if err != nil {
 		return "", fmt.Errorf("creating container %s from %s: %w", name, s.Image, err)
 	}
 	id := created.ID
 	fail := func(err error) (string, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = d.ContainerRemove(rctx, id, container.RemoveOptions{Force: true})
+		removeFailed(ctx, d, id)
 		return "", err
 	}
 	att, err := d.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true})
@@ -300,11 +315,29 @@ func Start(ctx context.Context, d *client.Client, s Spec, wait time.Duration) (s
 	if werr != nil {
 		return fail(fmt.Errorf("handing secrets to %s on stdin: %w", name, werr))
 	}
+	return id, nil
+}
+
+// removeFailed removes a container that did not start as it should.
+func removeFailed(ctx context.Context, d *client.Client, id string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = d.ContainerRemove(rctx, id, container.RemoveOptions{Force: true})
+}
+
+// Ready waits until the launched container id (named name) prints
+// ReadyLine; one that exits or is not ready within wait is removed, and
+// the error carries its log tail.
+func Ready(ctx context.Context, d *client.Client, id, name string, wait time.Duration) error {
+	fail := func(err error) error {
+		removeFailed(ctx, d, id)
+		return err
+	}
 	deadline := time.Now().Add(wait)
 	for {
 		out, errOut, lerr := logs(ctx, d, id)
 		if lerr == nil && strings.Contains(out, ReadyLine) {
-			return id, nil
+			return nil
 		}
 		ins, err := d.ContainerInspect(ctx, id)
 		if err != nil {
