@@ -104,6 +104,12 @@ type RequestExt struct {
 	// replacement before it removes what exists (the descriptor's
 	// create_before_destroy: true): the STALE answer's actions in that order.
 	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
+	// Refresh marks the state calls of a refresh (gcompose refresh, a live
+	// gcompose cost, a reconciler's check): they only report, and nothing
+	// is planned or applied after them. Answer as to any state call, but
+	// start nothing that only a plan or deploy uses (the Golem payments
+	// adapter does not start the market watcher for it).
+	Refresh bool `json:"refresh,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.

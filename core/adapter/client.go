@@ -149,6 +149,9 @@ type Target struct {
 	// Replace marks a state call made by plan only, for a resource apply
 	// will remove and create anew (protocol.RequestExt.Replace).
 	Replace bool
+	// Refresh marks the state calls of a refresh
+	// (protocol.RequestExt.Refresh).
+	Refresh bool
 	// CreateBeforeDestroy asks, on state calls, for a rebuild that creates
 	// first (protocol.RequestExt.CreateBeforeDestroy); sent only to an
 	// adapter that declared it.
@@ -250,7 +253,7 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 	}
 	req := c.request(t, info)
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate, Replace: t.Replace,
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate, Replace: t.Replace, Refresh: t.Refresh,
 			CreateBeforeDestroy: t.CreateBeforeDestroy && info.Init.Gcompose.CreateBeforeDestroy}
 	}
 	res, err := c.run(ctx, t, info, info.Init.StateAction, protocol.CallState, req, mounts, nil)

@@ -38,7 +38,7 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 func (a *ContainerAdapters) target(c plan.Call) Target {
 	return Target{App: c.App, Lineage: c.Lineage, Name: c.Name, AdapterName: c.AdapterName, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
 		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate, AnswerState: c.AnswerState, PlannedCost: c.PlannedCost, Replace: c.Replace,
-		CreateBeforeDestroy: c.CreateBeforeDestroy}
+		CreateBeforeDestroy: c.CreateBeforeDestroy, Refresh: c.Refresh}
 }
 
 func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {

@@ -122,6 +122,9 @@ type Call struct {
 	// CreateBeforeDestroy asks, on state calls, for a rebuild that creates
 	// the replacement first (protocol.RequestExt.CreateBeforeDestroy).
 	CreateBeforeDestroy bool
+	// Refresh marks the state calls of a refresh, which only report
+	// (protocol.RequestExt.Refresh).
+	Refresh bool
 }
 
 // SweepCall is one sweep of an adapter type.

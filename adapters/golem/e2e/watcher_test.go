@@ -93,3 +93,57 @@ func TestMarketWatcher(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestWatcherNotStartedByRefresh: only plan and deploy, which estimate and
+// rent, start the market watcher. With an app deployed and no watcher
+// running, gcompose ps, cost and refresh (whose payments state call saw
+// the allocation) leave none behind; the next plan starts it.
+func TestWatcherNotStartedByRefresh(t *testing.T) {
+	e := start(t, devnet.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	desc := filepath.Join(e.dir, "app.yaml")
+	if err := os.WriteFile(desc, []byte(marketApp("")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.must(ctx, "deploy", "--yes", "-f", desc)
+	if n := e.watchers(ctx); n != 1 {
+		t.Fatalf("%d market watcher container(s) after the deploy, want 1", n)
+	}
+	e.stopWatchers(ctx)
+	for _, args := range [][]string{{"ps"}, {"cost", "-f", desc}, {"refresh", "-f", desc}} {
+		var out string
+		if args[0] == "ps" {
+			// ps takes no adapter images: it names the app and its state.
+			cmd := e.command(ctx, nil, "state", "list")
+			cmd.Args = []string{e.bin, "ps", "--app", e.app, "--state", e.state}
+			b, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("gcompose ps: %v\n%s", err, b)
+			}
+			out = string(b)
+		} else {
+			out = e.must(ctx, args...)
+		}
+		if n := e.watchers(ctx); n != 0 {
+			t.Errorf("gcompose %s started the market watcher (%d container(s)):\n%s", args[0], n, out)
+			e.stopWatchers(ctx)
+		}
+	}
+	// The check above can fail: the plan does start it.
+	e.must(ctx, "plan", "-f", desc)
+	if n := e.watchers(ctx); n != 1 {
+		t.Errorf("%d market watcher container(s) after the plan, want 1", n)
+	}
+	e.must(ctx, "destroy", "--yes", "-f", desc)
+	deadline := time.Now().Add(20 * time.Second)
+	for e.watchers(ctx) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher's container is still there after the destroy")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s := e.summary(ctx); s.Watched != 0 || s.Demands != 0 {
+		t.Errorf("after the destroy: %d watched demand(s), %d of apps; want none", s.Watched, s.Demands)
+	}
+}
