@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
+	"github.com/gcompose/gcompose/internal/syncwriter"
 )
 
 // TestMarketWatcher: the first plan starts the market watcher and waits
@@ -146,4 +148,100 @@ func TestWatcherNotStartedByRefresh(t *testing.T) {
 	if s := e.summary(ctx); s.Watched != 0 || s.Demands != 0 {
 		t.Errorf("after the destroy: %d watched demand(s), %d of apps; want none", s.Watched, s.Demands)
 	}
+}
+
+// TestGoneOfferLeavesTheBookAtOnce: the create counters the cheapest
+// offer, which its provider withdrew after the create's demand got it;
+// yagna answers 400 "Subscription [..] was already unsubscribed." (the
+// devnet as yagna, adapters/golem/devnet/offers.go). The create rents the
+// next provider and tells the market watcher, whose book drops the offer at
+// once: the next plan, long before the watcher's refresh, no longer prices
+// the provider that left.
+func TestGoneOfferLeavesTheBookAtOnce(t *testing.T) {
+	caps := []string{"vpn", "inet"}
+	e := start(t, devnet.Config{Providers: []devnet.ProviderConfig{
+		{Name: "steady", Count: 2, Capabilities: caps, Coeffs: []float64{0.00005, 0.00005, 0}},
+		{Name: "leaver", Capabilities: caps, Coeffs: []float64{0.00002, 0.00002, 0}},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	desc := filepath.Join(e.dir, "app.yaml")
+	if err := os.WriteFile(desc, []byte(marketApp("")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// No refresh within the test: only the create's word drops the offer.
+	env := []string{"GCOMPOSE_OFFER_REFRESH=10m"}
+	const cheapest = "within the caps in subnet public: "
+	plan := func(args ...string) string {
+		t.Helper()
+		out, err := e.command(ctx, env, append([]string{"plan", "--verbose"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("plan: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := plan("-f", desc); !strings.Contains(out, cheapest+"leaver (") {
+		t.Fatalf("the first plan does not price leaver:\n%s", out)
+	}
+	cmd := e.command(ctx, env, "deploy", "--yes", "--verbose", "-f", desc)
+	var out strings.Builder
+	var mu sync.Mutex
+	cmd.Stdout = syncwriter.Writer{Mu: &mu, W: &out}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Once the allocation exists, every yagna answer waits 1.5 s: the
+	// create's demand is subscribed (its proposals, leaver's among them,
+	// queued at once), and its first collect of them waits; leaver
+	// withdraws meanwhile, and the create counters its offer.
+	withdrawn, slowed := false, false
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+wait:
+	for {
+		select {
+		case err = <-exited:
+			break wait
+		case <-tick.C:
+		}
+		if withdrawn {
+			continue
+		}
+		s := e.summary(ctx)
+		switch {
+		case !slowed && s.Allocations >= 1:
+			e.faults(ctx, map[string]any{"slow": "1500ms"})
+			slowed = true
+		case slowed && s.Demands >= 1:
+			e.admin(ctx, http.MethodPut, "/providers/leaver/offer", devnet.OfferChange{Withdrawn: true})
+			e.faults(ctx, map[string]any{})
+			withdrawn = true
+		}
+	}
+	e.faults(ctx, map[string]any{})
+	mu.Lock()
+	text := out.String()
+	mu.Unlock()
+	if err != nil || !withdrawn {
+		t.Fatalf("deploy: %v (leaver withdrawn during the create: %v)\n%s", err, withdrawn, text)
+	}
+	if !strings.Contains(text, "was already unsubscribed") {
+		t.Errorf("the create did not counter leaver's withdrawn offer (no 400 in its output):\n%s", text)
+	}
+	if got := e.field(ctx, "services.db", "provider_name"); !strings.HasPrefix(got, "steady-") {
+		t.Errorf("rented %q, want steady (leaver withdrew)", got)
+	}
+	// A second service of the same payload: its estimate reads the book.
+	two := filepath.Join(e.dir, "two.yaml")
+	if err := os.WriteFile(two, []byte(marketApp("")+"  db2:\n    payload: db\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if after := plan("-f", two); strings.Contains(after, "leaver") {
+		t.Errorf("the plan after the create's 400 still prices leaver (the book kept its withdrawn offer):\n%s", after)
+	}
+	e.must(ctx, "destroy", "--yes", "-f", desc)
 }

@@ -44,7 +44,7 @@ func (s *svc) replace(ctx context.Context, req *sdk.Request) error {
 		return fmt.Errorf("service %s: payload has no runtime", req.Name)
 	}
 	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, hold: true, id: Identity{Failed: failed, FailedWhy: failedWhy,
-		Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image, Agreements: historyOf(old, ss.Strays)}}
+		Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image, Agreements: historyOf(old, ss.Strays)}, forget: s.forgetter(yc, req.Log)}
 
 	// 1. The replacement's agreement, the running rental untouched.
 	if err := r.negotiate(ctx); err != nil {

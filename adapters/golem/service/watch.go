@@ -112,6 +112,15 @@ type watchOpened struct {
 	LeftMS int64 `json:"left_ms"`
 }
 
+// watchDrop names an offer that yagna says is gone: its provider and its
+// properties (the offer's own, the same in every demand's proposal of it:
+// core/market/src/db/model/proposal.rs new_requestor copies
+// offer.properties).
+type watchDrop struct {
+	Provider   string         `json:"provider"`
+	Properties map[string]any `json:"properties"`
+}
+
 type watchOffers struct {
 	Offers   []*yagna.Proposal `json:"offers"`
 	WaitedMS int64             `json:"waited_ms"`
@@ -221,6 +230,7 @@ func (w *watcher) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/apps/{app}", w.release)
 	mux.HandleFunc("POST /v1/open", w.open)
 	mux.HandleFunc("POST /v1/read", w.read)
+	mux.HandleFunc("POST /v1/drop", w.drop)
 	mux.HandleFunc("POST /v1/stop", func(rw http.ResponseWriter, r *http.Request) { rw.WriteHeader(http.StatusNoContent); w.stop() })
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if !hmac.Equal([]byte(r.Header.Get("Authorization")), []byte("Bearer "+w.token)) {
@@ -306,6 +316,19 @@ func (w *watcher) read(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSONTo(rw, watchOffers{Offers: offers, WaitedMS: waited.Milliseconds()})
+}
+
+// drop takes an offer yagna says is gone out of every page at once
+// (book.drop).
+func (w *watcher) drop(rw http.ResponseWriter, r *http.Request) {
+	var q watchDrop
+	if err := json.NewDecoder(r.Body).Decode(&q); err != nil || q.Provider == "" {
+		http.Error(rw, fmt.Sprintf("want {provider, properties}: %v", err), http.StatusBadRequest)
+		return
+	}
+	n := w.b.drop(q.Provider, q.Properties)
+	w.log.Info("market watcher: an offer yagna says is gone left the book", "provider", q.Provider, "pages", n)
+	writeJSONTo(rw, map[string]int{"dropped": n})
 }
 
 func writeJSONTo(rw http.ResponseWriter, v any) {
@@ -427,6 +450,12 @@ func (c *WatchClient) open(ctx context.Context, bd bookDemand, window time.Durat
 	var out watchOpened
 	err := c.call(ctx, http.MethodPost, "/v1/open", watchOpen{Key: bd.key, Broad: bd.demand, WindowMS: window.Milliseconds()}, &out)
 	return time.Duration(out.LeftMS) * time.Millisecond, err
+}
+
+// drop tells the watcher that yagna says the provider's offer of these
+// properties is gone (withdrawn): its pages drop it at once.
+func (c *WatchClient) drop(ctx context.Context, provider string, props map[string]any) error {
+	return c.call(ctx, http.MethodPost, "/v1/drop", watchDrop{Provider: provider, Properties: props}, nil)
 }
 
 // read is book.read through the watcher.
