@@ -5,10 +5,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 
 	"github.com/gcompose/gcompose/adapters/golem/devnet"
 	"github.com/gcompose/gcompose/internal/syncwriter"
@@ -147,6 +151,75 @@ func TestWatcherNotStartedByRefresh(t *testing.T) {
 	}
 	if s := e.summary(ctx); s.Watched != 0 || s.Demands != 0 {
 		t.Errorf("after the destroy: %d watched demand(s), %d of apps; want none", s.Watched, s.Demands)
+	}
+}
+
+// watchedDemands are the ids of the live demands the market watcher made
+// (marked gcompose.offer-watcher), from the requestor's GET /demands.
+func (e *env) watchedDemands(ctx context.Context) []string {
+	e.t.Helper()
+	ds, err := e.yc.Demands(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for _, d := range ds {
+		if d.Properties["gcompose.offer-watcher"] == true {
+			out = append(out, d.DemandID)
+		}
+	}
+	return out
+}
+
+// TestKilledWatchersDemandsUnsubscribed: a market watcher killed with
+// SIGKILL (it unsubscribes nothing) leaves its demands subscribed; the
+// watcher the next plan starts unsubscribes them, so the devnet holds no
+// orphaned demand of the dead one, only the new watcher's own.
+func TestKilledWatchersDemandsUnsubscribed(t *testing.T) {
+	e := start(t, devnet.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	desc := filepath.Join(e.dir, "app.yaml")
+	if err := os.WriteFile(desc, []byte(marketApp("")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.must(ctx, "plan", "-f", desc)
+	old := e.watchedDemands(ctx)
+	if len(old) == 0 {
+		t.Fatal("no watched demand after the first plan")
+	}
+	f := filters.NewArgs(filters.Arg("label", "gcompose.offer-watcher=true"), filters.Arg("label", "gcompose.yagna-url="+e.url))
+	cs, err := e.docker.ContainerList(ctx, container.ListOptions{Filters: f})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("%d watcher container(s), %v; want 1", len(cs), err)
+	}
+	if err := e.docker.ContainerKill(ctx, cs[0].ID, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for e.watchers(ctx) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed watcher's container is still there")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The orphans exist: a SIGKILL unsubscribes nothing.
+	if left := e.watchedDemands(ctx); len(left) != len(old) {
+		t.Fatalf("after the kill: watched demands %v, want the dead watcher's %v", left, old)
+	}
+	out := e.must(ctx, "plan", "-f", desc)
+	now := e.watchedDemands(ctx)
+	for _, id := range old {
+		if slices.Contains(now, id) {
+			t.Errorf("the dead watcher's demand %s is still subscribed after the next plan (live: %v)\n%s", id, now, out)
+		}
+	}
+	if len(now) == 0 || e.watchers(ctx) != 1 {
+		t.Errorf("after the next plan: %d watcher(s), watched demands %v; want the new watcher's", e.watchers(ctx), now)
+	}
+	e.stopWatchers(ctx)
+	if s := e.summary(ctx); s.Watched != 0 || s.Demands != 0 {
+		t.Errorf("after the watcher's stop: %d watched demand(s), %d of apps; want none", s.Watched, s.Demands)
 	}
 }
 

@@ -68,6 +68,17 @@ const watchVersion = "1"
 // app ends them; the watcher does when it stops).
 const WatchProperty = "gcompose.offer-watcher"
 
+// WatchIDProperty names, on each demand the watcher subscribes, the
+// watcher (watchID: its yagna URL and identity). A watcher killed with
+// SIGKILL unsubscribes nothing; the next watcher of the same yagna and
+// identity finds its demands by this property in the identity's demands
+// (GET /market-api/v1/demands lists the caller's own: yagna
+// core/market/src/rest_api/requestor.rs get_demands,
+// core/market/src/market.rs get_demands → store.get_client_demands) and
+// unsubscribes them before it serves (unsubscribeOrphans). A sibling of
+// WatchProperty, not a child: a property is a leaf of the properties tree.
+const WatchIDProperty = "gcompose.offer-watcher-id"
+
 // watchID is what identifies a watcher: its yagna and requestor identity.
 func watchID(url, identity string) string {
 	sum := sha256.Sum256([]byte(url + "|" + identity))
@@ -169,6 +180,9 @@ func RunWatcher(ctx context.Context, yc *yagna.Client, args []string, stdout io.
 	defer cancel()
 	w := &watcher{yc: yc, log: log, identity: me.Identity, token: WatchToken(yc.AppKey), b: &book{idle: *idle, refresh: *refresh},
 		idle: *idle, gone: *gone, stop: cancel, apps: map[string]bool{}, lastUse: time.Now()}
+	// The socket is this watcher's: no other of this yagna and identity
+	// runs, so the demands marked as theirs are a dead one's.
+	w.unsubscribeOrphans(ctx)
 	srv := &http.Server{Handler: w.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintln(stdout, "gcompose:ready")
@@ -221,6 +235,43 @@ func (w *watcher) wait(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// unsubscribeOrphans unsubscribes the demands a watcher of this yagna and
+// identity left subscribed (killed, it could not): those marked with its
+// WatchIDProperty. What fails is logged: yagna expires them in the end.
+func (w *watcher) unsubscribeOrphans(ctx context.Context) {
+	id := watchID(w.yc.BaseURL, w.identity)
+	demands, err := w.yc.Demands(ctx)
+	if err != nil {
+		w.log.Warn("market watcher: listing the demands a watcher before it left", "err", err)
+		return
+	}
+	n := 0
+	for _, d := range demands {
+		if d.Properties[WatchIDProperty] != id {
+			continue
+		}
+		if err := w.yc.UnsubscribeDemand(ctx, d.DemandID); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
+			w.log.Warn("market watcher: unsubscribing a demand a watcher before it left", "demand", d.DemandID, "err", err)
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		w.log.Info("market watcher: unsubscribed the demands a stopped watcher left", "demands", n)
+	}
+}
+
+// mark is the broad demand as the watcher subscribes it: named as its own
+// (WatchIDProperty).
+func (w *watcher) mark(d yagna.DemandOfferBase) yagna.DemandOfferBase {
+	props := make(map[string]any, len(d.Properties)+1)
+	for k, v := range d.Properties {
+		props[k] = v
+	}
+	props[WatchIDProperty] = watchID(w.yc.BaseURL, w.identity)
+	return yagna.DemandOfferBase{Properties: props, Constraints: d.Constraints}
 }
 
 func (w *watcher) routes() http.Handler {
@@ -296,7 +347,7 @@ func (w *watcher) open(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	window := time.Duration(q.WindowMS) * time.Millisecond
-	p, err := w.b.page(r.Context(), w.yc, w.log, bookDemand{key: q.Key, demand: q.Broad}, window)
+	p, err := w.b.page(r.Context(), w.yc, w.log, bookDemand{key: q.Key, demand: w.mark(q.Broad)}, window)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusBadGateway)
 		return
@@ -310,7 +361,7 @@ func (w *watcher) read(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, err.Error(), http.StatusBadRequest)
 		return
 	}
-	offers, waited, err := w.b.read(r.Context(), w.yc, w.log, bookDemand{key: q.Key, demand: q.Broad}, q.Demand, time.Duration(q.WindowMS)*time.Millisecond, nil)
+	offers, waited, err := w.b.read(r.Context(), w.yc, w.log, bookDemand{key: q.Key, demand: w.mark(q.Broad)}, q.Demand, time.Duration(q.WindowMS)*time.Millisecond, nil)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusBadGateway)
 		return

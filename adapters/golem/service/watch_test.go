@@ -256,6 +256,53 @@ func TestCreateReadsTheWarmBook(t *testing.T) {
 	}
 }
 
+// TestWatcherUnsubscribesADeadWatchersDemands: a watcher killed with
+// SIGKILL leaves its demands subscribed; the next watcher of the same
+// yagna and identity unsubscribes them before it serves, and leaves the
+// demands of an app and of another watcher (another yagna URL) alone. Its
+// own demands name it. Fails without unsubscribeOrphans (the dead one's
+// demand stays live).
+func TestWatcherUnsubscribesADeadWatchersDemands(t *testing.T) {
+	f := &fakeMarket{live: map[string]bool{}, sent: map[string]int{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	yc := yagna.New(srv.URL, "k")
+	ctx := t.Context()
+	var dead, app, other string
+	for _, d := range []struct {
+		id    *string
+		props map[string]any
+	}{
+		{&dead, map[string]any{WatchProperty: true, WatchIDProperty: watchID(srv.URL, "0xrequestor")}},
+		{&app, map[string]any{"gcompose.app": "app"}},
+		{&other, map[string]any{WatchProperty: true, WatchIDProperty: watchID("http://other:7465", "0xrequestor")}},
+	} {
+		id, err := yc.SubscribeDemand(ctx, yagna.DemandOfferBase{Properties: d.props, Constraints: "()"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*d.id = id
+	}
+	// The next watcher: startWatcher serves on the same fake market.
+	wc, wyc, _ := startWatcherOn(t, f, srv)
+	f.mu.Lock()
+	live := map[string]bool{dead: f.live[dead], app: f.live[app], other: f.live[other]}
+	f.mu.Unlock()
+	if live[dead] || !live[app] || !live[other] {
+		t.Fatalf("after the next watcher's start: the dead watcher's demand live %v, the app's %v, another watcher's %v; want false, true, true", live[dead], live[app], live[other])
+	}
+	_, bd := watchDemand(t, wyc, bookConfig())
+	if _, err := wc.open(ctx, bd.shared(), 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	mine := f.subscribed[len(f.subscribed)-1]
+	f.mu.Unlock()
+	if mine.Properties[WatchIDProperty] != watchID(srv.URL, "0xrequestor") || mine.Properties[WatchProperty] != true {
+		t.Errorf("the watcher's demand %v does not name it", mine.Properties)
+	}
+}
+
 // TestWatcherDropsAGoneOffer: a create told by yagna that the offer it
 // countered is gone tells the watcher, whose page drops it at once (not a
 // refresh later); another offer of the same provider, at a new price,
