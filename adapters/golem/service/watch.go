@@ -61,8 +61,9 @@ const DefaultWatchIdle = 15 * time.Minute
 const DefaultWatchGone = time.Minute
 
 // watchVersion is the watcher's API version: a watcher of another version
-// is stopped and started anew by the adapter that finds it.
-const watchVersion = "1"
+// is stopped and started anew by the adapter that finds it. 2: POST
+// /v1/drop, and demands that name their watcher (WatchIDProperty).
+const watchVersion = "2"
 
 // WatchProperty marks the watcher's demands (not an app's: no sweep of an
 // app ends them; the watcher does when it stops).
