@@ -104,6 +104,19 @@ type RequestExt struct {
 	// replacement before it removes what exists (the descriptor's
 	// create_before_destroy: true): the STALE answer's actions in that order.
 	CreateBeforeDestroy bool `json:"create_before_destroy,omitempty"`
+	// Refresh marks the state calls of a refresh (gcompose refresh, a live
+	// gcompose cost, a reconciler's check): they only report, and nothing
+	// is planned or applied after them. Answer as to any state call, but
+	// start nothing that only a plan or deploy uses (the Golem payments
+	// adapter does not start the market watcher for it).
+	Refresh bool `json:"refresh,omitempty"`
+	// Mode is, on check calls, the run the check is made for: "deploy"
+	// (gcompose plan and deploy, which may rent and estimate), "destroy" or
+	// "refresh" (gcompose refresh, a live cost, a reconciler's check).
+	// Start nothing for a destroy or a refresh that only a plan or deploy
+	// uses (the Golem payments check launches the market watcher only for
+	// "deploy").
+	Mode string `json:"mode,omitempty"`
 }
 
 // Persisted is the slice of the state store an adapter sees.

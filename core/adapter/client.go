@@ -149,6 +149,12 @@ type Target struct {
 	// Replace marks a state call made by plan only, for a resource apply
 	// will remove and create anew (protocol.RequestExt.Replace).
 	Replace bool
+	// Refresh marks the state calls of a refresh
+	// (protocol.RequestExt.Refresh).
+	Refresh bool
+	// Mode is, on check calls, the run the check is made for
+	// (protocol.RequestExt.Mode).
+	Mode string
 	// CreateBeforeDestroy asks, on state calls, for a rebuild that creates
 	// first (protocol.RequestExt.CreateBeforeDestroy); sent only to an
 	// adapter that declared it.
@@ -250,7 +256,7 @@ func (c *Client) State(ctx context.Context, t Target, desired string, persisted 
 	}
 	req := c.request(t, info)
 	if info.Ext {
-		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate, Replace: t.Replace,
+		req.Gcompose = &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallState, Desired: desired, Persisted: persisted, Env: c.env(info), Lineage: t.Lineage, Estimate: t.Estimate, Replace: t.Replace, Refresh: t.Refresh,
 			CreateBeforeDestroy: t.CreateBeforeDestroy && info.Init.Gcompose.CreateBeforeDestroy}
 	}
 	res, err := c.run(ctx, t, info, info.Init.StateAction, protocol.CallState, req, mounts, nil)
@@ -476,7 +482,7 @@ func (c *Client) Check(ctx context.Context, t Target) (*protocol.CheckResult, er
 		return nil, err
 	}
 	req := protocol.Request{Name: "", Type: t.Image, Version: c.opts.Version, Verbose: c.opts.Verbose, Workspace: c.opts.Workspace,
-		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallCheck, Env: c.env(info), Lineage: t.Lineage}}
+		Gcompose: &protocol.RequestExt{Protocol: protocol.Version, App: t.App, Call: protocol.CallCheck, Env: c.env(info), Lineage: t.Lineage, Mode: t.Mode}}
 	ct := t
 	ct.Name = "check " + t.Image // names the call in errors and container labels
 	res, err := c.run(ctx, ct, info, protocol.ActionSpec{Args: []string{protocol.CheckArg}}, protocol.CallCheck, req, mounts, nil)

@@ -38,7 +38,7 @@ func (a *ContainerAdapters) Describe(ctx context.Context, image, resource string
 func (a *ContainerAdapters) target(c plan.Call) Target {
 	return Target{App: c.App, Lineage: c.Lineage, Name: c.Name, AdapterName: c.AdapterName, Image: c.Type, Config: c.Config, Plugs: a.Plugs,
 		Operation: c.Operation, ReportIdentity: c.ReportIdentity, Estimate: c.Estimate, AnswerState: c.AnswerState, PlannedCost: c.PlannedCost, Replace: c.Replace,
-		CreateBeforeDestroy: c.CreateBeforeDestroy}
+		CreateBeforeDestroy: c.CreateBeforeDestroy, Refresh: c.Refresh}
 }
 
 func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*protocol.SweepResult, error) {
@@ -54,7 +54,7 @@ func (a *ContainerAdapters) Sweep(ctx context.Context, s plan.SweepCall) (*proto
 }
 
 func (a *ContainerAdapters) Check(ctx context.Context, c plan.CheckCall) (*protocol.CheckResult, error) {
-	t := Target{App: c.App, Lineage: c.Lineage, Name: c.Resource, Image: c.Type, Plugs: a.Plugs}
+	t := Target{App: c.App, Lineage: c.Lineage, Name: c.Resource, Image: c.Type, Plugs: a.Plugs, Mode: string(c.Mode)}
 	res, err := a.Client.Check(ctx, t)
 	if errors.Is(err, ErrNothingToCheck) {
 		return nil, fmt.Errorf("%w: %w", plan.ErrNoCheck, err)

@@ -221,7 +221,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (out *Outcome, err error)
 	if firstDeploy && req.Mode == plan.Deploy && e.Existing != nil {
 		scans.Go(func() { existing, existErr = e.Existing(sweepCtx, req.App) })
 	}
-	preErr := e.preflight(soft, req.App, req.Desired, doc)
+	preErr := e.preflight(soft, req.App, req.Mode, req.Desired, doc)
 	scans.Wait()
 	slog.DebugContext(ctx, "engine: preflight, sweeps and scans done", "app", req.App, "took", time.Since(t1))
 	if preErr != nil {

@@ -87,11 +87,11 @@ func (e *Engine) eachType(types []string, fn func(i int, typ string)) {
 	wg.Wait()
 }
 
-func (e *Engine) preflight(ctx context.Context, app string, desired map[string]*plan.Resource, doc *state.Document) error {
+func (e *Engine) preflight(ctx context.Context, app string, mode plan.Mode, desired map[string]*plan.Resource, doc *state.Document) error {
 	types, first := typesOf(desired, doc)
 	problems := make([]string, len(types))
 	e.eachType(types, func(i int, typ string) {
-		res, err := e.Adapters.Check(ctx, plan.CheckCall{App: app, Lineage: doc.Lineage, Type: typ, Resource: first[typ]})
+		res, err := e.Adapters.Check(ctx, plan.CheckCall{App: app, Lineage: doc.Lineage, Type: typ, Resource: first[typ], Mode: mode})
 		switch {
 		case errors.Is(err, plan.ErrNoCheck):
 		case err != nil:

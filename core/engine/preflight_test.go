@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/gcompose/gcompose/core/plan"
+	"github.com/gcompose/gcompose/core/state"
 	"github.com/gcompose/gcompose/internal/memadapter"
+	"github.com/gcompose/gcompose/protocol"
 )
 
 // A problem several adapter types report is one line naming them all; the
@@ -56,5 +59,45 @@ func TestPreflightPassesWhenEveryCheckIsOK(t *testing.T) {
 	deploy(t, e, diamond("v1"))
 	if n := ad.CheckCalls.Load(); n != 1 {
 		t.Errorf("%d check calls, want 1", n)
+	}
+}
+
+// checkModes records the mode each check call carried.
+type checkModes struct {
+	*memadapter.Adapter
+	mu    sync.Mutex
+	modes []plan.Mode
+}
+
+func (c *checkModes) Check(ctx context.Context, call plan.CheckCall) (*protocol.CheckResult, error) {
+	c.mu.Lock()
+	c.modes = append(c.modes, call.Mode)
+	c.mu.Unlock()
+	return c.Adapter.Check(ctx, call)
+}
+
+// A check call says which run it is made for (protocol.RequestExt.Mode):
+// the Golem payments check launches the market watcher for a plan or a
+// deploy only, not for a refresh or a destroy.
+func TestCheckCallsSayTheirRun(t *testing.T) {
+	ad := &checkModes{Adapter: memadapter.New()}
+	ad.CheckProblem = map[string]string{}
+	e := &Engine{Adapters: ad, Store: state.NewMemoryStore(), Parallelism: 4}
+	deploy(t, e, diamond("v1"))
+	for _, tc := range []struct {
+		mode     plan.Mode
+		planOnly bool
+	}{{plan.Deploy, true}, {plan.Refresh, true}, {plan.Destroy, true}, {plan.Deploy, false}} {
+		ad.modes = nil
+		req := Request{App: "app", Mode: tc.mode, PlanOnly: tc.planOnly}
+		if tc.mode == plan.Deploy {
+			req.Desired = diamond("v1")
+		}
+		if _, err := e.Run(context.Background(), req); err != nil {
+			t.Fatalf("%s: %v", tc.mode, err)
+		}
+		if len(ad.modes) != 1 || ad.modes[0] != tc.mode {
+			t.Errorf("%s (plan only %v): check calls carried %v, want one with %q", tc.mode, tc.planOnly, ad.modes, tc.mode)
+		}
 	}
 }

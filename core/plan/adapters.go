@@ -44,6 +44,8 @@ type CheckCall struct {
 	Type    string
 	// Resource is one resource of the type: the call mounts its plugs.
 	Resource string
+	// Mode is the run the check is made for (protocol.RequestExt.Mode).
+	Mode Mode
 }
 
 // Capabilities of an adapter, from its init answer.
@@ -122,6 +124,9 @@ type Call struct {
 	// CreateBeforeDestroy asks, on state calls, for a rebuild that creates
 	// the replacement first (protocol.RequestExt.CreateBeforeDestroy).
 	CreateBeforeDestroy bool
+	// Refresh marks the state calls of a refresh, which only report
+	// (protocol.RequestExt.Refresh).
+	Refresh bool
 }
 
 // SweepCall is one sweep of an adapter type.

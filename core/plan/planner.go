@@ -523,7 +523,7 @@ func diffKeys(a, b map[string]any) []string {
 
 func (p *Planner) planRefresh(ctx context.Context, app appRef, name string, old *state.Resource) (*Step, error) {
 	s := &Step{Resource: name, Type: old.Type, Before: old.State, Op: NoOp}
-	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, AdapterName: AdapterNameOf(name, old), Type: old.Type, Config: old.Config, Persisted: PersistedOf(old)}, protocol.Present)
+	ans, err := p.Adapters.State(ctx, Call{App: app.name, Lineage: app.lineage, Name: name, AdapterName: AdapterNameOf(name, old), Type: old.Type, Config: old.Config, Persisted: PersistedOf(old), Refresh: true}, protocol.Present)
 	if err != nil {
 		return s, err
 	}

@@ -162,6 +162,24 @@ func (r *Request) CreateBeforeDestroy() bool {
 	return r.Gcompose != nil && r.Gcompose.CreateBeforeDestroy
 }
 
+// Refreshing says the state call is a refresh's (gcompose refresh, a live
+// gcompose cost, a reconciler's check; protocol.RequestExt.Refresh): it
+// only reports, nothing is planned or applied after it, so start nothing
+// that only a plan or deploy uses.
+func (r *Request) Refreshing() bool {
+	return r.Gcompose != nil && r.Gcompose.Refresh
+}
+
+// CheckMode is, on a check call, the run the check is made for:
+// "deploy" (gcompose plan and deploy), "destroy" or "refresh"
+// (protocol.RequestExt.Mode); "" on other calls.
+func (r *Request) CheckMode() string {
+	if r.Gcompose == nil {
+		return ""
+	}
+	return r.Gcompose.Mode
+}
+
 // SweepRequest is the sweep call's question (nil on other calls).
 func (r *Request) SweepRequest() *protocol.SweepRequest {
 	if r.Gcompose == nil {

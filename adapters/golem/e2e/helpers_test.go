@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
@@ -411,4 +412,29 @@ func demoImages(t *testing.T, ctx context.Context) map[string]string {
 func parallel(t *testing.T) {
 	t.Helper()
 	t.Parallel()
+}
+
+// stopWatchers stops the market watchers of the test's devnet as `docker
+// stop` does (SIGTERM: each unsubscribes its demands) and waits until
+// their containers are gone (they remove themselves).
+func (e *env) stopWatchers(ctx context.Context) {
+	e.t.Helper()
+	f := filters.NewArgs(filters.Arg("label", "gcompose.offer-watcher=true"), filters.Arg("label", "gcompose.yagna-url="+e.url))
+	cs, err := e.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, c := range cs {
+		timeout := 10
+		if err := e.docker.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &timeout}); err != nil && !errdefs.IsNotFound(err) {
+			e.t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for e.watchers(ctx) != 0 {
+		if time.Now().After(deadline) {
+			e.t.Fatal("the market watcher's container is still there after its stop")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -79,6 +79,7 @@ type sweepResult struct {
 	what     string
 	exit     string
 	left     devnet.Summary // right after the interrupted run
+	watchers int            // market watcher containers right after it
 	maxAgr   int            // most agreements approved during the re-deploy
 	redeploy devnet.Summary // after the re-deploy
 }
@@ -191,7 +192,10 @@ func describeExit(err error) string {
 // checks that nothing is duplicated or left.
 func (ie *interruptEnv) recover(ctx context.Context, what, exit string) sweepResult {
 	t := ie.t
-	r := sweepResult{what: what, exit: exit, left: ie.summary(ctx)}
+	r := sweepResult{what: what, exit: exit, left: ie.summary(ctx), watchers: ie.watchers(ctx)}
+	if r.watchers > 1 {
+		t.Errorf("%s: %d market watchers after the interrupted run, want at most one", what, r.watchers)
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -229,40 +233,42 @@ func (ie *interruptEnv) recover(ctx context.Context, what, exit string) sweepRes
 }
 
 // checkEmpty: the devnet holds nothing alive and no container of the app or
-// of a provider is left.
+// of a provider is left. The market watcher, which an interrupted run may
+// leave and the next run adopts, is stopped by the destroy of its last app:
+// neither its container nor its demands are left.
 func (ie *interruptEnv) checkEmpty(ctx context.Context, what string) {
 	t := ie.t
-	if s := ie.summary(ctx); s.Demands != 0 || s.Agreements != 0 || s.Activities != 0 || s.Allocations != 0 || s.Networks != 0 {
-		t.Errorf("%s: after destroy the devnet holds %+v", what, s)
-	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		providers, err := ie.docker.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "gcompose.devnet="+ie.instance))})
 		if err != nil {
 			t.Fatal(err)
 		}
-		app := ie.appContainers(ctx)
-		if len(providers) == 0 && app == 0 {
-			return
+		app, watchers := ie.appContainers(ctx), ie.watchers(ctx)
+		if len(providers) == 0 && app == 0 && watchers == 0 {
+			break
 		}
 		if time.Now().After(deadline) {
 			var names []string
 			for _, c := range providers {
 				names = append(names, fmt.Sprintf("%s (%s, activity %s)", strings.Join(c.Names, ","), c.State, c.Labels["gcompose.devnet.activity"]))
 			}
-			t.Errorf("%s: after destroy %d provider containers (%s) and %d containers of the app are left", what, len(providers), strings.Join(names, "; "), app)
-			return
+			t.Errorf("%s: after destroy %d provider containers (%s), %d containers of the app and %d market watcher(s) are left", what, len(providers), strings.Join(names, "; "), app, watchers)
+			break
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if s := ie.summary(ctx); s.Demands != 0 || s.Watched != 0 || s.Agreements != 0 || s.Activities != 0 || s.Allocations != 0 || s.Networks != 0 {
+		t.Errorf("%s: after destroy the devnet holds %+v", what, s)
 	}
 }
 
 func logResults(t *testing.T, rs []sweepResult) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-62s | %-18s | left: agr act alloc dem net | max agr | after re-deploy: agr act alloc\n", "interruption", "interrupted run")
+	fmt.Fprintf(&b, "%-62s | %-18s | left: agr act alloc dem net watcher watched | max agr | after re-deploy: agr act alloc\n", "interruption", "interrupted run")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "%-62s | %-18s | %9d %3d %5d %3d %3d | %7d | %19d %3d %5d\n", r.what, r.exit,
-			r.left.Agreements, r.left.Activities, r.left.Allocations, r.left.Demands, r.left.Networks, r.maxAgr,
+		fmt.Fprintf(&b, "%-62s | %-18s | %9d %3d %5d %3d %3d %7d %7d | %7d | %19d %3d %5d\n", r.what, r.exit,
+			r.left.Agreements, r.left.Activities, r.left.Allocations, r.left.Demands, r.left.Networks, r.watchers, r.left.Watched, r.maxAgr,
 			r.redeploy.Agreements, r.redeploy.Activities, r.redeploy.Allocations)
 	}
 	t.Logf("interrupt sweep (%d points):\n%s", len(rs), b.String())
@@ -288,19 +294,68 @@ func TestInterruptSample(t *testing.T) {
 	logResults(t, rs)
 }
 
+// sweepPart is the part of the sweep GCOMPOSE_INTERRUPT_SWEEP_PART asks
+// for, so that it runs in pieces (each under the heavy-test lock on its
+// own): SIGNAL@FROM-TO (the call boundaries FROM to TO; TO empty: until
+// the deploy completes first) or SIGNAL@inside (the points of
+// insidePoints), SIGNAL KILL or INT; several, comma-separated. Unset or
+// empty: everything.
+type sweepPart struct {
+	calls    bool
+	from, to int // to 0: no end
+	inside   bool
+}
+
+func sweepParts(t *testing.T) map[syscall.Signal]sweepPart {
+	v := os.Getenv("GCOMPOSE_INTERRUPT_SWEEP_PART")
+	if v == "" {
+		all := sweepPart{calls: true, from: 1, inside: true}
+		return map[syscall.Signal]sweepPart{syscall.SIGKILL: all, syscall.SIGINT: all}
+	}
+	out := map[syscall.Signal]sweepPart{}
+	for _, item := range strings.Split(v, ",") {
+		name, what, ok := strings.Cut(strings.TrimSpace(item), "@")
+		sig := map[string]syscall.Signal{"KILL": syscall.SIGKILL, "INT": syscall.SIGINT}[name]
+		if !ok || sig == 0 {
+			t.Fatalf("GCOMPOSE_INTERRUPT_SWEEP_PART=%q: want KILL@1-8, INT@9-, KILL@inside, ...", v)
+		}
+		p := out[sig]
+		if what == "inside" {
+			p.inside = true
+		} else {
+			from, to, _ := strings.Cut(what, "-")
+			f, err := strconv.Atoi(from)
+			if err != nil || f < 1 {
+				t.Fatalf("GCOMPOSE_INTERRUPT_SWEEP_PART=%q: %q is not a range of calls", v, what)
+			}
+			p.calls, p.from, p.to = true, f, 0
+			if to != "" {
+				if p.to, err = strconv.Atoi(to); err != nil || p.to < f {
+					t.Fatalf("GCOMPOSE_INTERRUPT_SWEEP_PART=%q: %q is not a range of calls", v, what)
+				}
+			}
+		}
+		out[sig] = p
+	}
+	return out
+}
+
 // TestInterruptSweep is the full sweep (make interrupt-sweep): SIGKILL and
 // SIGINT after every adapter call of the deploy, until the deploy completes
-// before the crash point, and at every point of insidePoints.
+// before the crash point, and at every point of insidePoints
+// (GCOMPOSE_INTERRUPT_SWEEP_PART: a part of it, sweepParts).
 func TestInterruptSweep(t *testing.T) {
 	if os.Getenv("GCOMPOSE_INTERRUPT_SWEEP") == "" {
 		t.Skip("the full interrupt sweep runs with GCOMPOSE_INTERRUPT_SWEEP=1 (make interrupt-sweep)")
 	}
+	parts := sweepParts(t)
 	ie := newInterruptEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Hour)
 	defer cancel()
 	var rs []sweepResult
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGINT} {
-		for k := 1; ; k++ {
+		part := parts[sig]
+		for k := part.from; part.calls && (part.to == 0 || k <= part.to); k++ {
 			in := interruption{signal: sig, afterCalls: k}
 			exit, done := ie.interrupt(ctx, in)
 			if done {
@@ -309,12 +364,20 @@ func TestInterruptSweep(t *testing.T) {
 					t.Fatalf("destroy: %v\n%s", err, out)
 				}
 				ie.checkEmpty(ctx, in.String())
-				t.Logf("%s: the deploy has %d adapter calls", strings.Fields(in.String())[0], k-1)
+				if k == part.from {
+					// A part that starts past the last call.
+					t.Logf("%s: the deploy ends before call %d", strings.Fields(in.String())[0], k)
+				} else {
+					t.Logf("%s: the deploy has %d adapter calls", strings.Fields(in.String())[0], k-1)
+				}
 				break
 			}
 			rs = append(rs, ie.recover(ctx, in.String(), exit))
 		}
 		for _, p := range insidePoints {
+			if !part.inside {
+				break
+			}
 			in := interruption{name: p.name, signal: sig, inside: p.when, faults: p.faults}
 			exit, _ := ie.interrupt(ctx, in)
 			rs = append(rs, ie.recover(ctx, in.String(), exit))

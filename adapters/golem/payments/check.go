@@ -15,7 +15,8 @@ import (
 // key, network.Check), and it launches the market watcher when none runs.
 //
 // The check is this adapter's first call of every plan, deploy, destroy and
-// refresh: gcompose makes it once the state is loaded, while the served
+// refresh (the request's mode says which: it launches for a plan or deploy
+// only): gcompose makes it once the state is loaded, while the served
 // adapters' servers start. The payments state call that starts (or adopts)
 // the watcher and registers the app comes only after the preflight, in its
 // own container; the service estimates, whose first offer window starts
@@ -29,6 +30,11 @@ import (
 func check(ctx context.Context, req *sdk.Request) error {
 	if err := network.Check(ctx, req); err != nil {
 		return err
+	}
+	// Only for a plan or deploy, as the state call (payments.go state): a
+	// refresh or a destroy estimates and rents nothing.
+	if req.CheckMode() != "deploy" {
+		return nil
 	}
 	if err := launchWatcher(ctx, req); err != nil {
 		req.Log.Debug("market watcher not launched by the check: the state call starts it", "err", err)

@@ -138,10 +138,13 @@ func state(ctx context.Context, req *sdk.Request) (*protocol.StateResult, error)
 	}
 	// Every plan and deploy of a Golem app asks this first: the market
 	// watcher is started (or adopted) for the service estimates that follow.
-	// Not once the allocation recorded is gone: the state call that checks
-	// a delete (the watcher was released) or an allocation lost, whose
+	// Only there: not for a destroy (nothing is rented) nor a refresh (ps,
+	// cost, refresh and a reconciler's check estimate and rent nothing; a
+	// watcher they started would run its 15 idle minutes for nobody). Nor
+	// once the allocation recorded is gone: the state call that checks a
+	// delete (the watcher was released) or an allocation lost, whose
 	// rebuild's plan starts it.
-	if id == "" || alloc != nil {
+	if req.Desired() == protocol.Present && !req.Refreshing() && (id == "" || alloc != nil) {
 		ensureWatcher(ctx, req, cfg.App)
 	}
 	c, err := longlived.Find(ctx, d, cfg.App, req.Lineage(), req.Name)

@@ -21,12 +21,13 @@ import (
 // service.WatchArg: a long-lived container like the keeper, but one per
 // yagna URL and requestor identity rather than per app, since the market is
 // the same for every app of a requestor. The payments resource starts or
-// adopts it (its state call comes first in every plan, deploy and refresh of
-// a Golem app, and this adapter holds the Docker socket; its check, earlier
-// still, launches it: check.go) and registers its app with it; its delete
-// releases the app, and the watcher stops when none is left. What fails
-// here is logged, not returned: without a watcher the service adapter reads
-// its own offer book, as before.
+// adopts it (its state call comes first in every plan and deploy of a
+// Golem app, and this adapter holds the Docker socket; its check, earlier
+// still, launches it: check.go; neither for a refresh or a destroy, which
+// estimate nothing) and registers its app with it; its delete releases the
+// app, and the watcher stops when none is left. What fails here is logged,
+// not returned: without a watcher the service adapter reads its own offer
+// book, as before.
 
 // LabelWatcher marks the market watcher's container; LabelYagna names the
 // yagna it watches.

@@ -13,6 +13,7 @@ import (
 	"github.com/gcompose/gcompose/adapters/golem/constraint"
 	"github.com/gcompose/gcompose/adapters/golem/tag"
 	"github.com/gcompose/gcompose/adapters/golem/yagna"
+	"github.com/gcompose/gcompose/internal/jsonvalue"
 )
 
 // The offer book: what the market offers, gathered once for every estimate
@@ -393,6 +394,33 @@ func (p *page) fail(err error) {
 	p.mu.Lock()
 	p.err = err
 	p.mu.Unlock()
+}
+
+// drop takes the provider's offer of props out of every page (the offers
+// collected and those of a refresh under way), as yagna says it is gone:
+// a counter-proposal to it failed for its unsubscribed or expired offer
+// (offerGone). Only an offer of those very properties goes: a new offer
+// of the provider (another price) that the page holds already stays. It
+// says how many pages held it.
+func (b *book) drop(provider string, props map[string]any) int {
+	b.mu.Lock()
+	pages := make([]*page, 0, len(b.pages))
+	for _, p := range b.pages {
+		pages = append(pages, p)
+	}
+	b.mu.Unlock()
+	n := 0
+	for _, p := range pages {
+		p.mu.Lock()
+		for _, m := range []map[string]*yagna.Proposal{p.offers, p.nextOffers} {
+			if o, ok := m[provider]; ok && jsonvalue.Equal(o.Properties, props) {
+				delete(m, provider)
+				n++
+			}
+		}
+		p.mu.Unlock()
+	}
+	return n
 }
 
 // owns says whether subscription is a live page's demand: the sweep of the

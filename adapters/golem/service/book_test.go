@@ -62,6 +62,15 @@ func (f *fakeMarket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.live[id] = true
 		w.WriteHeader(http.StatusCreated)
 		_ = json.NewEncoder(w).Encode(id)
+	case r.Method == http.MethodGet && rest == "":
+		// The caller's live demands, as GET /demands lists them.
+		out := []yagna.Demand{}
+		for i, d := range f.subscribed {
+			if id := fmt.Sprintf("sub-%d", i+1); f.live[id] {
+				out = append(out, yagna.Demand{DemandID: id, Properties: d.Properties, Constraints: d.Constraints, RequestorID: "0xrequestor"})
+			}
+		}
+		_ = json.NewEncoder(w).Encode(out)
 	case r.Method == http.MethodDelete:
 		id := strings.TrimPrefix(rest, "/")
 		f.unsubscribe = append(f.unsubscribe, id)

@@ -213,6 +213,10 @@ func TestDemandTagsConfigFingerprint(t *testing.T) {
 	if dbDemand.Properties[tag.Config] != "0123456789abcdef" {
 		t.Errorf("db's demand tag %v, want db's fingerprint", dbDemand.Properties[tag.Config])
 	}
+	// The expiration is now + 3h, to the millisecond, of each demand's
+	// making: a millisecond may pass between the two.
+	delete(dbPage.demand.Properties, propExpiration)
+	delete(webPage.demand.Properties, propExpiration)
 	if dbPage.key != webPage.key || !reflect.DeepEqual(dbPage.demand.Properties, webPage.demand.Properties) {
 		t.Errorf("db and web have different pages:\n%s %v\n%s %v", dbPage.key, dbPage.demand.Properties, webPage.key, webPage.demand.Properties)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,7 +81,7 @@ func (s *svc) create(ctx context.Context, req *sdk.Request) error {
 	cfg, ss, yc, id, failed, failedWhy := in.cfg, in.ss, in.yc, in.old, in.failed, in.failedWhy
 	ss.Previous = in.previous
 	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, id: Identity{Failed: failed, FailedWhy: failedWhy, Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image,
-		Agreements: historyOf(id, ss.Strays)}, wc: s.watcher(ctx, yc, req.Log), cl: s.claims.claimer(yc.BaseURL, req.Name)}
+		Agreements: historyOf(id, ss.Strays)}, wc: s.watcher(ctx, yc, req.Log), cl: s.claims.claimer(yc.BaseURL, req.Name), forget: s.forgetter(yc, req.Log)}
 	defer r.cl.done()
 	if err := r.run(ctx, ss.Previous); err != nil {
 		// Leave nothing half-made behind: what was reported is cleaned up
@@ -128,6 +130,9 @@ type rental struct {
 	// cl is this create's claims on providers and VPN addresses among the
 	// adapter's concurrent creates (claims.go); nil claims nothing.
 	cl *claimer
+	// forget, when set, takes an offer yagna says is gone out of the
+	// offer books (svc.forgetter).
+	forget func(context.Context, Offer)
 }
 
 func (r *rental) report() error {
@@ -399,6 +404,29 @@ func (r *rental) negotiate(ctx context.Context) error {
 	return nil
 }
 
+// goneSubscription is how yagna names a subscription that is no more in a
+// counter-proposal's answer: core/market/src/negotiation/common.rs
+// counter_proposal → validate_proposal → store.get_offer (and get_demand),
+// whose QueryOfferError becomes ProposalValidationError
+// (core/market/src/negotiation/error.rs From<QueryOfferError>): NotFound
+// "Subscription [id] wasn't found." and Unsubscribed "Subscription [id]
+// was already unsubscribed." answer 400, SubscriptionExpired "Subscription
+// [id] expired." 410 (core/market/src/rest_api/error.rs ResponseError for
+// ProposalValidationError).
+var goneSubscription = regexp.MustCompile(`Subscription \[([^\]]+)\] (?:wasn't found|was already unsubscribed|expired)\.`)
+
+// offerGone says a counter-proposal on demand sub failed because the
+// offer countered is gone (withdrawn or expired): a 400 or 410 naming a
+// subscription that is not ours (validate_proposal checks the demand too,
+// with the same message for our own).
+func offerGone(err error, sub string) bool {
+	if st := yagna.StatusOf(err); st != http.StatusBadRequest && st != http.StatusGone {
+		return false
+	}
+	m := goneSubscription.FindStringSubmatch(err.Error())
+	return m != nil && m[1] != sub
+}
+
 // noneWithinCaps: offers came, and none can be taken.
 type noneWithinCaps struct{ err error }
 
@@ -645,6 +673,10 @@ func (r *rental) negotiateIn(nctx context.Context, subnet string, m Market, exp 
 					uncounter(sc.c.o.Provider)
 					why[sc.c.o.Provider] = "counter-proposal failed: " + sc.err.Error()
 					r.req.Log.Debug("counter-proposal failed", "provider", sc.c.o.Provider, "err", sc.err)
+					if offerGone(sc.err, sub) && r.forget != nil {
+						r.req.Log.Info("the provider's offer is gone: it leaves the offer book", "provider", sc.c.o.Who(), "err", sc.err)
+						r.forget(nctx, sc.c.o)
+					}
 					continue
 				}
 				sc.c.since = time.Now()

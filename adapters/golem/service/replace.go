@@ -45,7 +45,7 @@ func (s *svc) replace(ctx context.Context, req *sdk.Request) error {
 	}
 	r := &rental{yc: yc, req: req, cfg: cfg, t: s.t, hold: true, id: Identity{Failed: failed, FailedWhy: failedWhy,
 		Applied: Fingerprints(req.Config), InitPending: true, Image: cfg.image, Agreements: historyOf(old, ss.Strays)},
-		cl: s.claims.claimer(yc.BaseURL, req.Name)}
+		cl: s.claims.claimer(yc.BaseURL, req.Name), forget: s.forgetter(yc, req.Log)}
 	defer r.cl.done()
 
 	// 1. The replacement's agreement, the running rental untouched.

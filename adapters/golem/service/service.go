@@ -96,6 +96,26 @@ func (s *svc) watcher(ctx context.Context, yc *yagna.Client, log *slog.Logger) *
 	return c
 }
 
+// forgetter is what a create calls when yagna says an offer it countered
+// is gone (offerGone): the offer leaves the market watcher's book and the
+// adapter's own at once, so that the next estimate or create of this run
+// or the next does not pick it again (the watcher's refresh would drop it
+// only a minute and a window later).
+func (s *svc) forgetter(yc *yagna.Client, log *slog.Logger) func(context.Context, Offer) {
+	return func(ctx context.Context, o Offer) {
+		s.book.drop(o.Provider, o.props)
+		wc := s.watcher(ctx, yc, log)
+		if wc == nil {
+			return
+		}
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := wc.drop(dctx, o.Provider, o.props); err != nil {
+			log.Warn("the market watcher was not told of an offer gone", "provider", o.Who(), "err", err)
+		}
+	}
+}
+
 // estimates says the state call estimates costs before the config is known
 // (the first plan of an app: the allocation and the VPN do not exist yet).
 func estimates(ext *protocol.InitExt) *protocol.InitExt {

@@ -62,12 +62,24 @@ const DefaultWatchIdle = 15 * time.Minute
 const DefaultWatchGone = time.Minute
 
 // watchVersion is the watcher's API version: a watcher of another version
-// is stopped and started anew by the adapter that finds it.
-const watchVersion = "1"
+// is stopped and started anew by the adapter that finds it. 2: POST
+// /v1/drop, and demands that name their watcher (WatchIDProperty).
+const watchVersion = "2"
 
 // WatchProperty marks the watcher's demands (not an app's: no sweep of an
 // app ends them; the watcher does when it stops).
 const WatchProperty = "gcompose.offer-watcher"
+
+// WatchIDProperty names, on each demand the watcher subscribes, the
+// watcher (watchID: its yagna URL and identity). A watcher killed with
+// SIGKILL unsubscribes nothing; the next watcher of the same yagna and
+// identity finds its demands by this property in the identity's demands
+// (GET /market-api/v1/demands lists the caller's own: yagna
+// core/market/src/rest_api/requestor.rs get_demands,
+// core/market/src/market.rs get_demands → store.get_client_demands) and
+// unsubscribes them before it serves (unsubscribeOrphans). A sibling of
+// WatchProperty, not a child: a property is a leaf of the properties tree.
+const WatchIDProperty = "gcompose.offer-watcher-id"
 
 // watchID is what identifies a watcher: its yagna and requestor identity.
 func watchID(url, identity string) string {
@@ -111,6 +123,15 @@ type watchOpen struct {
 
 type watchOpened struct {
 	LeftMS int64 `json:"left_ms"`
+}
+
+// watchDrop names an offer that yagna says is gone: its provider and its
+// properties (the offer's own, the same in every demand's proposal of it:
+// core/market/src/db/model/proposal.rs new_requestor copies
+// offer.properties).
+type watchDrop struct {
+	Provider   string         `json:"provider"`
+	Properties map[string]any `json:"properties"`
 }
 
 type watchOffers struct {
@@ -161,6 +182,9 @@ func RunWatcher(ctx context.Context, yc *yagna.Client, args []string, stdout io.
 	defer cancel()
 	w := &watcher{yc: yc, log: log, identity: me.Identity, token: WatchToken(yc.AppKey), b: &book{idle: *idle, refresh: *refresh},
 		idle: *idle, gone: *gone, stop: cancel, apps: map[string]bool{}, lastUse: time.Now()}
+	// The socket is this watcher's: no other of this yagna and identity
+	// runs, so the demands marked as theirs are a dead one's.
+	w.unsubscribeOrphans(ctx)
 	srv := &http.Server{Handler: w.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintln(stdout, "gcompose:ready")
@@ -215,6 +239,43 @@ func (w *watcher) wait(ctx context.Context) {
 	}
 }
 
+// unsubscribeOrphans unsubscribes the demands a watcher of this yagna and
+// identity left subscribed (killed, it could not): those marked with its
+// WatchIDProperty. What fails is logged: yagna expires them in the end.
+func (w *watcher) unsubscribeOrphans(ctx context.Context) {
+	id := watchID(w.yc.BaseURL, w.identity)
+	demands, err := w.yc.Demands(ctx)
+	if err != nil {
+		w.log.Warn("market watcher: listing the demands a watcher before it left", "err", err)
+		return
+	}
+	n := 0
+	for _, d := range demands {
+		if d.Properties[WatchIDProperty] != id {
+			continue
+		}
+		if err := w.yc.UnsubscribeDemand(ctx, d.DemandID); err != nil && !yagna.IsNotFound(err) && !yagna.IsGone(err) {
+			w.log.Warn("market watcher: unsubscribing a demand a watcher before it left", "demand", d.DemandID, "err", err)
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		w.log.Info("market watcher: unsubscribed the demands a stopped watcher left", "demands", n)
+	}
+}
+
+// mark is the broad demand as the watcher subscribes it: named as its own
+// (WatchIDProperty).
+func (w *watcher) mark(d yagna.DemandOfferBase) yagna.DemandOfferBase {
+	props := make(map[string]any, len(d.Properties)+1)
+	for k, v := range d.Properties {
+		props[k] = v
+	}
+	props[WatchIDProperty] = watchID(w.yc.BaseURL, w.identity)
+	return yagna.DemandOfferBase{Properties: props, Constraints: d.Constraints}
+}
+
 func (w *watcher) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", w.ping)
@@ -222,6 +283,7 @@ func (w *watcher) routes() http.Handler {
 	mux.HandleFunc("DELETE /v1/apps/{app}", w.release)
 	mux.HandleFunc("POST /v1/open", w.open)
 	mux.HandleFunc("POST /v1/read", w.read)
+	mux.HandleFunc("POST /v1/drop", w.drop)
 	mux.HandleFunc("POST /v1/stop", func(rw http.ResponseWriter, r *http.Request) { rw.WriteHeader(http.StatusNoContent); w.stop() })
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if !hmac.Equal([]byte(r.Header.Get("Authorization")), []byte("Bearer "+w.token)) {
@@ -287,7 +349,7 @@ func (w *watcher) open(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	window := time.Duration(q.WindowMS) * time.Millisecond
-	p, err := w.b.page(r.Context(), w.yc, w.log, bookDemand{key: q.Key, demand: q.Broad}, window)
+	p, err := w.b.page(r.Context(), w.yc, w.log, bookDemand{key: q.Key, demand: w.mark(q.Broad)}, window)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusBadGateway)
 		return
@@ -301,12 +363,25 @@ func (w *watcher) read(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, err.Error(), http.StatusBadRequest)
 		return
 	}
-	offers, waited, err := w.b.read(r.Context(), w.yc, w.log, bookDemand{key: q.Key, demand: q.Broad}, q.Demand, time.Duration(q.WindowMS)*time.Millisecond, nil)
+	offers, waited, err := w.b.read(r.Context(), w.yc, w.log, bookDemand{key: q.Key, demand: w.mark(q.Broad)}, q.Demand, time.Duration(q.WindowMS)*time.Millisecond, nil)
 	if err != nil {
 		http.Error(rw, err.Error(), http.StatusBadGateway)
 		return
 	}
 	writeJSONTo(rw, watchOffers{Offers: offers, WaitedMS: waited.Milliseconds()})
+}
+
+// drop takes an offer yagna says is gone out of every page at once
+// (book.drop).
+func (w *watcher) drop(rw http.ResponseWriter, r *http.Request) {
+	var q watchDrop
+	if err := json.NewDecoder(r.Body).Decode(&q); err != nil || q.Provider == "" {
+		http.Error(rw, fmt.Sprintf("want {provider, properties}: %v", err), http.StatusBadRequest)
+		return
+	}
+	n := w.b.drop(q.Provider, q.Properties)
+	w.log.Info("market watcher: an offer yagna says is gone left the book", "provider", q.Provider, "pages", n)
+	writeJSONTo(rw, map[string]int{"dropped": n})
 }
 
 func writeJSONTo(rw http.ResponseWriter, v any) {
@@ -428,6 +503,12 @@ func (c *WatchClient) open(ctx context.Context, bd bookDemand, window time.Durat
 	var out watchOpened
 	err := c.call(ctx, http.MethodPost, "/v1/open", watchOpen{Key: bd.key, Broad: bd.demand, WindowMS: window.Milliseconds()}, &out)
 	return time.Duration(out.LeftMS) * time.Millisecond, err
+}
+
+// drop tells the watcher that yagna says the provider's offer of these
+// properties is gone (withdrawn): its pages drop it at once.
+func (c *WatchClient) drop(ctx context.Context, provider string, props map[string]any) error {
+	return c.call(ctx, http.MethodPost, "/v1/drop", watchDrop{Provider: provider, Properties: props}, nil)
 }
 
 // read is book.read through the watcher.

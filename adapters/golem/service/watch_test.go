@@ -21,6 +21,12 @@ func startWatcher(t *testing.T, f *fakeMarket, args ...string) (*WatchClient, *y
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
+	return startWatcherOn(t, f, srv, args...)
+}
+
+// startWatcherOn is startWatcher on a fake market already served.
+func startWatcherOn(t *testing.T, f *fakeMarket, srv *httptest.Server, args ...string) (*WatchClient, *yagna.Client, chan int) {
+	t.Helper()
 	yc := yagna.New(srv.URL, "k-"+t.Name())
 	yc.Retries = -1
 	out := &syncBuf{ready: make(chan struct{})}
@@ -247,5 +253,115 @@ func TestCreateReadsTheWarmBook(t *testing.T) {
 	h := r.bookHint(t.Context(), m, exp)
 	if h == nil || len(h.Offers) != 2 || h.Offers[0].Provider != "0xcheap" || h.Offers[1].Provider != "0xdear" || h.Subnet != "public" {
 		t.Fatalf("warm book hint %+v, want 0xcheap then 0xdear in public", h)
+	}
+}
+
+// TestWatcherUnsubscribesADeadWatchersDemands: a watcher killed with
+// SIGKILL leaves its demands subscribed; the next watcher of the same
+// yagna and identity unsubscribes them before it serves, and leaves the
+// demands of an app and of another watcher (another yagna URL) alone. Its
+// own demands name it. Fails without unsubscribeOrphans (the dead one's
+// demand stays live).
+func TestWatcherUnsubscribesADeadWatchersDemands(t *testing.T) {
+	f := &fakeMarket{live: map[string]bool{}, sent: map[string]int{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	yc := yagna.New(srv.URL, "k")
+	ctx := t.Context()
+	var dead, app, other string
+	for _, d := range []struct {
+		id    *string
+		props map[string]any
+	}{
+		{&dead, map[string]any{WatchProperty: true, WatchIDProperty: watchID(srv.URL, "0xrequestor")}},
+		{&app, map[string]any{"gcompose.app": "app"}},
+		{&other, map[string]any{WatchProperty: true, WatchIDProperty: watchID("http://other:7465", "0xrequestor")}},
+	} {
+		id, err := yc.SubscribeDemand(ctx, yagna.DemandOfferBase{Properties: d.props, Constraints: "()"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*d.id = id
+	}
+	// The next watcher: startWatcher serves on the same fake market.
+	wc, wyc, _ := startWatcherOn(t, f, srv)
+	f.mu.Lock()
+	live := map[string]bool{dead: f.live[dead], app: f.live[app], other: f.live[other]}
+	f.mu.Unlock()
+	if live[dead] || !live[app] || !live[other] {
+		t.Fatalf("after the next watcher's start: the dead watcher's demand live %v, the app's %v, another watcher's %v; want false, true, true", live[dead], live[app], live[other])
+	}
+	_, bd := watchDemand(t, wyc, bookConfig())
+	if _, err := wc.open(ctx, bd.shared(), 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	mine := f.subscribed[len(f.subscribed)-1]
+	f.mu.Unlock()
+	if mine.Properties[WatchIDProperty] != watchID(srv.URL, "0xrequestor") || mine.Properties[WatchProperty] != true {
+		t.Errorf("the watcher's demand %v does not name it", mine.Properties)
+	}
+}
+
+// TestWatcherDropsAGoneOffer: a create told by yagna that the offer it
+// countered is gone tells the watcher, whose page drops it at once (not a
+// refresh later); another offer of the same provider, at a new price,
+// stays.
+func TestWatcherDropsAGoneOffer(t *testing.T) {
+	f := &fakeMarket{live: map[string]bool{}, sent: map[string]int{}}
+	f.offer("0xa", 0.0002, nil)
+	f.offer("0xb", 0.0003, nil)
+	wc, yc, _ := startWatcher(t, f)
+	ctx := t.Context()
+	d, bd := watchDemand(t, yc, bookConfig())
+	window := 200 * time.Millisecond
+	offers, _, err := wc.read(ctx, bd.shared(), d, window)
+	if err != nil || len(offers) != 2 {
+		t.Fatalf("read: %d offers, %v; want 2", len(offers), err)
+	}
+	var a *yagna.Proposal
+	for _, o := range offers {
+		if o.IssuerID == "0xa" {
+			a = o
+		}
+	}
+	// Another offer's properties do not drop it.
+	other := map[string]any{"golem.com.pricing.model.linear.coeffs": []any{0.0001, 0.0009, 0}}
+	if err := wc.drop(ctx, "0xa", other); err != nil {
+		t.Fatal(err)
+	}
+	if offers, _, _ := wc.read(ctx, bd.shared(), d, window); len(offers) != 2 {
+		t.Fatalf("after dropping an offer 0xa does not have: %d offers, want 2", len(offers))
+	}
+	if err := wc.drop(ctx, "0xa", a.Properties); err != nil {
+		t.Fatal(err)
+	}
+	offers, _, err = wc.read(ctx, bd.shared(), d, window)
+	if err != nil || len(offers) != 1 || offers[0].IssuerID != "0xb" {
+		t.Fatalf("after the drop: %v, %v; want 0xb's offer alone", offers, err)
+	}
+}
+
+// offerGone tells a counter-proposal's failure for the offer's end from
+// one for our own demand's and from other failures, by yagna's messages
+// (core/market/src/negotiation/error.rs ProposalValidationError).
+func TestOfferGone(t *testing.T) {
+	api := func(status int, msg string) error { return &yagna.APIError{Status: status, Message: msg} }
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{api(400, "Subscription [offer-1] was already unsubscribed."), true},
+		{api(400, "Subscription [offer-1] wasn't found."), true},
+		{api(410, "Subscription [offer-1] expired."), true},
+		{api(400, "Subscription [our-sub] wasn't found."), false},
+		{api(410, "Subscription [our-sub] expired."), false},
+		{api(500, "Subscription [offer-1] was already unsubscribed."), false},
+		{api(400, "Can't react to own Proposal [p]."), false},
+		{errors.New("Subscription [offer-1] was already unsubscribed."), false},
+	} {
+		if got := offerGone(tc.err, "our-sub"); got != tc.want {
+			t.Errorf("offerGone(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
