@@ -16,15 +16,14 @@ import (
 //
 // The check is this adapter's first call of every plan, deploy, destroy and
 // refresh (the request's mode says which: it launches for a plan or deploy
-// only): gcompose makes it once the state is loaded, while the served
-// adapters' servers start. The payments state call that starts (or adopts)
-// the watcher and registers the app comes only after the preflight, in its
-// own container; the service estimates, whose first offer window starts
-// when they open the watcher's pages, come after it. A watcher started
-// there made a cold plan wait its start (a container, then its ready line)
-// on top of the window. Launched here and not waited for, it gets ready
-// while the preflight ends and the state call's container starts; the
-// state call finds it running and waits only for what is left of its start
+// only): gcompose makes it once the state is loaded, on the adapter's
+// server. The payments state call that starts (or adopts) the watcher and
+// registers the app comes only after the preflight; the service estimates,
+// whose first offer window starts when they open the watcher's pages, come
+// after it. A watcher started there made a cold plan wait its start (a
+// container, then its ready line) on top of the window. Launched here and
+// not waited for, it gets ready while the preflight ends; the state call
+// finds it running and waits only for what is left of its start
 // (startWatcher: ping), then registers the app as before. What fails here
 // is not the check's problem: the state call starts the watcher then.
 func check(ctx context.Context, req *sdk.Request) error {

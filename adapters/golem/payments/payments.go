@@ -71,7 +71,11 @@ func Adapter() sdk.Adapter {
 		State:   state,
 		Actions: map[string]sdk.ActionFunc{"create": create, "keeper": keeper, "amend": amend, "delete": remove},
 		Sweep:   sweep,
-		NoServe: true,
+		// Served: every call reads what it works on from its request (the
+		// yagna client, the Docker client and the config are made per
+		// call) and the keeper and the market watcher are containers of
+		// their own, started through the Docker socket, so they outlive
+		// the server as they outlived a one-shot call.
 	}
 }
 
