@@ -45,15 +45,11 @@ func check(ctx context.Context, req *sdk.Request) error {
 // or exists (starting, stopping: the state call deals with it), without
 // waiting until it is ready.
 func launchWatcher(ctx context.Context, req *sdk.Request) error {
-	yc, err := network.Client(req)
+	yc, node, wc, err := watcherOf(ctx, req)
 	if err != nil {
 		return err
 	}
-	node, err := longlived.Node(ctx, yc)
-	if err != nil {
-		return err
-	}
-	if _, err := ping(ctx, service.NewWatchClient(yc.BaseURL, node, yc.AppKey), 0); err == nil {
+	if _, err := ping(ctx, wc, 0); err == nil {
 		return nil
 	}
 	d, err := longlived.Docker()

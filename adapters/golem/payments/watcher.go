@@ -58,16 +58,26 @@ func ensureWatcher(ctx context.Context, req *sdk.Request, app string) {
 	}
 }
 
-func startWatcher(ctx context.Context, req *sdk.Request, app string) error {
+// watcherOf is the yagna client, the requestor identity and the client of
+// the market watcher a request's app shares with every app of that yagna
+// and identity.
+func watcherOf(ctx context.Context, req *sdk.Request) (*yagna.Client, string, *service.WatchClient, error) {
 	yc, err := network.Client(req)
 	if err != nil {
-		return err
+		return nil, "", nil, err
 	}
 	node, err := longlived.Node(ctx, yc)
 	if err != nil {
+		return nil, "", nil, err
+	}
+	return yc, node, service.NewWatchClient(yc.BaseURL, node, yc.AppKey), nil
+}
+
+func startWatcher(ctx context.Context, req *sdk.Request, app string) error {
+	yc, node, wc, err := watcherOf(ctx, req)
+	if err != nil {
 		return err
 	}
-	wc := service.NewWatchClient(yc.BaseURL, node, yc.AppKey)
 	reg := func() error { return wc.Register(ctx, watcherApp(app, req.Lineage())) }
 	if _, err := ping(ctx, wc, 0); err == nil {
 		return reg()
